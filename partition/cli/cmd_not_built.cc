@@ -1,0 +1,102 @@
+// Subcommands whose back end is still to be built. Each already has its final help text; run
+// without --help it says plainly that it is not built yet and exits 2.
+#include "partition/cli/options.h"
+
+namespace pipetwin::cli {
+
+int RunScheduleCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("kind", po::value<std::string>(), "gpipe|flush|pipedream|2bw|interleaved|zb-h1")
+      ("stages", po::value<int>(), "pipeline depth P")
+      ("microbatches", po::value<int>(), "micro-batches per batch M")
+      ("replicas", po::value<std::string>(), "replicas per stage R0,R1,...")
+      ("chunks", po::value<int>(), "model chunks per worker (interleaved)")
+      ("vertical-sync", "PipeDream with vertical sync")
+      ("forward-time", po::value<double>(), "forward time per stage (unit replay)")
+      ("backward-time", po::value<double>(), "backward time per stage (unit replay)")
+      ("check", "check validity and replay the schedule")
+      ("import", po::value<std::string>(), "read a torch.distributed.pipelining CSV schedule")
+      ("format", po::value<std::string>(), "text|csv|json|svg")
+      ("json", "same as --format json");
+  return NotBuiltYet("schedule", "--kind KIND --stages P --microbatches M [options]",
+                     "Per-worker op lists of a pipeline schedule, with weight versions and stash "
+                     "events.",
+                     desc, args);
+}
+
+int RunPlanCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("planner", po::value<std::string>(), "pipedream|pipedream-compat|2bw|data-parallel|gpipe|flush|uniform|balanced")
+      ("profile", po::value<std::string>(), "PipeDream graph.txt (instead of a scenario)")
+      ("workers", po::value<std::vector<int>>()->multitoken(), "machines per level, lowest first")
+      ("bandwidth", po::value<std::vector<double>>()->multitoken(), "bytes/s per level")
+      ("json", "machine-readable output on stdout");
+  return NotBuiltYet("plan", "SCENARIO [--planner NAME] [--json]",
+                     "Partition a workload over a cluster and predict its time per sample and "
+                     "memory per device.",
+                     desc, args);
+}
+
+int RunSimulateCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("plan", po::value<std::string>(), "plan file (else the scenario's planner decides)")
+      ("json", "report as JSON on stdout")
+      ("csv", "report as one CSV row")
+      ("trace", po::value<std::string>(), "write a Chrome trace to FILE")
+      ("svg", po::value<std::string>(), "write the simulated timeline to FILE")
+      ("strict", "fail when a device's memory is exceeded");
+  return NotBuiltYet("simulate", "[SCENARIO] [--plan PLAN] [--json] [--trace F] [--svg F]",
+                     "Predict throughput, per-device memory and weight staleness with a SimGrid "
+                     "model of GPUs, links and NICs.",
+                     desc, args);
+}
+
+int RunSweepCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("vary", po::value<std::vector<std::string>>(), "PATH=V1,V2,... (repeatable)")
+      ("csv", po::value<std::string>(), "write one row per point to FILE")
+      ("json", "results as JSON on stdout");
+  return NotBuiltYet("sweep", "SCENARIO --vary PATH=V1,V2,... [--vary ...] [--csv F]",
+                     "Simulate the cartesian product of scenario variations.", desc, args);
+}
+
+int RunRunCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("plan", po::value<std::string>(), "plan file")
+      ("json", "report as JSON on stdout")
+      ("trace", po::value<std::string>(), "write a Chrome trace of the real run to FILE");
+  return NotBuiltYet("run", "SCENARIO [--plan PLAN] [--json] [--trace F]",
+                     "Train the plan for real with LibTorch (one process per worker, c10d) and "
+                     "measure the simulator's quantities.",
+                     desc, args);
+}
+
+int RunProfileCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("batch", po::value<int>(), "batch size to profile at")
+      ("output", po::value<std::string>(), "workload file to write")
+      ("json", "print the measured workload as JSON");
+  return NotBuiltYet("profile", "WORKLOAD [--batch B] [--output FILE]",
+                     "Measure each layer's forward and backward time, activation and parameter "
+                     "bytes on this machine.",
+                     desc, args);
+}
+
+int RunCompareCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("json", "predicted, measured and relative error as JSON")
+      ("trace", po::value<std::string>(), "both timelines in one Chrome trace")
+      ("svg", po::value<std::string>(), "both timelines, one above the other");
+  return NotBuiltYet("compare", "SCENARIO [--json] [--trace F] [--svg F]",
+                     "Predicted against measured on this machine, with relative errors.", desc,
+                     args);
+}
+
+}  // namespace pipetwin::cli

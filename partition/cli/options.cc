@@ -1,0 +1,57 @@
+#include "partition/cli/options.h"
+
+#include <iostream>
+
+#include "partition/error.h"
+
+namespace pipetwin::cli {
+
+po::variables_map ParseCommandLine(const std::string& command, po::options_description desc,
+                                   const po::positional_options_description& positional,
+                                   const Args& args) {
+  desc.add_options()("help,h", "print this help");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args)
+                  .options(desc)
+                  .positional(positional)
+                  .style(po::command_line_style::default_style &
+                         ~po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
+    bool help = false;
+    for (const auto& a : args) help = help || a == "--help" || a == "-h";
+    if (!help) po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError("pipetwin " + command + ": " + e.what());
+  }
+  return vm;
+}
+
+void PrintUsage(std::ostream& out, const std::string& command, const std::string& usage,
+                const std::string& description, const po::options_description& desc) {
+  out << "usage: pipetwin " << command << " " << usage << "\n\n" << description << "\n\n"
+      << desc << "  -h [ --help ]          print this help\n";
+}
+
+int NotBuiltYet(const std::string& command, const std::string& usage,
+                const std::string& description, const po::options_description& desc,
+                const Args& args) {
+  po::positional_options_description positional;
+  positional.add("scenario", -1);
+  po::options_description with_positional = desc;
+  with_positional.add_options()("scenario", po::value<std::vector<std::string>>(),
+                                "positional arguments");
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      PrintUsage(std::cout, command, usage, description, desc);
+      return 0;
+    }
+  }
+  ParseCommandLine(command, with_positional, positional, args);  // unknown options still fail
+  std::cerr << "pipetwin " << command << ": not built yet (see `pipetwin " << command
+            << " --help` for what it will do)\n";
+  return 2;
+}
+
+}  // namespace pipetwin::cli

@@ -1,0 +1,37 @@
+// Shared command-line plumbing for the subcommands (Boost.Program_options).
+//
+//   po::options_description desc("pipetwin schedule options");
+//   desc.add_options()("stages", po::value<int>()->required(), "pipeline depth");
+//   auto vm = ParseCommandLine("schedule", desc, {}, args);   // throws InputError on bad words
+//   if (vm.count("help")) { PrintUsage(...); return 0; }
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include <boost/program_options.hpp>
+
+#include "partition/cli/commands.h"
+
+namespace pipetwin::cli {
+
+namespace po = boost::program_options;
+
+// Parses `args`; every Boost error (unknown option, missing value, bad number, missing required
+// option) becomes InputError("pipetwin COMMAND: ..."), one line. `--help` is always accepted;
+// when it is given, required options are not enforced.
+po::variables_map ParseCommandLine(const std::string& command, po::options_description desc,
+                                   const po::positional_options_description& positional,
+                                   const Args& args);
+
+// Prints "usage: pipetwin COMMAND USAGE", the description and the options.
+void PrintUsage(std::ostream& out, const std::string& command, const std::string& usage,
+                const std::string& description, const po::options_description& desc);
+
+// For subcommands a later piece of work fills in: prints their help on --help (exit 0), else
+// says plainly that the command is not built yet (exit 2).
+int NotBuiltYet(const std::string& command, const std::string& usage,
+                const std::string& description, const po::options_description& desc,
+                const Args& args);
+
+}  // namespace pipetwin::cli

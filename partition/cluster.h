@@ -1,0 +1,73 @@
+// Cluster: a hierarchical topology of identical devices.
+//
+// Level 0 is the innermost (devices per server, joined by NVLink or PCIe); level 1 groups servers
+// (joined by NICs and a switch), level 2 racks, and so on. Each level has a fan-out `count`, a
+// link bandwidth and a latency; the device has a memory capacity and a compute speed, either
+// relative to the device a workload was profiled on or as peak FLOP/s times efficiency.
+//
+//   Cluster c = ClusterPreset("cluster-a", /*servers=*/4);  // 4 servers x 4 V100 (PCIe), 10 Gbps
+//   c.DeviceCount();                                         // 16
+//   c.levels[1].bandwidth_bytes_per_s();                     // 1.25e9
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pipetwin {
+
+struct ClusterLevel {
+  std::string name = "server";   // what one unit of this level is ("server", "rack")
+  int count = 1;                 // children per unit: devices per server, servers per rack, ...
+  double bandwidth_gbps = 100;   // per-link bandwidth in Gbit/s
+  double latency_us = 1;         // per-message latency of one hop at this level
+  std::string link = "nvlink";   // "nvlink", "pcie", "ethernet", "infiniband", "loopback"
+
+  double bandwidth_bytes_per_s() const { return bandwidth_gbps * 1e9 / 8; }
+};
+
+struct DeviceSpec {
+  std::string name = "V100-16GB";
+  double memory_bytes = 16e9;
+  // Speed relative to the device the workload's times were taken on (2 = twice as fast).
+  double relative_speed = 1.0;
+  // Absolute model, used for FLOP-based workloads: peak FLOP/s, achieved fraction, HBM bytes/s.
+  double peak_flops = 125e12;
+  double flops_efficiency = 0.5;
+  double memory_bandwidth_bytes_per_s = 900e9;
+};
+
+class Cluster {
+ public:
+  std::string name = "cluster";
+  DeviceSpec device;
+  std::vector<ClusterLevel> levels;  // innermost first
+  // "datacenter": ideal links (SimGrid latency and bandwidth factors 1, no cross-traffic);
+  // "tcp": SimGrid's LV08 TCP model.
+  std::string network_model = "datacenter";
+  double launch_overhead_us = 0;       // per compute operation
+  double communication_overhead_us = 0;  // host-side cost per message
+
+  int DeviceCount() const;
+  // Devices inside one unit of level `level` (level 0: a server's devices).
+  int DevicesPerUnit(int level) const;
+};
+
+// Presets for the papers' clusters. `servers` is the number of servers (level-1 units).
+//   cluster-a:   PipeDream Cluster-A, servers of 4 V100 on PCIe, 10 Gbps between servers
+//   cluster-b:   PipeDream Cluster-B, servers of 8 V100 with NVLink, 25 Gbps
+//   p3.16xlarge: PipeDream-2BW's AWS p3.16xlarge, 8 V100-16GB with NVLink, 25 Gbps
+//   dgx-a100:    8 A100-80GB, NVLink (300 GB/s each way), 8x200 Gbps InfiniBand (1,600 Gbps)
+//   dgx-h100:    8 H100-80GB, NVLink (450 GB/s each way), 8x400 Gbps InfiniBand (3,200 Gbps)
+Cluster ClusterPreset(const std::string& preset, int servers);
+std::vector<std::string> ClusterPresetNames();
+
+// JSON. Accepts a full description or {"preset": NAME, "servers": N, ...overrides}. Throws
+// InputError naming `file` and the JSON path (e.g. "cluster.levels[1].bandwidth_gbps").
+Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
+                        const std::string& path = "");
+nlohmann::json ClusterToJson(const Cluster& cluster);
+Cluster LoadClusterFile(const std::string& path);
+
+}  // namespace pipetwin

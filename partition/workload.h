@@ -1,0 +1,74 @@
+// Workload: the layer graph every planner, the simulator and the executor share.
+//
+// A Workload is a DAG of layers (a chain in the common case) measured or modelled at a stated
+// reference batch size on a stated reference device. Each layer carries its forward and backward
+// time at that batch size, the bytes of its output activations, the bytes of its parameters and
+// optionally its forward FLOPs. Layers are kept in a topological order: every input of layer i
+// has an index below i. JSON schema: see README.md ("Workload file").
+//
+//   Workload w = LoadWorkloadFile("vgg16.json");         // or ImportPipeDreamProfile(...)
+//   double total_ms = w.TotalForwardMs() + w.TotalBackwardMs();
+//   SaveWorkloadFile(w, "copy.json");
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pipetwin {
+
+// One layer (a node of the layer graph).
+struct Layer {
+  std::string id;            // unique within the workload ("node4", "block3")
+  std::string description;   // what the layer is ("Conv2d(3, 64, ...)", "decoder block")
+  double forward_ms = 0;     // forward time at the reference batch size and device
+  double backward_ms = 0;    // backward time, same reference
+  double activation_bytes = 0;           // bytes of all its outputs, summed
+  std::vector<double> output_bytes;      // per output, when the layer has several (else empty)
+  double parameter_bytes = 0;            // bytes of its trainable parameters
+  double parameters = 0;                 // number of trainable parameters
+  std::optional<double> forward_flops;   // forward FLOPs at the reference batch size
+  std::vector<int> inputs;               // indices of the layers feeding this one (all < own)
+};
+
+// Where the times of a workload were taken.
+struct ReferencePoint {
+  int batch_size = 1;           // samples per minibatch the times are for
+  std::string device = "unknown";
+  std::string source = "manual";  // "pipedream-profile", "analytic", "measured", "manual"
+};
+
+class Workload {
+ public:
+  std::string name;
+  ReferencePoint reference;
+  double parameter_dtype_bytes = 4;  // bytes per parameter (fp32 by default)
+  std::vector<Layer> layers;
+
+  int LayerCount() const { return static_cast<int>(layers.size()); }
+  // True when every layer but the first has exactly the previous layer as its only input.
+  bool IsChain() const;
+  double TotalForwardMs() const;
+  double TotalBackwardMs() const;
+  double TotalParameterBytes() const;
+  double TotalParameters() const;
+  double TotalActivationBytes() const;
+  // Indices of the layers that take layer i's output.
+  std::vector<std::vector<int>> Successors() const;
+};
+
+// Checks the invariants (unique ids, inputs that exist, no cycle, finite non-negative numbers)
+// and puts the layers in topological order (a stable order: among ready layers the one listed
+// first comes first). `file` names the source for errors. Throws InputError.
+void ValidateAndSortWorkload(Workload& workload, const std::string& file);
+
+// JSON (schema in README.md). FromJson throws InputError naming `file` and the JSON path.
+nlohmann::json WorkloadToJson(const Workload& workload);
+Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file);
+Workload LoadWorkloadFile(const std::string& path);
+// Writes through a temporary file: a failure never leaves a half-written file.
+void SaveWorkloadFile(const Workload& workload, const std::string& path);
+
+}  // namespace pipetwin

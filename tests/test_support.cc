@@ -1,0 +1,64 @@
+#include "tests/test_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace pipetwin::testing {
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+std::optional<std::string> SharedProfile(const std::string& name) {
+  std::string root = std::getenv("PIPETWIN_SHARED_DIR") ? std::getenv("PIPETWIN_SHARED_DIR")
+                                                        : std::string(PIPETWIN_SOURCE_DIR) +
+                                                              "/../shared";
+  std::string path = root + "/profiles/pipedream/" + name + "/graph.txt";
+  if (!std::ifstream(path)) return std::nullopt;
+  return path;
+}
+
+std::string Fixture(const std::string& name) {
+  return std::string(PIPETWIN_FIXTURES_DIR) + "/" + name;
+}
+
+std::string TemporaryDirectory() {
+  char pattern[] = "/tmp/pipetwin-test-XXXXXX";
+  char* dir = mkdtemp(pattern);
+  if (!dir) throw std::runtime_error("mkdtemp failed");
+  return dir;
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+CommandResult RunPipetwin(const std::string& args) {
+  std::string dir = TemporaryDirectory();
+  std::string command = std::string("'") + PIPETWIN_BINARY + "' " + args + " >" + dir +
+                        "/out 2>" + dir + "/err </dev/null";
+  int status = std::system(command.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(dir + "/out");
+  r.err = Slurp(dir + "/err");
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return r;
+}
+
+}  // namespace pipetwin::testing

@@ -1,0 +1,28 @@
+// Helpers shared by the test suites: where the shared profiles and fixtures are, and running the
+// `pipetwin` binary as a user would.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace pipetwin::testing {
+
+// ../shared/profiles/pipedream/NAME/graph.txt beside the checkout (or $PIPETWIN_SHARED_DIR), or
+// nullopt when it is absent (tests then GTEST_SKIP with a message).
+std::optional<std::string> SharedProfile(const std::string& name);
+// tests/fixtures/NAME
+std::string Fixture(const std::string& name);
+// A fresh empty temporary directory for one test.
+std::string TemporaryDirectory();
+// Writes `text` to `path`.
+void WriteFile(const std::string& path, const std::string& text);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs `pipetwin ARGS` (ARGS is shell syntax) and captures its output.
+CommandResult RunPipetwin(const std::string& args);
+
+}  // namespace pipetwin::testing

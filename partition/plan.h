@@ -1,0 +1,62 @@
+// Plan: what a planner decides and what the simulator and executor take.
+//
+// Stages are contiguous ranges of the workload's layers in its topological order
+// (first_layer..last_layer, inclusive), each replicated `replicas` times onto the listed devices
+// (device ids count from 0 in the cluster's order: device d sits in server d / devices-per-server).
+// A plan also fixes the micro-batch size, the micro-batches per weight update, the schedule and
+// recomputation, and carries the planner's own prediction and cost breakdown.
+//
+//   Plan p;  p.stages = {{0, 9, 2}, {10, 20, 1}};  p.schedule = "pipedream";
+//   p.WorkerCount();   // 3
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pipetwin {
+
+struct StagePlan {
+  int first_layer = 0;       // inclusive, index in the workload's topological order
+  int last_layer = 0;        // inclusive
+  int replicas = 1;
+  std::vector<int> devices;  // one device id per replica (may be empty before placement)
+  // The planner's view of this stage (per minibatch or micro-batch, as the planner states).
+  double compute_ms = 0;
+  double communication_ms = 0;
+  double memory_bytes = 0;
+};
+
+struct Plan {
+  std::string planner = "manual";
+  std::string schedule = "flush";  // gpipe|flush|pipedream|2bw|interleaved|zb-h1
+  std::vector<StagePlan> stages;
+  int microbatch_size = 1;          // samples per micro-batch per replica of the input stage
+  int microbatches_per_update = 1;  // m: micro-batches coalesced into one weight update
+  bool recompute = false;
+  bool vertical_sync = false;
+  // The planner's prediction (0 when not predicted).
+  double predicted_samples_per_s = 0;
+  double predicted_time_per_sample_s = 0;
+  std::vector<double> memory_bytes_per_device;
+  // Planner-specific fields (NOAM; w, d, b; the compat optimizer's outputs; the cost breakdown).
+  nlohmann::json details = nlohmann::json::object();
+
+  int StageCount() const { return static_cast<int>(stages.size()); }
+  int WorkerCount() const;
+};
+
+nlohmann::json PlanToJson(const Plan& plan);
+// Throws InputError naming `file` and the JSON path. Checks the plan's own consistency (stages
+// contiguous from layer 0, replicas >= 1, device lists of the right length); checks against a
+// workload and a cluster are ValidatePlan's.
+Plan PlanFromJson(const nlohmann::json& doc, const std::string& file,
+                  const std::string& path = "");
+Plan LoadPlanFile(const std::string& path);
+
+// Checks a plan against a workload's layer count and a cluster's device count; throws InputError
+// naming `file` ("stages[2].last_layer: expected <= 15 (the workload has 16 layers), got 20").
+void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std::string& file);
+
+}  // namespace pipetwin

@@ -19,13 +19,24 @@
 namespace pipetwin {
 
 // Reads and parses a graph.txt file. Throws InputError naming the file and the line number on a
-// malformed or truncated line, a duplicate node, an edge to an unknown node, or a cycle.
-Workload ImportPipeDreamProfile(const std::string& path);
-// Parses graph.txt text; `name` stands for the file in errors.
-Workload ParsePipeDreamProfile(const std::string& text, const std::string& name);
+// malformed or truncated line, a non-numeric, negative, NaN or infinite value, a duplicate node,
+// a duplicate edge, an edge to an unknown node, or an empty file; a cycle is reported by
+// ValidateAndSortWorkload (file and the cycle's nodes, no line).
+//
+// The result: name = the model directory of a ".../<model>/graph.txt" (else the file's stem),
+// reference.source "pipedream-profile", reference.device "profiled GPU (PipeDream)",
+// parameter_dtype_bytes 4 and parameters = parameter_bytes / 4 (PipeDream profiles fp32 models),
+// output_bytes set for layers with several outputs. graph.txt does not record the minibatch size
+// the times were taken at, so reference.batch_size is `reference_batch_size` (1 unless the caller
+// knows better, e.g. from the Input node's activation size).
+Workload ImportPipeDreamProfile(const std::string& path, int reference_batch_size = 1);
+// Parses graph.txt text; `name` stands for the file in errors and gives the workload its name.
+Workload ParsePipeDreamProfile(const std::string& text, const std::string& name,
+                               int reference_batch_size = 1);
 
-// True when the file looks like a PipeDream graph.txt rather than JSON (first non-blank
-// character is not '{').
+// True when the file looks like a PipeDream graph.txt rather than JSON: the first non-blank
+// character is not '{' or '[' and the first non-blank line has a " -- " separator. Other text
+// (empty, "precious") is left to the JSON reader, which calls it malformed JSON.
 bool LooksLikePipeDreamProfile(const std::string& text);
 
 }  // namespace pipetwin

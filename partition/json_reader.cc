@@ -10,6 +10,8 @@ namespace pipetwin {
 namespace {
 
 std::string FormatNumber(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "infinity" : "-infinity";
   std::ostringstream out;
   out.precision(12);
   out << v;

@@ -88,15 +88,17 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
 
 Plan LoadPlanFile(const std::string& path) { return PlanFromJson(ParseJsonFile(path), path); }
 
-void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std::string& file) {
+void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std::string& file,
+                  const std::string& path) {
+  const std::string stages = path.empty() ? "stages" : path + ".stages";
   const StagePlan& last = plan.stages.back();
   if (last.last_layer != layer_count - 1)
-    throw InputError(file, "stages[" + std::to_string(plan.stages.size() - 1) + "].last_layer",
+    throw InputError(file, stages + "[" + std::to_string(plan.stages.size() - 1) + "].last_layer",
                      "expected " + std::to_string(layer_count - 1) + " (the workload has " +
                          std::to_string(layer_count) + " layers), got " +
                          std::to_string(last.last_layer));
   if (plan.WorkerCount() > device_count)
-    throw InputError(file, "stages",
+    throw InputError(file, stages,
                      "the plan needs " + std::to_string(plan.WorkerCount()) +
                          " workers but the cluster has " + std::to_string(device_count) +
                          " devices");
@@ -104,7 +106,7 @@ void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std
   for (size_t i = 0; i < plan.stages.size(); ++i)
     for (size_t k = 0; k < plan.stages[i].devices.size(); ++k) {
       int d = plan.stages[i].devices[k];
-      std::string at = "stages[" + std::to_string(i) + "].devices[" + std::to_string(k) + "]";
+      std::string at = stages + "[" + std::to_string(i) + "].devices[" + std::to_string(k) + "]";
       if (d >= device_count)
         throw InputError(file, at, "expected a device id < " + std::to_string(device_count) +
                                        ", got " + std::to_string(d));

@@ -57,6 +57,8 @@ Plan LoadPlanFile(const std::string& path);
 
 // Checks a plan against a workload's layer count and a cluster's device count; throws InputError
 // naming `file` ("stages[2].last_layer: expected <= 15 (the workload has 16 layers), got 20").
-void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std::string& file);
+// `path` is the plan's JSON path inside `file` ("plan" in a scenario, "" for a plan file).
+void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std::string& file,
+                  const std::string& path = "");
 
 }  // namespace pipetwin

@@ -82,23 +82,46 @@ std::string DescribeCycle(const Workload& w, const std::vector<int>& unplaced_fl
       if (unplaced_flags[in]) { next = in; break; }
     cur = next;
   }
-  std::string out;
-  for (size_t k = seen_at[cur]; k < path.size(); ++k) out = w.layers[path[k]].id + " -> " + out;
-  return out + w.layers[cur].id;
+  // `path` follows inputs (against the data flow); print the cycle in the data's direction.
+  std::string out = w.layers[cur].id;
+  for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[cur]);)
+    out += " -> " + w.layers[path[k]].id;
+  return out;
+}
+
+// `pipetwin workload ... --json` writes totals beside the layers; when a file carries them they
+// must agree with its layers (a hand-edited layer with stale totals is an inconsistency).
+void CheckDeclaredTotals(JsonReader& root, const Workload& w) {
+  const std::pair<const char*, double> totals[] = {
+      {"parameter_bytes", w.TotalParameterBytes()},
+      {"parameters", w.TotalParameters()},
+      {"forward_ms", w.TotalForwardMs()},
+      {"backward_ms", w.TotalBackwardMs()},
+      {"layer_count", static_cast<double>(w.layers.size())}};
+  for (const auto& [key, actual] : totals) {
+    if (!root.Has(key)) continue;
+    double declared = root.NonNegativeNumber(key);
+    if (std::fabs(declared - actual) > 1e-6 * std::max(1.0, std::fabs(actual)))
+      root.FailAt(key, "expected the sum over the layers (" + DescribeJson(actual) + "), got " +
+                           DescribeJson(declared));
+  }
+  root.Accept("is_chain");
 }
 
 }  // namespace
 
-void ValidateAndSortWorkload(Workload& w, const std::string& file) {
-  if (w.layers.empty()) throw InputError(file, "layers", "expected at least one layer, got none");
+void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::string& path) {
+  const std::string prefix = path.empty() ? "" : path + ".";
+  if (w.layers.empty())
+    throw InputError(file, prefix + "layers", "expected at least one layer, got none");
   if (w.reference.batch_size < 1)
-    throw InputError(file, "reference.batch_size", "expected an integer >= 1");
-  CheckNumber(w.parameter_dtype_bytes, file, "parameter_dtype_bytes", true);
+    throw InputError(file, prefix + "reference.batch_size", "expected an integer >= 1");
+  CheckNumber(w.parameter_dtype_bytes, file, prefix + "parameter_dtype_bytes", true);
   const int n = w.LayerCount();
   std::map<std::string, int> seen;
   for (int i = 0; i < n; ++i) {
     const Layer& l = w.layers[i];
-    const std::string at = "layers[" + std::to_string(i) + "]";
+    const std::string at = prefix + "layers[" + std::to_string(i) + "]";
     if (l.id.empty()) throw InputError(file, at + ".id", "expected a non-empty string");
     if (!seen.emplace(l.id, i).second)
       throw InputError(file, at + ".id", "duplicate layer id \"" + l.id + "\"");
@@ -138,7 +161,8 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file) {
   if (static_cast<int>(order.size()) != n) {
     std::vector<int> unplaced(n, 1);
     for (int i : order) unplaced[i] = 0;
-    throw InputError(file, "layers", "the layer graph has a cycle: " + DescribeCycle(w, unplaced));
+    throw InputError(file, prefix + "layers",
+                     "the layer graph has a cycle: " + DescribeCycle(w, unplaced));
   }
   std::vector<int> new_index(n);
   for (int k = 0; k < n; ++k) new_index[order[k]] = k;
@@ -179,8 +203,9 @@ nlohmann::json WorkloadToJson(const Workload& w) {
           {"layers", layers}};
 }
 
-Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file) {
-  JsonReader root(doc, file);
+Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
+                          const std::string& path) {
+  JsonReader root(doc, file, path);
   Workload w;
   w.name = root.OptionalString("name", "workload");
   if (auto ref = root.OptionalMember("reference")) {
@@ -234,8 +259,9 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file) {
     e.Finish();
     w.layers.push_back(std::move(l));
   }
+  CheckDeclaredTotals(root, w);
   root.Finish();
-  ValidateAndSortWorkload(w, file);
+  ValidateAndSortWorkload(w, file, path);
   return w;
 }
 

@@ -62,11 +62,15 @@ class Workload {
 // Checks the invariants (unique ids, inputs that exist, no cycle, finite non-negative numbers)
 // and puts the layers in topological order (a stable order: among ready layers the one listed
 // first comes first). `file` names the source for errors. Throws InputError.
-void ValidateAndSortWorkload(Workload& workload, const std::string& file);
+// `path` is the JSON path of the workload inside its file ("" for a workload file, "workload" in
+// a scenario); errors name it as a prefix.
+void ValidateAndSortWorkload(Workload& workload, const std::string& file,
+                             const std::string& path = "");
 
 // JSON (schema in README.md). FromJson throws InputError naming `file` and the JSON path.
 nlohmann::json WorkloadToJson(const Workload& workload);
-Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file);
+Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
+                          const std::string& path = "");
 Workload LoadWorkloadFile(const std::string& path);
 // Writes through a temporary file: a failure never leaves a half-written file.
 void SaveWorkloadFile(const Workload& workload, const std::string& path);

@@ -1,0 +1,119 @@
+// The front end as a user meets it: help, unknown words, exit codes, one-line errors, and the
+// `workload` subcommand end to end.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+
+namespace pipetwin {
+namespace {
+
+using testing::RunPipetwin;
+
+int Lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(Cli, TopLevelHelpListsEverySubcommand) {
+  auto r = RunPipetwin("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* sub : {"workload", "schedule", "plan", "simulate", "sweep", "run", "profile",
+                          "compare"})
+    EXPECT_NE(r.out.find(std::string("  ") + sub + " "), std::string::npos) << sub;
+}
+
+TEST(Cli, EverySubcommandHasHelp) {
+  for (const char* sub : {"workload", "schedule", "plan", "simulate", "sweep", "run", "profile",
+                          "compare"}) {
+    auto r = RunPipetwin(std::string(sub) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
+    EXPECT_NE(r.out.find(std::string("usage: pipetwin ") + sub), std::string::npos) << sub;
+    EXPECT_NE(r.out.find("--json"), std::string::npos) << sub << " lacks --json";
+  }
+}
+
+TEST(Cli, UnknownCommandOrOptionIsOneLineAndExit2) {
+  auto r = RunPipetwin("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pipetwin: unknown command 'frobnicate' (see pipetwin --help)\n");
+  r = RunPipetwin("--frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1);
+  r = RunPipetwin("workload gpt --hiden 12");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pipetwin workload: unrecognised option '--hiden'\n");
+  r = RunPipetwin("workload gpt --hidden twelve");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1);
+  EXPECT_NE(r.err.find("hidden"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CommandsNotBuiltYetSaySoAndExit2) {
+  for (const char* sub : {"simulate", "sweep", "run", "profile", "compare"}) {
+    auto r = RunPipetwin(sub);
+    EXPECT_EQ(r.exit_code, 2) << sub;
+    EXPECT_EQ(r.err.find("not built yet"), std::string("pipetwin ").size() + strlen(sub) + 2)
+        << sub << ": " << r.err;
+  }
+}
+
+TEST(Cli, WorkloadGeneratorPrintsTotalsAndParameters) {
+  auto r = RunPipetwin("workload gpt --layers 48 --hidden 1600 --heads 25 --seq 1024 "
+                       "--vocab 50257 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters"].get<double>(), 1557611200.0);  // GPT-2 XL, "1,558M"
+  EXPECT_EQ(j["layers"].size(), 50u);
+  for (const char* key : {"parameter_bytes", "forward_ms", "backward_ms"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  r = RunPipetwin("workload vgg16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["parameters"].get<double>(), 138357544.0);
+}
+
+TEST(Cli, WorkloadJsonOutputLoadsBackAndShowsTheSameTotals) {
+  std::string dir = testing::TemporaryDirectory();
+  auto r = RunPipetwin("workload resnet50 --batch 32 --output " + dir + "/r50.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto shown = RunPipetwin("workload show " + dir + "/r50.json --json");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  auto j = nlohmann::json::parse(shown.out);
+  EXPECT_EQ(j["parameters"].get<double>(), 25557032.0);
+  EXPECT_FALSE(j["is_chain"].get<bool>());
+  auto table = RunPipetwin("workload show " + dir + "/r50.json");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("25557032 parameters"), std::string::npos) << table.out;
+}
+
+TEST(Cli, OutputNeverOverwritesAUsersFile) {
+  std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/mine.json", "precious");
+  auto r = RunPipetwin("workload vgg16 --output " + dir + "/mine.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1);
+  auto kept = RunPipetwin("workload show " + dir + "/mine.json");  // still "precious"
+  EXPECT_NE(kept.err.find("malformed JSON"), std::string::npos);
+}
+
+TEST(Cli, BadWorkloadFileIsOneLineExit2) {
+  std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/bad.json", R"({"layers": [{"id": "a", "forward_ms": -1,
+      "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1}]})");
+  auto r = RunPipetwin("workload show " + dir + "/bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, dir + "/bad.json: layers[0].forward_ms: expected a number >= 0, got -1\n");
+  r = RunPipetwin("workload show " + dir + "/none.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, dir + "/none.json: cannot open file for reading\n");
+  r = RunPipetwin("workload gpt --hidden 100 --heads 16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -1,0 +1,77 @@
+#include "partition/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include "partition/error.h"
+#include "partition/json_reader.h"
+
+namespace pipetwin {
+namespace {
+
+TEST(Cluster, PresetsMatchThePapers) {
+  Cluster a = ClusterPreset("cluster-a", 4);  // PipeDream SOSP'19 section 5.1
+  EXPECT_EQ(a.DeviceCount(), 16);
+  EXPECT_EQ(a.levels[0].count, 4);
+  EXPECT_EQ(a.levels[0].link, "pcie");
+  EXPECT_DOUBLE_EQ(a.levels[1].bandwidth_bytes_per_s(), 1.25e9);  // 10 Gbps
+  Cluster b = ClusterPreset("cluster-b", 2);
+  EXPECT_EQ(b.DeviceCount(), 16);
+  EXPECT_EQ(b.levels[0].link, "nvlink");
+  EXPECT_DOUBLE_EQ(b.levels[1].bandwidth_gbps, 25);
+  Cluster p3 = ClusterPreset("p3.16xlarge", 8);  // PipeDream-2BW ICML'21 section 5
+  EXPECT_EQ(p3.DeviceCount(), 64);
+  EXPECT_DOUBLE_EQ(p3.device.memory_bytes, 16e9);
+  EXPECT_EQ(ClusterPreset("dgx-h100", 128).DeviceCount(), 1024);
+  EXPECT_EQ(ClusterPreset("dgx-a100", 1).device.memory_bytes, 80e9);
+  EXPECT_EQ(a.DevicesPerUnit(0), 4);
+}
+
+TEST(Cluster, JsonRoundTripAndPresetOverrides) {
+  Cluster c = ClusterFromJson(
+      nlohmann::json::parse(R"({"preset": "cluster-a", "servers": 2,
+                                "levels": [{"count": 4, "bandwidth_gbps": 50},
+                                           {"count": 2, "bandwidth_gbps": 1}],
+                                "device": {"memory_bytes": 8e9}})"),
+      "c.json");
+  EXPECT_EQ(c.DeviceCount(), 8);
+  EXPECT_DOUBLE_EQ(c.levels[0].bandwidth_gbps, 50);
+  EXPECT_EQ(c.levels[0].link, "pcie");  // kept from the preset
+  EXPECT_DOUBLE_EQ(c.device.memory_bytes, 8e9);
+  EXPECT_EQ(ClusterToJson(ClusterFromJson(ClusterToJson(c), "x")), ClusterToJson(c));
+}
+
+std::string ErrorOf(const std::string& text) {
+  try {
+    ClusterFromJson(nlohmann::json::parse(text), "scenario.json", "cluster");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ClusterBadInput, NamesFileAndJsonPath) {
+  EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 4, "bandwidth_gbps": 100},
+                                    {"count": 4, "bandwidth_gbps": -5}]})"),
+            "scenario.json: cluster.levels[1].bandwidth_gbps: expected a number > 0, got -5");
+  EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 0, "bandwidth_gbps": 100}]})"),
+            "scenario.json: cluster.levels[0].count: expected an integer >= 1, got 0");
+  EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 2.5, "bandwidth_gbps": 100}]})"),
+            "scenario.json: cluster.levels[0].count: expected an integer >= 1, got 2.5");
+  EXPECT_EQ(ErrorOf(R"({"levels": []})"),
+            "scenario.json: cluster.levels: expected at least one level, got none");
+  EXPECT_EQ(ErrorOf(R"({"name": "x"})"),
+            "scenario.json: cluster.levels: missing (required unless a preset is given)");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-z"})").substr(0, 48),
+            "scenario.json: cluster.preset: unknown cluster p");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "servers": 0})"),
+            "scenario.json: cluster.servers: expected an integer >= 1, got 0");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "bandwith": 3})"),
+            "scenario.json: cluster.bandwith: unknown key");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "device": {"memory_bytes": 0}})"),
+            "scenario.json: cluster.device.memory_bytes: expected a number > 0, got 0");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "network_model": "udp"})"),
+            "scenario.json: cluster.network_model: expected one of datacenter, tcp, got \"udp\"");
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -1,0 +1,115 @@
+// Scenarios: the shipped ones load, the embedded default equals scenarios/default.json, and bad
+// scenarios fail with one line naming file and JSON path.
+#include "workloads/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include "partition/error.h"
+#include "partition/json_reader.h"
+#include "tests/test_support.h"
+
+namespace pipetwin {
+namespace {
+
+std::string ScenarioPath(const std::string& name) {
+  return std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/" + name;
+}
+
+TEST(Scenario, EmbeddedDefaultEqualsTheShippedFile) {
+  EXPECT_EQ(ParseJsonText(DefaultScenarioJson(), "embedded"),
+            ParseJsonFile(ScenarioPath("default.json")));
+  Scenario s = DefaultScenario();
+  EXPECT_EQ(s.cluster.DeviceCount(), 16);
+  EXPECT_EQ(s.workload.LayerCount(), 24 + 2);  // embedding, 24 blocks, head
+  EXPECT_EQ(s.planner, "2bw");
+}
+
+TEST(Scenario, ShippedScenariosLoad) {
+  Scenario vgg = LoadScenarioFile(ScenarioPath("vgg16-cluster-a-4x4.json"));
+  EXPECT_EQ(vgg.cluster.DeviceCount(), 16);
+  EXPECT_EQ(vgg.cluster.levels[0].count, 4);
+  EXPECT_NEAR(vgg.workload.TotalParameters(), 138357544, 0.5);
+  EXPECT_EQ(vgg.schedule, "pipedream");
+  Scenario gpt = LoadScenarioFile(ScenarioPath("gpt-3.8b-64xv100-2bw.json"));
+  EXPECT_EQ(gpt.cluster.DeviceCount(), 64);
+  EXPECT_NEAR(gpt.workload.TotalParameters() / 1e9, 3.8, 0.05);
+  EXPECT_EQ(gpt.training.optimizer, "adam");
+}
+
+TEST(Scenario, ExplicitPlanIsCheckedAgainstWorkloadAndCluster) {
+  std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/s.json", R"({
+    "workload": {"generator": "gpt", "layers": 4, "hidden": 64, "heads": 4, "sequence": 32,
+                 "vocabulary": 100},
+    "cluster": {"levels": [{"count": 2, "bandwidth_gbps": 10}]},
+    "plan": {"stages": [{"first_layer": 0, "last_layer": 2}, {"first_layer": 3, "last_layer": 5}]},
+    "schedule": "gpipe"})");
+  Scenario s = LoadScenarioFile(dir + "/s.json");
+  ASSERT_TRUE(s.plan.has_value());
+  EXPECT_EQ(s.plan->StageCount(), 2);
+  EXPECT_EQ(s.plan->schedule, "gpipe");
+}
+
+std::string ErrorOf(const std::string& text) {
+  std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/scenario.json", text);
+  try {
+    LoadScenarioFile(dir + "/scenario.json");
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    auto at = m.find(dir + "/");
+    if (at != std::string::npos) m.erase(at, dir.size() + 1);
+    return m;
+  }
+  return "(no error)";
+}
+
+TEST(ScenarioBadInput, NamesFileAndJsonPath) {
+  const std::string gpt =
+      R"("workload": {"generator": "gpt", "layers": 4, "hidden": 64, "heads": 4, "sequence": 32, "vocabulary": 100})";
+  const std::string cluster = R"("cluster": {"levels": [{"count": 2, "bandwidth_gbps": 10}]})";
+  EXPECT_EQ(ErrorOf(R"({"cluster": {"levels": [{"count": 4, "bandwidth_gbps": 100},
+      {"count": 4, "bandwidth_gbps": -5}]}, )" + gpt + R"(, "planner": "2bw"})"),
+            "scenario.json: cluster.levels[1].bandwidth_gbps: expected a number > 0, got -5");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster + "}"),
+            "scenario.json: (root): expected exactly one of \"planner\", \"plan\" or "
+            "\"plan_file\", got 0");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster + R"(, "planner": "magic"})").substr(0, 42),
+            "scenario.json: planner: expected one of pi");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster + R"(, "planner": "2bw", "schedule": "1f1b"})")
+                .substr(0, 43),
+            "scenario.json: schedule: expected one of gp");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster +
+                    R"(, "planner": "2bw", "training": {"microbatches": 0}})"),
+            "scenario.json: training.microbatches: expected an integer >= 1, got 0");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster +
+                    R"(, "planner": "2bw", "training": {"learning_rate": "NaN"}})"),
+            "scenario.json: training.learning_rate: expected a number > 0, got \"NaN\"");
+  EXPECT_EQ(ErrorOf(R"({"workload": {"generator": "gpt", "hidden": 100, "heads": 16}, )" +
+                    cluster + R"(, "planner": "2bw"})")
+                .substr(0, 26),
+            "scenario.json: workload: t");
+  EXPECT_EQ(ErrorOf(R"({"workload": {"file": "missing.json"}, )" + cluster +
+                    R"(, "planner": "2bw"})"),
+            "missing.json: cannot open file for reading");
+  EXPECT_EQ(ErrorOf(R"({"workload": {"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1,
+      "activation_bytes": 1, "parameter_bytes": 1, "inputs": ["z"]}]}, )" +
+                    cluster + R"(, "planner": "2bw"})"),
+            "scenario.json: workload.layers[0].inputs[0]: dangling edge: no layer has id \"z\"");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster + R"(, "plan": {"stages": [
+      {"first_layer": 0, "last_layer": 2}, {"first_layer": 3, "last_layer": 9}]}})"),
+            "scenario.json: plan.stages[1].last_layer: expected 5 (the workload has 6 layers), got 9");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster + R"(, "plan": {"stages": [
+      {"first_layer": 0, "last_layer": 2, "replicas": 2}, {"first_layer": 3, "last_layer": 5}]}})"),
+            "scenario.json: plan.stages: the plan needs 3 workers but the cluster has 2 devices");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster + R"(, "plan": {"stages": [
+      {"first_layer": 0, "last_layer": 2}, {"first_layer": 4, "last_layer": 5}]}})"),
+            "scenario.json: plan.stages[1].first_layer: expected 3 (stages cover the layers in "
+            "order without gaps), got 4");
+  EXPECT_EQ(ErrorOf("{\"workload\": "), "scenario.json: line 1 column 14: malformed JSON: "
+                                        "syntax error while parsing value - unexpected end of "
+                                        "input; expected '[', '{', or a literal");
+}
+
+}  // namespace
+}  // namespace pipetwin

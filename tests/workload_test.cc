@@ -1,0 +1,147 @@
+// Workload JSON: round trip, topological sorting, and every bad-input case the foundation issue
+// names (malformed JSON, unknown keys, missing/negative/zero/NaN values, cycles, dangling edges).
+#include "partition/workload.h"
+
+#include <gtest/gtest.h>
+
+#include "partition/error.h"
+#include "partition/json_reader.h"
+#include "tests/test_support.h"
+
+namespace pipetwin {
+namespace {
+
+const char* kDiamond = R"({
+  "name": "diamond",
+  "reference": {"batch_size": 8, "device": "V100"},
+  "layers": [
+    {"id": "in",   "forward_ms": 1, "backward_ms": 2, "activation_bytes": 10, "parameter_bytes": 0},
+    {"id": "join", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 5, "parameter_bytes": 4,
+     "inputs": ["left", "right"]},
+    {"id": "left", "forward_ms": 2, "backward_ms": 4, "activation_bytes": 20, "parameter_bytes": 40,
+     "inputs": ["in"], "forward_flops": 1e9},
+    {"id": "right", "forward_ms": 3, "backward_ms": 6, "activation_bytes": 30,
+     "parameter_bytes": 80, "inputs": ["in"], "output_bytes": [10, 20]}
+  ]
+})";
+
+std::string ErrorOf(const std::string& text) {
+  try {
+    WorkloadFromJson(ParseJsonText(text, "w.json"), "w.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Workload, SortsDagTopologicallyAndKeepsEdges) {
+  Workload w = WorkloadFromJson(ParseJsonText(kDiamond, "w.json"), "w.json");
+  ASSERT_EQ(w.LayerCount(), 4);
+  EXPECT_EQ(w.layers[0].id, "in");
+  EXPECT_EQ(w.layers[1].id, "left");
+  EXPECT_EQ(w.layers[2].id, "right");
+  EXPECT_EQ(w.layers[3].id, "join");
+  EXPECT_EQ(w.layers[3].inputs, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(w.IsChain());
+  EXPECT_DOUBLE_EQ(w.TotalForwardMs(), 7);
+  EXPECT_DOUBLE_EQ(w.TotalBackwardMs(), 13);
+  EXPECT_DOUBLE_EQ(w.TotalParameterBytes(), 124);
+  EXPECT_DOUBLE_EQ(w.TotalParameters(), 31);  // 4 bytes per parameter by default
+  EXPECT_EQ(w.reference.batch_size, 8);
+  EXPECT_EQ(*w.layers[1].forward_flops, 1e9);
+  EXPECT_EQ(w.layers[2].output_bytes, (std::vector<double>{10, 20}));
+}
+
+TEST(Workload, JsonRoundTripIsExact) {
+  Workload w = WorkloadFromJson(ParseJsonText(kDiamond, "w.json"), "w.json");
+  Workload again = WorkloadFromJson(WorkloadToJson(w), "again.json");
+  EXPECT_EQ(WorkloadToJson(w), WorkloadToJson(again));
+  std::string dir = testing::TemporaryDirectory();
+  SaveWorkloadFile(w, dir + "/saved.json");
+  EXPECT_EQ(WorkloadToJson(LoadWorkloadFile(dir + "/saved.json")), WorkloadToJson(w));
+}
+
+TEST(Workload, LayersWithoutInputsFormAChain) {
+  Workload w = WorkloadFromJson(ParseJsonText(R"({"layers": [
+      {"forward_ms": 1, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1},
+      {"forward_ms": 1, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1},
+      {"forward_ms": 1, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1}]})",
+                                                  "c.json"),
+                                    "c.json");
+  EXPECT_TRUE(w.IsChain());
+  EXPECT_EQ(w.layers[2].id, "layer2");
+}
+
+TEST(WorkloadBadInput, MalformedJsonNamesLineAndColumn) {
+  std::string e = ErrorOf("{\n  \"layers\": [\n    {\"id\": 1,,}\n  ]\n}");
+  EXPECT_NE(e.find("w.json: line 3 column"), std::string::npos) << e;
+  EXPECT_NE(e.find("malformed JSON"), std::string::npos) << e;
+}
+
+TEST(WorkloadBadInput, EachFaultNamesItsJsonPath) {
+  const std::string ok_layer =
+      R"({"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1})";
+  struct Case {
+    std::string text;
+    std::string expected;
+  } cases[] = {
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "colour": "red"}]})",
+       "w.json: layers[0].colour: unknown key"},
+      {R"({"layerz": []})", "w.json: layers: missing (required)"},
+      {R"({"layers": []})", "w.json: layers: expected at least one layer, got none"},
+      {R"({"layers": [{"id": "a", "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1}]})",
+       "w.json: layers[0].forward_ms: missing (required)"},
+      {R"({"layers": [{"id": "a", "forward_ms": -5, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1}]})",
+       "w.json: layers[0].forward_ms: expected a number >= 0, got -5"},
+      {R"({"layers": [{"id": "a", "forward_ms": "fast", "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1}]})",
+       "w.json: layers[0].forward_ms: expected a number >= 0, got \"fast\""},
+      {R"({"reference": {"batch_size": 0}, "layers": [)" + ok_layer + "]}",
+       "w.json: reference.batch_size: expected an integer >= 1, got 0"},
+      {R"({"parameter_dtype_bytes": 0, "layers": [)" + ok_layer + "]}",
+       "w.json: parameter_dtype_bytes: expected a number > 0, got 0"},
+      {R"({"layers": [)" + ok_layer + "," + ok_layer + "]}",
+       "w.json: layers[1].id: duplicate layer id \"a\""},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "inputs": ["ghost"]}]})",
+       "w.json: layers[0].inputs[0]: dangling edge: no layer has id \"ghost\""},
+      {R"({"layers": [
+          {"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1, "inputs": ["b"]},
+          {"id": "b", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1, "inputs": ["a"]}]})",
+       "w.json: layers: the layer graph has a cycle: a -> b -> a"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "inputs": ["a"]}]})",
+       "w.json: layers[0].inputs[0]: layer \"a\" feeds itself (a cycle)"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 30,
+          "parameter_bytes": 1, "output_bytes": [10, 10]}]})",
+       "w.json: layers[0].output_bytes: expected outputs summing to activation_bytes (30), got 20"},
+      {R"({"parameter_bytes": 99, "layers": [)" + ok_layer + "]}",
+       "w.json: parameter_bytes: expected the sum over the layers (1), got 99"},
+      {R"([1, 2])", "w.json: (root): expected an object, got an array"},
+  };
+  for (const Case& c : cases) {
+    std::string e = ErrorOf(c.text);
+    EXPECT_EQ(e.substr(0, c.expected.size()), c.expected) << "input: " << c.text;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << "one line: " << e;
+  }
+}
+
+TEST(WorkloadBadInput, NanAndInfinityAreRejectedWhenBuiltInCode) {
+  Workload w;
+  w.layers.push_back({"a", "", std::nan(""), 1, 1, {}, 1, 1, std::nullopt, {}});
+  try {
+    ValidateAndSortWorkload(w, "mem");
+    FAIL() << "NaN accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "mem: layers[0].forward_ms: expected a number >= 0, got NaN");
+  }
+}
+
+TEST(WorkloadBadInput, MissingFileIsAnInputError) {
+  EXPECT_THROW(LoadWorkloadFile("/nonexistent/w.json"), InputError);
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -1,0 +1,76 @@
+#include "workloads/workload_source.h"
+
+#include "workloads/cnn.h"
+#include "workloads/pipedream_profile.h"
+#include "workloads/transformer.h"
+
+namespace pipetwin {
+
+const std::vector<std::string>& GeneratorNames() {
+  static const std::vector<std::string> names = {"gpt", "bert", "vgg16", "resnet50"};
+  return names;
+}
+
+Workload LoadAnyWorkloadFile(const std::string& path) {
+  std::string text = ReadTextFile(path);
+  if (LooksLikePipeDreamProfile(text)) return ParsePipeDreamProfile(text, path);
+  return WorkloadFromJson(ParseJsonText(text, path), path);
+}
+
+namespace {
+
+Workload FromGenerator(JsonReader& spec, const DeviceModel& device) {
+  const std::string generator = spec.Choice("generator", GeneratorNames());
+  Workload w;
+  try {
+    if (generator == "gpt" || generator == "bert") {
+      TransformerConfig c;
+      c.kind = generator;
+      if (generator == "bert") { c.vocabulary = 30522; c.sequence = 512; }
+      c.layers = static_cast<int>(spec.OptionalPositiveInteger("layers", c.layers));
+      c.hidden = static_cast<int>(spec.OptionalPositiveInteger("hidden", c.hidden));
+      c.heads = static_cast<int>(spec.OptionalPositiveInteger("heads", c.heads));
+      c.sequence = static_cast<int>(spec.OptionalPositiveInteger("sequence", c.sequence));
+      c.vocabulary = static_cast<int>(spec.OptionalPositiveInteger("vocabulary", c.vocabulary));
+      c.microbatch = static_cast<int>(spec.OptionalPositiveInteger("microbatch", c.microbatch));
+      c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+      spec.Finish();
+      w = GenerateTransformer(c, device);
+    } else {
+      CnnConfig c;
+      c.image_size = static_cast<int>(spec.OptionalPositiveInteger("image_size", c.image_size));
+      c.batch = static_cast<int>(spec.OptionalPositiveInteger("batch", c.batch));
+      c.classes = static_cast<int>(spec.OptionalPositiveInteger("classes", c.classes));
+      c.width = spec.OptionalPositiveNumber("width", c.width);
+      c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+      spec.Finish();
+      w = generator == "vgg16" ? GenerateVgg16(c, device) : GenerateResnet50(c, device);
+    }
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    spec.Fail(e.what());  // a generator's rule, placed at this spec's JSON path
+  }
+  return w;
+}
+
+}  // namespace
+
+Workload WorkloadFromSource(JsonReader spec, const DeviceModel& device,
+                            const std::string& base_dir) {
+  if (!spec.value().is_object())
+    spec.Fail("expected an object (generator, file or inline layers), got " +
+              DescribeJson(spec.value()));
+  if (spec.Has("generator")) return FromGenerator(spec, device);
+  if (spec.Has("file")) {
+    std::string path = spec.String("file");
+    spec.Finish();
+    if (!path.empty() && path[0] != '/' && !base_dir.empty()) path = base_dir + "/" + path;
+    return LoadAnyWorkloadFile(path);
+  }
+  if (spec.Has("layers")) {
+    return WorkloadFromJson(spec.value(), spec.file(), spec.path());  // inline schema
+  }
+  spec.Fail("expected one of \"generator\", \"file\" or inline \"layers\"");
+}
+
+}  // namespace pipetwin

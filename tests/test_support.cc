@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace pipetwin::testing {
 
@@ -35,10 +36,26 @@ std::string Fixture(const std::string& name) {
   return std::string(PIPETWIN_FIXTURES_DIR) + "/" + name;
 }
 
+namespace {
+
+// Directories handed out to tests, removed when the test process exits.
+std::vector<std::string>& MadeDirectories() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+void RemoveMadeDirectories() {
+  for (const std::string& d : MadeDirectories()) std::system(("rm -rf '" + d + "'").c_str());
+}
+
+}  // namespace
+
 std::string TemporaryDirectory() {
   char pattern[] = "/tmp/pipetwin-test-XXXXXX";
   char* dir = mkdtemp(pattern);
   if (!dir) throw std::runtime_error("mkdtemp failed");
+  if (MadeDirectories().empty()) std::atexit(RemoveMadeDirectories);
+  MadeDirectories().push_back(dir);
   return dir;
 }
 
@@ -57,7 +74,6 @@ CommandResult RunPipetwin(const std::string& args) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = Slurp(dir + "/out");
   r.err = Slurp(dir + "/err");
-  std::system(("rm -rf '" + dir + "'").c_str());
   return r;
 }
 

@@ -1,0 +1,14 @@
+// The plan a scenario asks for: its explicit plan, or what its planner decides for its workload
+// and cluster. Shared by `pipetwin plan SCENARIO`, the simulator and the executor, so all three
+// see the same plan.
+#pragma once
+
+#include "partition/plan.h"
+#include "workloads/scenario.h"
+
+namespace pipetwin {
+
+// Throws InputError when the planner finds no feasible plan (naming the shortfall).
+Plan PlanForScenario(const Scenario& scenario);
+
+}  // namespace pipetwin

@@ -1,0 +1,274 @@
+// The shared cost model (planner_common.h) worked by hand, and the baselines: data parallelism,
+// GPipe and PipeDream-Flush formulas, the uniform split, the balanced split against an
+// exhaustive one, the depth choice and the over-capacity error.
+#include "partition/baselines.h"
+
+#include <algorithm>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "partition/error.h"
+
+namespace pipetwin {
+namespace {
+
+Layer MakeLayer(int index, double forward_ms, double backward_ms, double activation_bytes,
+                double parameters) {
+  Layer l;
+  l.id = "layer" + std::to_string(index);
+  l.forward_ms = forward_ms;
+  l.backward_ms = backward_ms;
+  l.activation_bytes = activation_bytes;
+  l.parameters = parameters;
+  l.parameter_bytes = 4 * parameters;
+  if (index > 0) l.inputs = {index - 1};
+  return l;
+}
+
+// Two layers: forward 1 ms, backward 2 ms per sample, 1e6 fp32 parameters, 1e6-byte outputs.
+Workload TwoLayers() {
+  Workload w;
+  w.layers = {MakeLayer(0, 1, 2, 1e6, 1e6), MakeLayer(1, 1, 2, 1e6, 1e6)};
+  return w;
+}
+
+// Two devices at 80 Gbps (1e10 B/s), no latency.
+Cluster TwoDevices() {
+  Cluster c;
+  c.levels = {{"server", 2, 80, 0, "nvlink"}};
+  return c;
+}
+
+// Two servers of four: 100 Gbps (12.5e9 B/s, 1 us) inside, 10 Gbps (1.25e9 B/s, 5 us) between.
+Cluster TwoServers() {
+  Cluster c;
+  c.levels = {{"server", 4, 100, 1, "nvlink"}, {"cluster", 2, 10, 5, "ethernet"}};
+  return c;
+}
+
+Workload RandomChain(unsigned seed, int layers) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> ms(0.2, 5), size(1e5, 4e6);
+  Workload w;
+  for (int i = 0; i < layers; ++i)
+    w.layers.push_back(MakeLayer(i, ms(rng), 2 * ms(rng), size(rng), size(rng)));
+  return w;
+}
+
+TEST(BaselineCostModelTest, AllReduceIsHierarchicalAcrossLevels) {
+  const PipelineCostModel model(TwoLayers(), TwoServers(), {});
+  const double bytes = 1e8;
+  // All 8: a ring of 4 in each server (2 x 3/4 x 1e8 / 12.5e9 s = 12 ms, 6 steps of 1 us), then
+  // a ring of 2 servers on the quarter shard (2 x 1/2 x 2.5e7 / 1.25e9 s = 20 ms, 2 steps of 5 us).
+  EXPECT_NEAR(model.AllReduceCost({0, 1, 2, 3, 4, 5, 6, 7}).Ms(bytes), 12 + 0.006 + 20 + 0.010,
+              1e-9);
+  // One replica per server: a single ring over the slow level (2 x 1/2 x 1e8 / 1.25e9 s = 80 ms).
+  EXPECT_NEAR(model.AllReduceCost({1, 5}).Ms(bytes), 80 + 0.010, 1e-9);
+  // Inside one server only.
+  EXPECT_NEAR(model.AllReduceCost({0, 1, 2, 3}).Ms(bytes), 12 + 0.006, 1e-9);
+  EXPECT_EQ(model.AllReduceCost({2}).Ms(bytes), 0);
+}
+
+TEST(BaselineCostModelTest, PlacementPutsDepthInsideServersAndWidthAcross) {
+  const PipelineCostModel model(TwoLayers(), TwoServers(), {});
+  EXPECT_NEAR(model.TransferCost(0, 1).Ms(1.25e7), 0.001 + 1, 1e-12);   // 1.25e7 / 12.5e9 s
+  EXPECT_NEAR(model.TransferCost(3, 4).Ms(1.25e7), 0.005 + 10, 1e-12);  // 1.25e7 / 1.25e9 s
+  const PipelinePlacement p = model.Place(3, 2);  // replicas {0,1,2} and {3,4,5}
+  EXPECT_EQ(p.devices, (std::vector<std::vector<int>>{{0, 3}, {1, 4}, {2, 5}}));
+  // Boundary 0|1 crosses servers in replica 1 (device 3 -> 4): the slow link sets its cost.
+  EXPECT_NEAR(p.send_next[0].Ms(1.25e7), 10.005, 1e-12);
+  EXPECT_NEAR(p.send_next[1].Ms(1.25e7), 1.001, 1e-12);
+  EXPECT_THROW(model.Place(3, 3), InputError);  // 9 workers on 8 devices
+}
+
+TEST(BaselineCostModelTest, DagBoundariesCarryEveryCrossingOutput) {
+  // 0 -> 1 -> 2 -> 3 and 0 -> 2: layer 0's output crosses the cuts after 0 and after 1.
+  Workload w;
+  for (int i = 0; i < 4; ++i) w.layers.push_back(MakeLayer(i, 1, 1, 1e3 * (i + 1), 0));
+  w.layers[2].inputs = {1, 0};
+  const PipelineCostModel model(w, TwoServers(), {});
+  EXPECT_EQ(model.BoundaryBytes(0, 1), 1e3);
+  EXPECT_EQ(model.BoundaryBytes(1, 1), 2e3 + 1e3);
+  EXPECT_EQ(model.BoundaryBytes(2, 3), 3 * 3e3);
+  EXPECT_EQ(model.BoundaryBytes(3, 1), 0);
+  EXPECT_EQ(model.BoundaryBytes(-1, 1), 0);
+}
+
+TEST(BaselineCostModelTest, TimesScaleWithBatchAndSpeed) {
+  Workload w = TwoLayers();
+  w.reference.batch_size = 4;  // the times are for 4 samples
+  Cluster c = TwoDevices();
+  c.device.relative_speed = 2;
+  const PipelineCostModel model(w, c, {});
+  EXPECT_DOUBLE_EQ(model.ComputeMs(0, 1, 8, false), 2 * 3 * 8 / 4.0 / 2);
+  EXPECT_DOUBLE_EQ(model.ComputeMs(0, 1, 8, true), 2 * 4 * 8 / 4.0 / 2);
+  EXPECT_DOUBLE_EQ(model.BoundaryBytes(0, 8), 2e6);
+}
+
+TEST(BaselineCostModelTest, WorkerMemoryFollowsThe2bwAppendix) {
+  WorkerMemoryInputs in;
+  in.parameters = 1e6;
+  in.parameter_dtype_bytes = 2;
+  in.gradient_dtype_bytes = 2;
+  in.optimizer_bytes_per_parameter = 8;
+  in.weight_versions = 2;
+  in.stash_bytes_per_microbatch = 5e6;
+  in.input_bytes_per_microbatch = 1e5;
+  in.stashed_microbatches = 4;
+  MemoryBreakdown m = WorkerMemory(in);
+  EXPECT_EQ(m.weight_bytes, 4e6);
+  EXPECT_EQ(m.gradient_bytes, 2e6);
+  EXPECT_EQ(m.optimizer_bytes, 8e6);
+  EXPECT_EQ(m.activation_bytes, 4 * (1e5 + 5e6));
+  in.recompute = true;
+  EXPECT_EQ(WorkerMemory(in).activation_bytes, 4 * 1e5 + 5e6);
+  EXPECT_EQ(StashedMicrobatches("gpipe", 1, 4, 16), 16);
+  EXPECT_EQ(StashedMicrobatches("flush", 1, 4, 16), 3);
+  EXPECT_EQ(StashedMicrobatches("2bw", 0, 4, 2), 2);
+  EXPECT_EQ(WeightVersions("2bw", 3, 4), 2);
+  EXPECT_EQ(WeightVersions("pipedream", 1, 4), 3);
+  EXPECT_EQ(WeightVersions("flush", 0, 4), 1);
+}
+
+// b = 1, m = 4 on both devices: 4 x 6 ms of compute, then 2 x 1/2 x 8e6 B / 1e10 B/s = 0.8 ms.
+TEST(BaselineTest, DataParallelHandWorked) {
+  PlannerSettings s;
+  s.microbatches = 4;
+  const Plan p = PlanBaseline(BaselineKind::kDataParallel, TwoLayers(), TwoDevices(), s);
+  EXPECT_EQ(p.planner, "data-parallel");
+  EXPECT_EQ(p.schedule, "flush");
+  ASSERT_EQ(p.StageCount(), 1);
+  EXPECT_EQ(p.stages[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_NEAR(p.details["time_per_update_ms"].get<double>(), 24.8, 1e-9);
+  EXPECT_NEAR(p.predicted_samples_per_s, 2 * 4 * 1e3 / 24.8, 1e-9);
+  EXPECT_NEAR(p.details["breakdown"]["allreduce_ms"].get<double>(), 0.8, 1e-12);
+  // One weight version (8e6), gradients 8e6, Adam 16e6, one micro-batch's stash 2e6.
+  EXPECT_EQ(p.memory_bytes_per_device, (std::vector<double>{34e6, 34e6}));
+}
+
+// Depth 2, w = 1, b = 1, m = 4: each stage 3 ms compute + 2 x 1e6 B / 1e10 B/s = 0.2 ms
+// transfer; (4 + 2 - 1) x 3.2 ms = 16 ms. Per stage 16e6 bytes of weights, gradients and Adam;
+// each stashed micro-batch keeps the stage input (0 at stage 0, 1e6 at stage 1) and 1e6 of
+// stash. GPipe stashes all 4 micro-batches; 1F1B 2 at stage 0 and 1 at stage 1.
+TEST(BaselineTest, GPipeAndFlushHandWorked) {
+  PlannerSettings s;
+  s.depth = 2;
+  s.microbatches = 4;
+  const Plan gpipe = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
+  EXPECT_EQ(gpipe.schedule, "gpipe");
+  EXPECT_NEAR(gpipe.details["time_per_update_ms"].get<double>(), 16, 1e-9);
+  EXPECT_NEAR(gpipe.details["breakdown"]["bubble_ms"].get<double>(), 3.2, 1e-9);
+  EXPECT_NEAR(gpipe.predicted_samples_per_s, 4e3 / 16, 1e-9);
+  EXPECT_EQ(gpipe.memory_bytes_per_device, (std::vector<double>{20e6, 24e6}));
+  const Plan flush = PlanBaseline(BaselineKind::kFlush, TwoLayers(), TwoDevices(), s);
+  EXPECT_EQ(flush.schedule, "flush");
+  EXPECT_NEAR(flush.predicted_samples_per_s, 4e3 / 16, 1e-9);
+  EXPECT_EQ(flush.memory_bytes_per_device, (std::vector<double>{18e6, 18e6}));
+  // Recomputation: a third ms per stage; GPipe keeps 4 stage inputs and one full stash.
+  s.recompute = true;
+  const Plan again = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
+  EXPECT_NEAR(again.details["time_per_update_ms"].get<double>(), 5 * 4.2, 1e-9);
+  EXPECT_EQ(again.memory_bytes_per_device, (std::vector<double>{17e6, 16e6 + 4e6 + 1e6}));
+}
+
+TEST(BaselineTest, UniformSplitGivesTheFirstStagesTheRemainder) {
+  const auto split = UniformSplit(10, 4);
+  ASSERT_EQ(split.size(), 4u);
+  EXPECT_EQ(split[0].last_layer, 2);
+  EXPECT_EQ(split[1].last_layer, 5);
+  EXPECT_EQ(split[2].last_layer, 7);
+  EXPECT_EQ(split[3].last_layer, 9);
+  PlannerSettings s;
+  s.depth = 4;
+  const Plan p = PlanBaseline(BaselineKind::kUniform, RandomChain(3, 10), TwoServers(), s);
+  EXPECT_EQ(p.planner, "uniform");
+  EXPECT_EQ(p.stages[3].first_layer, 8);
+  EXPECT_EQ(p.stages[0].replicas, 2);
+}
+
+// The balanced split reaches the smallest largest-stage compute of every contiguous split.
+TEST(BaselineTest, BalancedSplitIsOptimalAgainstExhaustiveSearch) {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    const Workload w = RandomChain(seed, 9);
+    const PipelineCostModel model(w, TwoServers(), {});
+    for (int d = 1; d <= 8; ++d) {
+      double best = kInfinity;
+      for (int cuts = 0; cuts < (1 << 8); ++cuts) {
+        if (__builtin_popcount(cuts) != d - 1) continue;
+        double slowest = 0;
+        for (int first = 0; first < 9;) {
+          int last = first;
+          while (last < 8 && !(cuts & (1 << last))) ++last;
+          slowest = std::max(slowest, model.ComputeMs(first, last, 2, seed % 2 == 0));
+          first = last + 1;
+        }
+        best = std::min(best, slowest);
+      }
+      double got = 0;
+      for (const StageRange& r : BalancedSplit(model, d, 2, seed % 2 == 0))
+        got = std::max(got, model.ComputeMs(r.first_layer, r.last_layer, 2, seed % 2 == 0));
+      EXPECT_NEAR(got, best, 1e-12 * best) << "seed " << seed << " depth " << d;
+    }
+  }
+}
+
+TEST(BaselineTest, DepthZeroTakesTheSmallestDepthThatFits) {
+  const Workload w = RandomChain(4, 8);
+  const PipelineCostModel model(w, TwoServers(), {});
+  std::vector<double> fullest(9, 0);  // by depth
+  for (int d = 1; d <= 8; ++d)
+    fullest[d] = PredictFlushedPipeline(model, "flush", BalancedSplit(model, d, 1, false), 8 / d,
+                                        1, 8, false)
+                     .memory_bytes;
+  PlannerSettings s;
+  s.memory_bytes_per_device = fullest[4];
+  int expected = 1;
+  while (fullest[expected] > s.memory_bytes_per_device) ++expected;
+  ASSERT_GT(expected, 1);
+  const Plan p = PlanBaseline(BaselineKind::kFlush, w, TwoServers(), s);
+  EXPECT_EQ(p.StageCount(), expected);
+  EXPECT_EQ(p.stages[0].replicas, 8 / expected);
+  EXPECT_NO_THROW(ValidatePlan(p, w.LayerCount(), 8, "plan.json"));
+  EXPECT_EQ(PlanFromJson(PlanToJson(p), "plan.json").WorkerCount(), expected * (8 / expected));
+  EXPECT_TRUE(p.details["fits"].get<bool>());
+}
+
+TEST(BaselineTest, OverCapacityNamesTheStageOrIsFlagged) {
+  PlannerSettings s;
+  s.memory_bytes_per_device = 1e6;
+  s.depth = 2;
+  try {
+    PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "gpipe baseline: depth 2 does not fit the device; the smallest shortfall is stage "
+              "1 of 2 (layers 1..1, micro-batch 1, recomputation off), which needs 32 MB "
+              "(32,000,000 bytes) but the device has 1 MB (1,000,000 bytes)");
+  }
+  s.allow_over_capacity = true;
+  const Plan p = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
+  EXPECT_FALSE(p.details["fits"].get<bool>());
+}
+
+TEST(BaselineTest, BadNamesAndSettingsAreOneLine) {
+  EXPECT_EQ(BaselineKindFromName("balanced"), BaselineKind::kBalanced);
+  try {
+    BaselineKindFromName("pipedream");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unknown baseline planner \"pipedream\" (expected one of data-parallel, gpipe, "
+              "flush, uniform, balanced)");
+  }
+  PlannerSettings s;
+  s.depth = 3;  // two layers
+  EXPECT_THROW(PlanBaseline(BaselineKind::kFlush, TwoLayers(), TwoDevices(), s), InputError);
+  s.depth = 1;
+  s.microbatches = 0;
+  EXPECT_THROW(PlanBaseline(BaselineKind::kFlush, TwoLayers(), TwoDevices(), s), InputError);
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -1,0 +1,350 @@
+// PipeDream-2BW's planner: a hand-worked case, agreement with an exhaustive enumeration of its
+// space on small random workloads (every w, d, b, recomputation, m and every contiguous split),
+// the smallest-shortfall error, one-line errors for bad input, the plan's shape, and the search
+// time for GPT 3.8B on 64 V100s (the bound: 50 ms).
+#include "partition/planner_2bw.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "partition/error.h"
+#include "workloads/transformer.h"
+
+namespace pipetwin {
+namespace {
+
+Layer MakeLayer(int index, double forward_ms, double backward_ms, double activation_bytes,
+                double parameters) {
+  Layer l;
+  l.id = "layer" + std::to_string(index);
+  l.forward_ms = forward_ms;
+  l.backward_ms = backward_ms;
+  l.activation_bytes = activation_bytes;
+  l.parameters = parameters;
+  l.parameter_bytes = 4 * parameters;
+  if (index > 0) l.inputs = {index - 1};
+  return l;
+}
+
+// A chain of `layers` layers with random times, sizes and parameters; with `skips`, every third
+// layer also feeds the layer two ahead (a DAG pipelined in topological order).
+Workload RandomWorkload(unsigned seed, int layers, bool skips) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> ms(0.5, 4), bytes(1e5, 4e6), params(1e5, 3e6);
+  Workload w;
+  w.name = "random" + std::to_string(seed);
+  w.reference.batch_size = 2;
+  for (int i = 0; i < layers; ++i) {
+    w.layers.push_back(MakeLayer(i, ms(rng), 2 * ms(rng), bytes(rng), params(rng)));
+    if (skips && i >= 2 && i % 3 == 2) w.layers[i].inputs.push_back(i - 2);
+  }
+  return w;
+}
+
+// Two servers of four devices: 100 Gbps inside, 10 Gbps between.
+Cluster SmallCluster() {
+  Cluster c;
+  c.device.memory_bytes = 1e9;
+  c.levels = {{"server", 4, 100, 1, "nvlink"}, {"cluster", 2, 10, 5, "ethernet"}};
+  return c;
+}
+
+struct Found {
+  int w, d, b;
+  bool recompute;
+  double samples_per_s;
+};
+
+// Exhaustive search of the 2BW space with the shared cost primitives (Times, Memory): every
+// (w, d, b, recompute), every m from d to the global-batch limit, every split into d contiguous
+// stages. Returns each (w, d, b, recompute)'s best, best first.
+std::vector<Found> BruteForce(const PipelineCostModel& model) {
+  const PlannerSettings& s = model.settings();
+  const int layers = model.LayerCount(), workers = model.WorkerCount();
+  std::vector<Found> out;
+  for (int d = 1; d <= std::min(layers, workers); ++d) {
+    for (int w = 1; w * d <= workers; ++w) {
+      const PipelinePlacement placement = model.Place(d, w);
+      for (int b : s.microbatch_candidates) {
+        for (bool recompute : {false, true}) {
+          double best = 0;
+          for (int m = d; w * b * m <= s.max_global_batch_size; ++m) {
+            // Cuts: bit c set = a stage ends after layer c.
+            for (int cuts = 0; cuts < (1 << (layers - 1)); ++cuts) {
+              if (__builtin_popcount(cuts) != d - 1) continue;
+              double slowest = 0;
+              bool fits = true;
+              for (int stage = 0, first = 0; stage < d; ++stage) {
+                int last = first;
+                while (last < layers - 1 && !(cuts & (1 << last))) ++last;
+                // 2BW: two weight versions, d - stage micro-batches in flight.
+                fits = fits && model.Memory(first, last, b, 2, d - stage, recompute).Total() <=
+                                   model.CapacityBytes();
+                const StageTimes t = model.Times(placement, stage, first, last, b, recompute);
+                // Appendix A.1.1: the all-reduce overlaps the next m micro-batches.
+                slowest = std::max({slowest, t.compute_ms + t.transfer_ms, t.allreduce_ms / m});
+                first = last + 1;
+              }
+              if (fits) best = std::max(best, w * b * 1e3 / slowest);
+            }
+          }
+          if (best > 0) out.push_back({w, d, b, recompute, best});
+        }
+      }
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Found& x, const Found& y) {
+    return x.samples_per_s > y.samples_per_s;
+  });
+  return out;
+}
+
+// Two layers (forward 1 ms, backward 2 ms per sample; 1e6 parameters in fp32; 1e6-byte outputs)
+// on two devices joined at 80 Gbps (1e10 B/s), no latency, b = 1, global batch 2:
+//   w=2 d=1 m=1: t = max(6 ms, all-reduce 2 (1/2) 8e6 B / 1e10 B/s = 0.8 ms) = 6 ms  -> 333.3/s
+//   w=1 d=2 m=2: t = 3 ms + 2 x 1e6 B / 1e10 B/s = 3.2 ms                          -> 312.5/s
+//   w=1 d=1 m=2: t = 6 ms                                                           -> 166.7/s
+// Memory of the best: weights 2 x 8e6, gradients 8e6, Adam 16e6, one micro-batch's stash 2e6.
+// At 8 Gbps the all-reduce takes 8 ms and is exposed: w=2 d=1 gives max(6, 8) = 8 ms (250/s),
+// still ahead of d=2 (3 + 2 x 1 = 5 ms, 200/s).
+TEST(Planner2BWTest, HandWorkedTwoLayerPlan) {
+  Workload w;
+  w.layers = {MakeLayer(0, 1, 2, 1e6, 1e6), MakeLayer(1, 1, 2, 1e6, 1e6)};
+  Cluster c;
+  c.levels = {{"server", 2, 80, 0, "nvlink"}};
+  PlannerSettings s;
+  s.microbatch_candidates = {1};
+  s.max_global_batch_size = 2;
+  s.search_recompute = false;
+  const Plan p = Plan2BW(w, c, s);
+  EXPECT_EQ(p.planner, "2bw");
+  EXPECT_EQ(p.schedule, "2bw");
+  ASSERT_EQ(p.StageCount(), 1);
+  EXPECT_EQ(p.stages[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_NEAR(p.predicted_samples_per_s, 2e3 / 6, 1e-9);
+  EXPECT_EQ(p.microbatches_per_update, 1);
+  EXPECT_EQ(p.memory_bytes_per_device, (std::vector<double>{42e6, 42e6}));
+  EXPECT_EQ(p.details["breakdown"]["exposed_allreduce_ms"].get<double>(), 0);
+  const auto& ranked = p.details["ranked"];
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_NEAR(ranked[1]["samples_per_s"].get<double>(), 1e3 / 3.2, 1e-9);
+  EXPECT_EQ(ranked[1]["d"].get<int>(), 2);
+  EXPECT_NEAR(ranked[2]["samples_per_s"].get<double>(), 1e3 / 6, 1e-9);
+
+  c.levels[0].bandwidth_gbps = 8;
+  const Plan slow = Plan2BW(w, c, s);
+  EXPECT_NEAR(slow.predicted_samples_per_s, 2e3 / 8, 1e-9);
+  EXPECT_NEAR(slow.details["breakdown"]["exposed_allreduce_ms"].get<double>(), 2, 1e-9);
+  EXPECT_NEAR(slow.details["ranked"][1]["samples_per_s"].get<double>(), 1e3 / 5, 1e-9);
+}
+
+// The search equals the exhaustive enumeration: the same best throughput, and the same top-10
+// throughputs in order, on chains and DAGs, with capacities that reject part of the space. Odd
+// seeds stash 8x each layer's output, so that recomputation pays off under the tighter limits.
+TEST(Planner2BWTest, AgreesWithExhaustiveSearch) {
+  int cases = 0, recomputed = 0;
+  for (unsigned seed = 1; seed <= 12; ++seed) {
+    const Workload w = RandomWorkload(seed, 7, seed % 3 == 0);
+    const bool heavy_stash = seed % 2 == 1;
+    for (double capacity : heavy_stash ? std::vector<double>{2e9, 2e8, 1e8, 8e7}
+                                       : std::vector<double>{2e9, 1.2e8, 8e7, 5e7}) {
+      PlannerSettings s;
+      s.memory_bytes_per_device = capacity;
+      s.microbatch_candidates = {1, 2, 4};
+      s.max_global_batch_size = 32;
+      if (heavy_stash)
+        for (const Layer& l : w.layers) s.stash_bytes_per_layer.push_back(8 * l.activation_bytes);
+      const PipelineCostModel model(w, SmallCluster(), s);
+      const std::vector<Found> expected = BruteForce(model);
+      if (expected.empty()) {
+        EXPECT_THROW(Search2BW(model), InputError);
+        continue;
+      }
+      ++cases;
+      const TwoBWSearch search = Search2BW(model);
+      const size_t rows = std::min<size_t>(expected.size(), 10);
+      ASSERT_EQ(search.ranked.size(), rows) << "seed " << seed << " capacity " << capacity;
+      for (size_t i = 0; i < rows; ++i)
+        EXPECT_NEAR(search.ranked[i].samples_per_s, expected[i].samples_per_s,
+                    1e-9 * expected[i].samples_per_s)
+            << "seed " << seed << " capacity " << capacity << " row " << i;
+      // The chosen configuration reaches the optimum in the enumeration too.
+      const TwoBWConfiguration& best = search.ranked.front();
+      const auto match = std::find_if(expected.begin(), expected.end(), [&](const Found& f) {
+        return f.w == best.width && f.d == best.depth && f.b == best.microbatch_size &&
+               f.recompute == best.recompute;
+      });
+      ASSERT_NE(match, expected.end());
+      EXPECT_NEAR(match->samples_per_s, best.samples_per_s, 1e-9 * best.samples_per_s);
+      EXPECT_LE(best.memory_bytes, capacity);
+      recomputed += best.recompute ? 1 : 0;
+    }
+  }
+  EXPECT_GT(cases, 36);     // most cases have a feasible configuration
+  EXPECT_GT(recomputed, 2);  // and some are won by recomputation
+}
+
+TEST(Planner2BWTest, NothingFitsNamesTheSmallestShortfall) {
+  const Workload w = RandomWorkload(5, 7, false);
+  PlannerSettings s;
+  s.memory_bytes_per_device = 1e6;
+  s.microbatch_candidates = {1, 2};
+  s.max_global_batch_size = 32;
+  const PipelineCostModel model(w, SmallCluster(), s);
+  // The smallest fullest-worker memory over the space, by enumeration.
+  double smallest = kInfinity;
+  const int layers = w.LayerCount();
+  for (int d = 1; d <= 7; ++d)
+    for (int b : {1, 2})
+      for (bool r : {false, true})
+        for (int cuts = 0; cuts < (1 << (layers - 1)); ++cuts) {
+          if (__builtin_popcount(cuts) != d - 1) continue;
+          double fullest = 0;
+          for (int stage = 0, first = 0; stage < d; ++stage) {
+            int last = first;
+            while (last < layers - 1 && !(cuts & (1 << last))) ++last;
+            fullest = std::max(fullest, model.Memory(first, last, b, 2, d - stage, r).Total());
+            first = last + 1;
+          }
+          smallest = std::min(smallest, fullest);
+        }
+  try {
+    Search2BW(model);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("fits no configuration"), std::string::npos) << message;
+    EXPECT_NE(message.find("stage "), std::string::npos) << message;
+    EXPECT_NE(message.find("needs " + DescribeBytes(smallest)), std::string::npos) << message;
+    EXPECT_NE(message.find("device has " + DescribeBytes(1e6)), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+  }
+}
+
+// Each rule gives one line that names it.
+TEST(Planner2BWTest, BadInputIsOneLineNamingTheRule) {
+  const Workload w = RandomWorkload(1, 4, false);
+  auto expect_rule = [&](const Cluster& c, const PlannerSettings& s, const std::string& rule) {
+    try {
+      Plan2BW(w, c, s);
+      ADD_FAILURE() << "expected InputError naming " << rule;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  };
+  Cluster no_workers = SmallCluster();
+  no_workers.levels[0].count = 0;
+  expect_rule(no_workers, {}, "zero workers");
+  Cluster no_bandwidth = SmallCluster();
+  no_bandwidth.levels[1].bandwidth_gbps = 0;
+  expect_rule(no_bandwidth, {}, "bandwidth 0 Gbps: needs > 0");
+  PlannerSettings too_many;
+  too_many.workers = 9;
+  expect_rule(SmallCluster(), too_many, "9 workers requested but the cluster (4 x 2) holds 8");
+  PlannerSettings no_candidates;
+  no_candidates.microbatch_candidates = {};
+  expect_rule(SmallCluster(), no_candidates, "microbatch_candidates is empty");
+  PlannerSettings tiny_batch;
+  tiny_batch.microbatch_candidates = {4};
+  tiny_batch.max_global_batch_size = 2;
+  expect_rule(SmallCluster(), tiny_batch, "below the smallest micro-batch candidate 4");
+}
+
+// The plan covers every layer once, places stage s of replica k on device k*d + s, and its
+// details explain its prediction.
+TEST(Planner2BWTest, PlanShapeAndDetailsAreConsistent) {
+  const Workload w = RandomWorkload(7, 7, true);
+  PlannerSettings s;
+  s.memory_bytes_per_device = 8e7;
+  s.max_global_batch_size = 64;
+  const Plan p = Plan2BW(w, SmallCluster(), s);
+  const int d = p.details["d"], width = p.details["w"], m = p.details["m"];
+  ASSERT_EQ(p.StageCount(), d);
+  for (int st = 0, next = 0; st < d; ++st) {
+    EXPECT_EQ(p.stages[st].first_layer, next);
+    next = p.stages[st].last_layer + 1;
+    if (st == d - 1) {
+      EXPECT_EQ(p.stages[st].last_layer, w.LayerCount() - 1);
+    }
+    EXPECT_EQ(p.stages[st].replicas, width);
+    for (int k = 0; k < width; ++k) EXPECT_EQ(p.stages[st].devices[k], k * d + st);
+  }
+  EXPECT_NO_THROW(ValidatePlan(p, w.LayerCount(), 8, "plan.json"));
+  const Plan reread = PlanFromJson(PlanToJson(p), "plan.json");
+  EXPECT_EQ(reread.schedule, "2bw");
+  EXPECT_EQ(reread.WorkerCount(), d * width);
+  EXPECT_EQ(m, p.microbatches_per_update);
+  EXPECT_GE(m, d);
+  EXPECT_LE(width * p.microbatch_size * m, 64);
+  EXPECT_EQ(p.memory_bytes_per_device.size(), 8u);
+  for (double bytes : p.memory_bytes_per_device) EXPECT_LE(bytes, 8e7);
+  const auto& b = p.details["breakdown"];
+  const double per_update = b["compute_ms"].get<double>() + b["communication_ms"].get<double>() +
+                            b["exposed_allreduce_ms"].get<double>() + b["bubble_ms"].get<double>();
+  EXPECT_NEAR(per_update, p.details["time_per_update_ms"].get<double>(), 1e-9 * per_update);
+  EXPECT_NEAR(p.predicted_samples_per_s, width * p.microbatch_size * m * 1e3 / per_update,
+              1e-9 * p.predicted_samples_per_s);
+  EXPECT_DOUBLE_EQ(p.predicted_time_per_sample_s, 1 / p.predicted_samples_per_s);
+  const auto& ranked = p.details["ranked"];
+  EXPECT_EQ(ranked[0]["samples_per_s"].get<double>(), p.predicted_samples_per_s);
+  for (size_t i = 1; i < ranked.size(); ++i)
+    EXPECT_GE(ranked[i - 1]["samples_per_s"].get<double>(), ranked[i]["samples_per_s"].get<double>());
+}
+
+// GPT 3.8B (32 blocks, h 3072, 32 heads, s 512, V 51200), the blocks' stash from Korthikanti et
+// al. (TransformerBlockStashBytes), global batch up to 512.
+Workload Gpt38B(PlannerSettings* settings) {
+  TransformerConfig config;
+  config.layers = 32;
+  config.hidden = 3072;
+  config.heads = 32;
+  config.sequence = 512;
+  config.vocabulary = 51200;
+  const Workload w = GenerateTransformer(config, DeviceModel{});
+  settings->max_global_batch_size = 512;
+  settings->stash_bytes_per_layer.clear();
+  for (const Layer& l : w.layers)
+    settings->stash_bytes_per_layer.push_back(
+        l.id.rfind("block", 0) == 0 ? TransformerBlockStashBytes(config) : l.activation_bytes);
+  return w;
+}
+
+// GPT 3.8B on 8 x p3.16xlarge (64 V100-16GB): the full search in under 50 ms (best of five runs,
+// so a busy machine does not fail it).
+// The search's speed is a benchmark (pipetwin plan --bench); here only what it finds.
+TEST(Planner2BWTest, Gpt38BOn64GpusFindsAFeasiblePipeline) {
+  PlannerSettings s;
+  const Workload w = Gpt38B(&s);
+  const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
+  const Plan plan = Plan2BW(w, cluster, s);
+  EXPECT_GT(plan.StageCount(), 1);  // 3.8e9 x (2 x 2 + 2 + 8) bytes is far over 16 GB
+  EXPECT_LE(plan.details["memory_bytes"].get<double>(), 16e9);
+  EXPECT_LE(plan.WorkerCount(), 64);
+  EXPECT_GE(plan.microbatches_per_update, plan.StageCount());  // 2BW needs m >= d
+}
+
+// Bounding prunes most of the GPT search yet keeps the top ten of solving every configuration.
+TEST(Planner2BWTest, BranchAndBoundKeepsTheTopTenOfTheFullSearch) {
+  PlannerSettings s;
+  const Workload w = Gpt38B(&s);
+  const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
+  const TwoBWSearch bounded = Search2BW(PipelineCostModel(w, cluster, s));
+  s.ranked_count = 1 << 20;  // never full: every configuration is solved
+  const TwoBWSearch full = Search2BW(PipelineCostModel(w, cluster, s));
+  EXPECT_LT(bounded.solved, full.solved / 4);
+  ASSERT_EQ(bounded.ranked.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(bounded.ranked[i].samples_per_s, full.ranked[i].samples_per_s) << i;
+    EXPECT_EQ(bounded.ranked[i].depth, full.ranked[i].depth) << i;
+    EXPECT_EQ(bounded.ranked[i].width, full.ranked[i].width) << i;
+    EXPECT_EQ(bounded.ranked[i].microbatch_size, full.ranked[i].microbatch_size) << i;
+    EXPECT_EQ(bounded.ranked[i].recompute, full.ranked[i].recompute) << i;
+  }
+}
+
+}  // namespace
+}  // namespace pipetwin

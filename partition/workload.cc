@@ -48,6 +48,10 @@ double Workload::TotalActivationBytes() const {
   return sum;
 }
 
+double Workload::StashBytes(int i) const {
+  return layers[i].stash_bytes ? *layers[i].stash_bytes : layers[i].activation_bytes;
+}
+
 std::vector<std::vector<int>> Workload::Successors() const {
   std::vector<std::vector<int>> out(layers.size());
   for (size_t i = 0; i < layers.size(); ++i)
@@ -131,6 +135,7 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     CheckNumber(l.parameter_bytes, file, at + ".parameter_bytes", false);
     CheckNumber(l.parameters, file, at + ".parameters", false);
     if (l.forward_flops) CheckNumber(*l.forward_flops, file, at + ".forward_flops", false);
+    if (l.stash_bytes) CheckNumber(*l.stash_bytes, file, at + ".stash_bytes", false);
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (l.inputs[k] < 0 || l.inputs[k] >= n)
         throw InputError(file, at + ".inputs[" + std::to_string(k) + "]", "dangling edge");
@@ -189,6 +194,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (!l.description.empty()) j["description"] = l.description;
     if (!l.output_bytes.empty()) j["output_bytes"] = l.output_bytes;
     if (l.forward_flops) j["forward_flops"] = *l.forward_flops;
+    if (l.stash_bytes) j["stash_bytes"] = *l.stash_bytes;
     nlohmann::json inputs = nlohmann::json::array();
     for (int in : l.inputs) inputs.push_back(w.layers[in].id);
     j["inputs"] = inputs;
@@ -234,6 +240,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.parameter_bytes = e.NonNegativeNumber("parameter_bytes");
     l.parameters = e.OptionalNonNegativeNumber("parameters", l.parameter_bytes / w.parameter_dtype_bytes);
     l.forward_flops = e.MaybeNonNegativeNumber("forward_flops");
+    l.stash_bytes = e.MaybeNonNegativeNumber("stash_bytes");
     if (auto outs = e.OptionalMember("output_bytes")) {
       double sum = 0;
       for (const JsonReader& o : outs->Elements()) {

@@ -30,6 +30,8 @@ struct Layer {
   double parameter_bytes = 0;            // bytes of its trainable parameters
   double parameters = 0;                 // number of trainable parameters
   std::optional<double> forward_flops;   // forward FLOPs at the reference batch size
+  // Bytes the layer keeps for its backward at the reference batch (absent: activation_bytes).
+  std::optional<double> stash_bytes;
   std::vector<int> inputs;               // indices of the layers feeding this one (all < own)
 };
 
@@ -55,6 +57,8 @@ class Workload {
   double TotalParameterBytes() const;
   double TotalParameters() const;
   double TotalActivationBytes() const;
+  // Layer i's stash: stash_bytes when given, else its activation_bytes.
+  double StashBytes(int i) const;
   // Indices of the layers that take layer i's output.
   std::vector<std::vector<int>> Successors() const;
 };

@@ -182,3 +182,21 @@ TEST(TransformerTest, BadConfigsThrowInputError) {
 
 }  // namespace
 }  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+// Planners and the simulator read each block's stash from the workload itself.
+TEST(TransformerTest, BlocksCarryTheirStashBytes) {
+  TransformerConfig c;
+  c.layers = 2; c.hidden = 64; c.heads = 4; c.sequence = 32; c.vocabulary = 100; c.microbatch = 2;
+  Workload w = GenerateTransformer(c, DeviceModel{});
+  EXPECT_DOUBLE_EQ(w.StashBytes(1), TransformerBlockStashBytes(c));
+  EXPECT_DOUBLE_EQ(w.StashBytes(1), 180224);  // sbh(34 + 5as/h) at 16 bits, worked above
+  EXPECT_DOUBLE_EQ(w.StashBytes(0), w.layers[0].activation_bytes);  // no stash given
+  Workload again = WorkloadFromJson(WorkloadToJson(w), "again.json");
+  EXPECT_DOUBLE_EQ(again.StashBytes(1), 180224);
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -130,7 +130,10 @@ TEST(WorkloadBadInput, EachFaultNamesItsJsonPath) {
 
 TEST(WorkloadBadInput, NanAndInfinityAreRejectedWhenBuiltInCode) {
   Workload w;
-  w.layers.push_back({"a", "", std::nan(""), 1, 1, {}, 1, 1, std::nullopt, {}});
+  Layer a;
+  a.id = "a";
+  a.forward_ms = std::nan("");
+  w.layers.push_back(a);
   try {
     ValidateAndSortWorkload(w, "mem");
     FAIL() << "NaN accepted";

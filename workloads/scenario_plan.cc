@@ -1,13 +1,42 @@
 #include "workloads/scenario_plan.h"
 
+#include "partition/baselines.h"
 #include "partition/error.h"
+#include "partition/planner_2bw.h"
+#include "partition/planner_common.h"
 
 namespace pipetwin {
 
-Plan PlanForScenario(const Scenario& scenario) {
-  if (scenario.plan) return *scenario.plan;
-  throw InputError(scenario.file, "planner",
-                   "planner \"" + scenario.planner + "\" is not wired to scenarios yet");
+// The planner settings a scenario implies: its training settings and the workload's own stash.
+PlannerSettings PlannerSettingsFor(const Scenario& s) {
+  PlannerSettings settings;
+  settings.optimizer_bytes_per_parameter = s.training.optimizer_bytes_per_parameter;
+  if (s.training.global_batch_size > 0)
+    settings.max_global_batch_size = s.training.global_batch_size;
+  settings.microbatch_size = s.training.microbatch_size;
+  settings.microbatches = s.training.microbatches;
+  settings.recompute = s.training.recompute;
+  settings.stash_bytes_per_layer.resize(s.workload.LayerCount());
+  for (int i = 0; i < s.workload.LayerCount(); ++i)
+    settings.stash_bytes_per_layer[i] = s.workload.StashBytes(i);
+  if (s.schedule == "gpipe" || s.schedule == "flush") settings.split_schedule = s.schedule;
+  return settings;
+}
+
+Plan PlanForScenario(const Scenario& s) {
+  if (s.plan) return *s.plan;
+  const PlannerSettings settings = PlannerSettingsFor(s);
+  try {
+    if (s.planner == "2bw") return Plan2BW(s.workload, s.cluster, settings);
+    for (const std::string& name : BaselineNames())
+      if (s.planner == name)
+        return PlanBaseline(BaselineKindFromName(name), s.workload, s.cluster, settings);
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    throw InputError(s.file, "planner", e.what());
+  }
+  throw InputError(s.file, "planner",
+                   "planner \"" + s.planner + "\" is not wired to scenarios yet");
 }
 
 }  // namespace pipetwin

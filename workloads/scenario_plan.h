@@ -4,11 +4,15 @@
 #pragma once
 
 #include "partition/plan.h"
+#include "partition/planner_common.h"
 #include "workloads/scenario.h"
 
 namespace pipetwin {
 
 // Throws InputError when the planner finds no feasible plan (naming the shortfall).
 Plan PlanForScenario(const Scenario& scenario);
+
+// The planner settings a scenario implies (training settings, the workload's stash bytes).
+PlannerSettings PlannerSettingsFor(const Scenario& scenario);
 
 }  // namespace pipetwin

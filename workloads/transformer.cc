@@ -81,6 +81,7 @@ Layer BlockLayer(const TransformerConfig& config, const DeviceModel& device, int
   layer.parameters = TransformerBlockParameters(config);
   layer.parameter_bytes = layer.parameters * z.dtype;
   layer.activation_bytes = z.s * z.b * z.h * z.dtype;
+  layer.stash_bytes = TransformerBlockStashBytes(config);
   SetTimes(layer, TransformerBlockForwardFlops(config),
            layer.parameter_bytes + TransformerBlockStashBytes(config), device);
   return layer;

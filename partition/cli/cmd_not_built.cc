@@ -4,27 +4,6 @@
 
 namespace pipetwin::cli {
 
-int RunScheduleCommand(const Args& args) {
-  po::options_description desc("options");
-  desc.add_options()
-      ("kind", po::value<std::string>(), "gpipe|flush|pipedream|2bw|interleaved|zb-h1")
-      ("stages", po::value<int>(), "pipeline depth P")
-      ("microbatches", po::value<int>(), "micro-batches per batch M")
-      ("replicas", po::value<std::string>(), "replicas per stage R0,R1,...")
-      ("chunks", po::value<int>(), "model chunks per worker (interleaved)")
-      ("vertical-sync", "PipeDream with vertical sync")
-      ("forward-time", po::value<double>(), "forward time per stage (unit replay)")
-      ("backward-time", po::value<double>(), "backward time per stage (unit replay)")
-      ("check", "check validity and replay the schedule")
-      ("import", po::value<std::string>(), "read a torch.distributed.pipelining CSV schedule")
-      ("format", po::value<std::string>(), "text|csv|json|svg")
-      ("json", "same as --format json");
-  return NotBuiltYet("schedule", "--kind KIND --stages P --microbatches M [options]",
-                     "Per-worker op lists of a pipeline schedule, with weight versions and stash "
-                     "events.",
-                     desc, args);
-}
-
 int RunPlanCommand(const Args& args) {
   po::options_description desc("options");
   desc.add_options()

@@ -1,0 +1,174 @@
+// `pipetwin schedule`: build (or import) a pipeline schedule, check it, and print it as text,
+// torch.distributed.pipelining CSV, JSON with a replay summary, or an SVG timeline.
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "partition/cli/options.h"
+#include "partition/error.h"
+#include "partition/json_reader.h"
+#include "partition/schedule.h"
+
+namespace pipetwin::cli {
+
+namespace {
+
+const char kUsage[] =
+    "--kind gpipe|flush|pipedream|2bw|interleaved|zb-h1 --stages P --microbatches M [options]\n"
+    "       pipetwin schedule --import FILE.csv [options]";
+
+std::vector<int> ParseReplicas(const std::string& text) {
+  std::vector<int> counts;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size())
+      throw InputError("pipetwin schedule: --replicas expects counts like 2,1,1, got '" + text +
+                       "'");
+    counts.push_back(value);
+  }
+  if (counts.empty())
+    throw InputError("pipetwin schedule: --replicas expects counts like 2,1,1, got '" + text + "'");
+  return counts;
+}
+
+std::string OutputFormat(const po::variables_map& vm) {
+  std::string format = vm.count("format") ? vm["format"].as<std::string>() : "";
+  if (vm.count("json")) {
+    if (!format.empty() && format != "json")
+      throw InputError("pipetwin schedule: --json and --format " + format + " disagree");
+    format = "json";
+  }
+  if (format.empty()) format = "text";
+  if (format != "text" && format != "csv" && format != "json" && format != "svg")
+    throw InputError("pipetwin schedule: --format must be text, csv, json or svg, got '" +
+                     format + "'");
+  return format;
+}
+
+OpCosts CostsFrom(const po::variables_map& vm) {
+  OpCosts costs;
+  if (vm.count("forward-time")) costs.forward = vm["forward-time"].as<double>();
+  if (vm.count("backward-time")) costs.backward = vm["backward-time"].as<double>();
+  if (!(costs.forward > 0) || !(costs.backward > 0) || !std::isfinite(costs.forward) ||
+      !std::isfinite(costs.backward))
+    throw InputError("pipetwin schedule: --forward-time and --backward-time must be > 0");
+  return costs;
+}
+
+ScheduleSpec SpecFrom(const po::variables_map& vm, const OpCosts& costs) {
+  if (!vm.count("kind") || !vm.count("stages") || !vm.count("microbatches"))
+    throw InputError("pipetwin schedule: --kind, --stages and --microbatches are required "
+                     "(or --import FILE.csv)");
+  ScheduleSpec spec;
+  spec.kind = ParseScheduleKind(vm["kind"].as<std::string>());
+  spec.stages = vm["stages"].as<int>();
+  spec.microbatches = vm["microbatches"].as<int>();
+  if (vm.count("replicas")) spec.replicas = ParseReplicas(vm["replicas"].as<std::string>());
+  if (vm.count("chunks")) spec.chunks = vm["chunks"].as<int>();
+  else if (spec.kind == ScheduleKind::kInterleaved) spec.chunks = 2;
+  if (vm.count("batches")) {
+    spec.batches = vm["batches"].as<int>();
+    if (spec.batches < 1) throw InputError("pipetwin schedule: --batches must be >= 1");
+  }
+  if (vm.count("layers")) spec.layer_count = vm["layers"].as<int>();
+  if (vm.count("workers")) spec.worker_count = vm["workers"].as<int>();
+  if (vm.count("layers") && spec.layer_count < 1)
+    throw InputError("pipetwin schedule: --layers must be >= 1");
+  if (vm.count("workers") && spec.worker_count < 1)
+    throw InputError("pipetwin schedule: --workers must be >= 1");
+  spec.vertical_sync = vm.count("vertical-sync") > 0;
+  spec.recompute = vm.count("recompute") > 0;
+  spec.costs = costs;
+  return spec;
+}
+
+// Refuses to write over an input file.
+void CheckOutputPath(const std::string& output, const std::string& input) {
+  if (input.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::equivalent(output, input, ec) && !ec)
+    throw InputError("pipetwin schedule: --output " + output +
+                     " is the --import file; refusing to overwrite an input");
+}
+
+}  // namespace
+
+int RunScheduleCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("kind", po::value<std::string>(), "gpipe|flush|pipedream|2bw|interleaved|zb-h1")
+      ("stages", po::value<int>(), "pipeline depth P")
+      ("microbatches", po::value<int>(),
+       "micro-batches per batch M (pipedream: minibatches to run)")
+      ("replicas", po::value<std::string>(), "replicas per stage R0,R1,... (1F1B-RR)")
+      ("chunks", po::value<int>(), "model chunks per worker (interleaved; default 2)")
+      ("batches", po::value<int>(), "batches to run (2bw; default 4)")
+      ("vertical-sync", "PipeDream with vertical sync")
+      ("recompute", "recompute activations in the backward (stash stage inputs only)")
+      ("layers", po::value<int>(), "layer count, when known (more stages than layers is an error)")
+      ("workers", po::value<int>(), "worker count, when known (the replicas must add up to it)")
+      ("forward-time", po::value<double>(), "forward time per stage and micro-batch (default 1)")
+      ("backward-time", po::value<double>(), "backward time per stage and micro-batch (default 2)")
+      ("check", "check validity and a rendezvous replay; exit 2 when broken")
+      ("import", po::value<std::string>(), "read a torch.distributed.pipelining action CSV")
+      ("format", po::value<std::string>(), "text|csv|json|svg (default text)")
+      ("json", "same as --format json")
+      ("output,o", po::value<std::string>(), "write to FILE (atomically) instead of stdout");
+  po::variables_map vm = ParseCommandLine("schedule", desc, {}, args);
+  if (vm.count("help")) {
+    PrintUsage(std::cout, "schedule", kUsage,
+               "Per-worker op lists of a pipeline schedule, with weight versions and stash "
+               "events;\nchecked, replayed with the given forward and backward times, and "
+               "exported.",
+               desc);
+    return 0;
+  }
+  const std::string format = OutputFormat(vm);
+  const OpCosts costs = CostsFrom(vm);
+  const std::string input = vm.count("import") ? vm["import"].as<std::string>() : "";
+  const std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (!output.empty()) CheckOutputPath(output, input);
+
+  PipelineSchedule schedule;
+  if (!input.empty()) {
+    if (vm.count("kind") || vm.count("stages") || vm.count("microbatches"))
+      throw InputError("pipetwin schedule: --import takes the schedule from the file; drop "
+                       "--kind, --stages and --microbatches");
+    schedule = ScheduleFromCsv(ReadTextFile(input), input, costs);
+    CheckSchedule(schedule);
+  } else {
+    schedule = BuildSchedule(SpecFrom(vm, costs));
+    if (vm.count("check")) CheckSchedule(schedule);
+  }
+  const ReplayResult replay = ReplaySchedule(schedule, costs, SendSemantics::kRendezvous);
+  if (!replay.completed)
+    throw InputError("pipetwin schedule: deadlock in the replay: " + replay.deadlock);
+
+  std::string text;
+  if (format == "csv") text = ScheduleToCsv(schedule);
+  if (format == "json") text = ScheduleToJson(schedule, replay, costs).dump(1) + "\n";
+  if (format == "svg") text = ScheduleToSvg(schedule, replay);
+  if (format == "text") {
+    text = ScheduleToText(schedule, replay, costs);
+    if (vm.count("check") || !input.empty())
+      text += "check: ok (every send has its receive; no deadlock when sends wait for receives)\n";
+  }
+  if (output.empty()) {
+    std::cout << text;
+  } else {
+    WriteTextFileAtomically(output, text);
+  }
+  return 0;
+}
+
+}  // namespace pipetwin::cli

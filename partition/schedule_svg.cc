@@ -1,0 +1,161 @@
+// The picture every pipeline paper draws: workers as rows, time as columns, one box per compute
+// op with its micro-batch number, forward and backward in different colours, bubbles left as
+// grey gaps, updates as black ticks. Times come from a replay.
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "partition/schedule.h"
+
+namespace pipetwin {
+
+namespace {
+
+constexpr double kLeft = 150;      // room for the row labels
+constexpr double kTop = 46;        // title and time axis
+constexpr double kRowHeight = 24;
+constexpr double kBoxHeight = 19;
+constexpr double kMaxPlotWidth = 7000;
+
+// Colours per op kind; interleaved chunks alternate dark and light shades.
+const char* Fill(OpKind kind, int chunk) {
+  const bool light = chunk % 2 == 1;
+  switch (kind) {
+    case OpKind::kForward: return light ? "#9fc5e8" : "#1f5fa8";
+    case OpKind::kBackward: return light ? "#a8dba8" : "#2e7d32";
+    case OpKind::kBackwardInput: return light ? "#c5e8b7" : "#66a61e";
+    case OpKind::kBackwardWeight: return light ? "#d9b8d6" : "#8e4b8a";
+    case OpKind::kRecompute: return "#b0a8a0";
+    default: return "#000000";
+  }
+}
+
+const char* TextColour(OpKind kind, int chunk) {
+  return (chunk % 2 == 1 || kind == OpKind::kRecompute) ? "#000000" : "#ffffff";
+}
+
+std::string Num(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << v;
+  return s.str();
+}
+
+}  // namespace
+
+std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay) {
+  // Scale so that the shortest compute op is at least 20 px wide, within a sane total width.
+  double shortest = 0;
+  for (size_t w = 0; w < s.workers.size() && w < replay.workers.size(); ++w) {
+    const auto& ops = s.workers[w].ops;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      double d = replay.workers[w].op_end[i] - replay.workers[w].op_start[i];
+      if (IsComputeOp(ops[i].kind) && d > 0) shortest = shortest == 0 ? d : std::min(shortest, d);
+    }
+  }
+  const double makespan = std::max(replay.makespan, 1e-9);
+  double scale = shortest > 0 ? 20.0 / shortest : 20.0;
+  scale = std::min(scale, kMaxPlotWidth / makespan);
+  const double plot_width = makespan * scale;
+  // The legend: the compute kinds present, then idle and update.
+  std::vector<std::pair<std::string, std::string>> legend;  // (fill, label)
+  for (auto [kind, label] : {std::pair{OpKind::kForward, "forward"},
+                             {OpKind::kBackward, "backward"},
+                             {OpKind::kBackwardInput, "backward (input)"},
+                             {OpKind::kBackwardWeight, "backward (weights)"},
+                             {OpKind::kRecompute, "recompute"}}) {
+    bool present = false;
+    for (const auto& w : s.workers)
+      for (const Op& op : w.ops) present = present || op.kind == kind;
+    if (present) legend.push_back({Fill(kind, 0), label});
+  }
+  legend.push_back({"#eeeeee", "idle (bubble)"});
+  legend.push_back({"#000000", "update"});
+  if (s.chunks > 1) legend.push_back({Fill(OpKind::kForward, 1), "odd chunks: light"});
+  double legend_width = 0;
+  for (const auto& entry : legend) legend_width += 30 + 7.2 * entry.second.size();
+  const double width = kLeft + std::max(plot_width, legend_width) + 20;
+  const double rows_height = s.WorkerCount() * kRowHeight;
+  const double height = kTop + rows_height + 60;
+
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(width) << "\" height=\""
+      << Num(height) << "\" viewBox=\"0 0 " << Num(width) << " " << Num(height)
+      << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  out << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" << ScheduleKindName(s.kind)
+      << ": " << s.stages << " stages, " << s.WorkerCount() << " workers, " << s.microbatches
+      << " micro-batches" << (s.chunks > 1 ? ", " + std::to_string(s.chunks) + " chunks" : "")
+      << " - makespan " << Num(replay.makespan) << ", bubble "
+      << Num(100 * replay.bubble_fraction) << "%</text>\n";
+
+  // Time axis: about 20 ticks.
+  const double raw_step = makespan / 20;
+  const double magnitude = std::pow(10, std::floor(std::log10(std::max(raw_step, 1e-9))));
+  double step = magnitude;
+  for (double f : {1.0, 2.0, 5.0, 10.0})
+    if (f * magnitude >= raw_step) { step = f * magnitude; break; }
+  for (double t = 0; t <= makespan + 1e-9; t += step) {
+    const double x = kLeft + t * scale;
+    out << "<line x1=\"" << Num(x) << "\" y1=\"" << Num(kTop - 6) << "\" x2=\"" << Num(x)
+        << "\" y2=\"" << Num(kTop + rows_height) << "\" stroke=\"#dddddd\"/>"
+        << "<text x=\"" << Num(x) << "\" y=\"" << Num(kTop - 9)
+        << "\" text-anchor=\"middle\" fill=\"#555555\">" << t << "</text>\n";
+  }
+
+  for (size_t w = 0; w < s.workers.size(); ++w) {
+    const auto& program = s.workers[w];
+    const double y = kTop + w * kRowHeight;
+    out << "<text x=\"" << Num(kLeft - 8) << "\" y=\"" << Num(y + kBoxHeight - 5)
+        << "\" text-anchor=\"end\">worker " << program.worker << " (stage " << program.stage;
+    if (s.replicas.size() > static_cast<size_t>(program.stage) && s.replicas[program.stage] > 1)
+      out << ", r" << program.replica;
+    out << ")</text>\n";
+    // The idle background: whatever no box covers is a bubble.
+    out << "<rect x=\"" << Num(kLeft) << "\" y=\"" << Num(y) << "\" width=\"" << Num(plot_width)
+        << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"#eeeeee\"/>\n";
+    if (w >= replay.workers.size()) continue;
+    const auto& timing = replay.workers[w];
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      const double x = kLeft + timing.op_start[i] * scale;
+      const double bw = (timing.op_end[i] - timing.op_start[i]) * scale;
+      if (op.kind == OpKind::kUpdate) {
+        out << "<rect x=\"" << Num(x - 1) << "\" y=\"" << Num(y - 2) << "\" width=\"2\" height=\""
+            << Num(kBoxHeight + 4) << "\" fill=\"#000000\"><title>update to version "
+            << op.weight_version << "</title></rect>\n";
+        continue;
+      }
+      if (!IsComputeOp(op.kind) || bw <= 0) continue;
+      out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y) << "\" width=\"" << Num(bw)
+          << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"" << Fill(op.kind, op.chunk)
+          << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"><title>" << OpKindName(op.kind)
+          << " stage " << op.stage << " micro-batch " << op.microbatch << " version "
+          << op.weight_version << "</title></rect>";
+      if (bw >= 12)
+        out << "<text x=\"" << Num(x + bw / 2) << "\" y=\"" << Num(y + kBoxHeight - 5)
+            << "\" text-anchor=\"middle\" fill=\"" << TextColour(op.kind, op.chunk) << "\">"
+            << op.microbatch << "</text>";
+      out << "\n";
+    }
+  }
+
+  // Legend.
+  double x = kLeft;
+  const double y = kTop + rows_height + 22;
+  for (const auto& [fill, label] : legend) {
+    out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y - 11)
+        << "\" width=\"14\" height=\"14\" fill=\"" << fill
+        << "\" stroke=\"#999999\"/><text x=\"" << Num(x + 19) << "\" y=\"" << Num(y) << "\">"
+        << label << "</text>\n";
+    x += 30 + 7.2 * label.size();
+  }
+  out << "</svg>\n";
+  return out.str();
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,297 @@
+// The checker and the replayer: every built schedule is valid and completes under rendezvous
+// sends for depths 1..32 and micro-batch counts 1..4p; bubbles match the papers' formulas;
+// broken lists are caught with the rule they break.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "partition/error.h"
+#include "partition/schedule.h"
+
+namespace pipetwin {
+namespace {
+
+PipelineSchedule Build(ScheduleKind kind, int p, int m, int chunks = 1, int batches = 0,
+                       double forward = 1, double backward = 2) {
+  ScheduleSpec spec;
+  spec.kind = kind;
+  spec.stages = p;
+  spec.microbatches = m;
+  spec.chunks = chunks;
+  spec.batches = batches;
+  spec.costs.forward = forward;
+  spec.costs.backward = backward;
+  return BuildSchedule(spec);
+}
+
+OpCosts Costs(double forward, double backward) {
+  OpCosts c;
+  c.forward = forward;
+  c.backward = backward;
+  return c;
+}
+
+// Every kind, every depth 1..32 and micro-batch count 1..4p the kind allows: the lists pass the
+// structural checks and a rendezvous replay with unit times completes. About 10,000 schedules and
+// 10^8 ops, spread over the machine's cores.
+TEST(ScheduleValiditySweepTest, AllKindsAllDepthsAllMicrobatchCounts) {
+#if defined(__GLIBC__)
+  // The sweep allocates and frees a few MB per schedule; keep freed memory for reuse instead of
+  // returning it to the kernel each time (that alone doubles the run time).
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+#endif
+  const auto start = std::chrono::steady_clock::now();
+  const int threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  std::vector<std::vector<std::string>> failures(threads);
+  std::vector<long> checked(threads, 0);
+  auto sweep = [&](int thread) {
+    // Depths dealt round-robin from the deepest, so that the threads finish together.
+    for (int p = 32 - thread; p >= 1; p -= threads) {
+      for (int m = 1; m <= 4 * p; ++m) {
+        std::vector<ScheduleSpec> specs;
+        auto add = [&](ScheduleKind kind, int chunks = 1, int batches = 0) {
+          ScheduleSpec spec;
+          spec.kind = kind;
+          spec.stages = p;
+          spec.microbatches = m;
+          spec.chunks = chunks;
+          spec.batches = batches;
+          specs.push_back(spec);
+        };
+        add(ScheduleKind::kGPipe);
+        add(ScheduleKind::kFlush);
+        add(ScheduleKind::kPipeDream);
+        add(ScheduleKind::kZeroBubbleH1);
+        if (m >= p) add(ScheduleKind::kTwoBW, 1, 2);
+        if (m % p == 0) add(ScheduleKind::kInterleaved, 2);
+        if (m % p == 0 && p <= 8) add(ScheduleKind::kInterleaved, 3);
+        for (const auto& spec : specs) {
+          try {
+            CheckSchedule(BuildSchedule(spec));
+            ++checked[thread];
+          } catch (const std::exception& e) {
+            failures[thread].push_back(ScheduleKindName(spec.kind) + " p=" + std::to_string(p) +
+                                       " m=" + std::to_string(m) + ": " + e.what());
+          }
+        }
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(sweep, t);
+  for (auto& t : pool) t.join();
+  long total = 0;
+  for (int t = 0; t < threads; ++t) {
+    total += checked[t];
+    for (const auto& f : failures[t]) ADD_FAILURE() << f;
+  }
+  EXPECT_EQ(total, 10224);  // every (kind, p, m) above
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("checked %ld schedules in %.2f s on %d threads\n", total, seconds, threads);
+}
+
+// With the times the comm ops were placed for, a rendezvous replay is exactly as fast as a
+// buffered one: no send ever waits for its receive.
+TEST(ScheduleReplayTest, RendezvousCostsNothingAtThePlacementTimes) {
+  for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush, ScheduleKind::kPipeDream,
+                            ScheduleKind::kZeroBubbleH1}) {
+    for (int p : {1, 2, 5, 8}) {
+      for (int m : {1, p, 2 * p + 1}) {
+        for (auto [f, b] : {std::pair{1.0, 2.0}, std::pair{1.0, 1.0}, std::pair{2.0, 3.0}}) {
+          PipelineSchedule s = Build(kind, p, m, 1, 0, f, b);
+          ReplayResult buffered = ReplaySchedule(s, Costs(f, b), SendSemantics::kBuffered);
+          ReplayResult rendezvous = ReplaySchedule(s, Costs(f, b), SendSemantics::kRendezvous);
+          ASSERT_TRUE(rendezvous.completed);
+          ASSERT_DOUBLE_EQ(buffered.makespan, rendezvous.makespan)
+              << ScheduleKindName(kind) << " p=" << p << " m=" << m;
+        }
+      }
+    }
+  }
+}
+
+// GPipe and PipeDream-Flush idle (p-1)/(m+p-1) of the iteration (GPipe, NeurIPS'19; Megatron-LM
+// SC'21 section 2.2.1), for any equal stage times f and b.
+TEST(ScheduleBubbleTest, GPipeAndFlushBubbleIsPMinus1OverMPlusPMinus1) {
+  for (auto [f, b] : {std::pair{1.0, 2.0}, std::pair{1.0, 1.0}, std::pair{2.0, 3.0}}) {
+    for (int p = 1; p <= 32; ++p) {
+      for (int m = 1; m <= 4 * p; m += (p > 8 ? 3 : 1)) {
+        for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush}) {
+          ReplayResult r = ReplaySchedule(Build(kind, p, m, 1, 0, f, b), Costs(f, b));
+          ASSERT_TRUE(r.completed);
+          ASSERT_NEAR(r.bubble_fraction, double(p - 1) / (m + p - 1), 1e-9)
+              << ScheduleKindName(kind) << " p=" << p << " m=" << m << " f=" << f << " b=" << b;
+          ASSERT_NEAR(r.makespan, (m + p - 1) * (f + b), 1e-9);
+        }
+      }
+    }
+  }
+}
+
+// Interleaved 1F1B: bubble time / ideal compute time = (p-1)/(v m) (Megatron-LM SC'21
+// section 2.2.2), each chunk taking 1/v of the stage's time.
+TEST(ScheduleBubbleTest, InterleavedBubbleIsPMinus1OverVM) {
+  for (int p = 1; p <= 16; ++p)
+    for (int v = 2; v <= 4; ++v)
+      for (int m = p; m <= 4 * p; m += p) {
+        ReplayResult r =
+            ReplaySchedule(Build(ScheduleKind::kInterleaved, p, m, v), Costs(1, 2));
+        ASSERT_TRUE(r.completed);
+        ASSERT_NEAR(r.bubble_over_compute, double(p - 1) / (v * m), 1e-9)
+            << "p=" << p << " v=" << v << " m=" << m;
+      }
+}
+
+// ZB-H1 with F = B(input) = W: a third of 1F1B's bubble (Qi et al., ICLR'24, section 2.1: the
+// bubble shrinks from (p-1)(F+B+W) to (p-1)(F+B-W)).
+TEST(ScheduleBubbleTest, ZeroBubbleH1IsAThirdOfOneFOneB) {
+  for (int p = 2; p <= 32; ++p)
+    for (int m = p; m <= 4 * p; m += (p > 8 ? 5 : 1)) {
+      ReplayResult zb = ReplaySchedule(Build(ScheduleKind::kZeroBubbleH1, p, m), Costs(1, 2));
+      ReplayResult flush = ReplaySchedule(Build(ScheduleKind::kFlush, p, m), Costs(1, 2));
+      double zb_idle = 0, flush_idle = 0;
+      for (const auto& w : zb.workers) zb_idle += w.idle;
+      for (const auto& w : flush.workers) flush_idle += w.idle;
+      ASSERT_NEAR(zb_idle / flush_idle, 1.0 / 3.0, 1e-9) << "p=" << p << " m=" << m;
+    }
+}
+
+// PipeDream and 2BW never flush: each worker idles only while the pipeline fills and drains, so
+// its idle time does not grow with the number of (micro-)batches run.
+TEST(ScheduleBubbleTest, PipeDreamAndTwoBWHaveNoSteadyStateBubble) {
+  for (int p = 1; p <= 16; ++p) {
+    for (auto [f, b] : {std::pair{1.0, 2.0}, std::pair{1.0, 1.0}}) {
+      ReplayResult short_run = ReplaySchedule(Build(ScheduleKind::kPipeDream, p, 2 * p, 1, 0, f, b), Costs(f, b));
+      ReplayResult long_run = ReplaySchedule(Build(ScheduleKind::kPipeDream, p, 6 * p, 1, 0, f, b), Costs(f, b));
+      for (int w = 0; w < p; ++w)
+        ASSERT_NEAR(short_run.workers[w].idle, long_run.workers[w].idle, 1e-9) << "p=" << p;
+      ReplayResult two = ReplaySchedule(Build(ScheduleKind::kTwoBW, p, p, 1, 2, f, b), Costs(f, b));
+      ReplayResult six = ReplaySchedule(Build(ScheduleKind::kTwoBW, p, p, 1, 6, f, b), Costs(f, b));
+      for (int w = 0; w < p; ++w)
+        ASSERT_NEAR(two.workers[w].idle, six.workers[w].idle, 1e-9) << "p=" << p;
+    }
+  }
+}
+
+// --- the checker catches broken lists ------------------------------------------------------
+
+Op MakeOp(OpKind kind, int stage, int mb, int peer = -1, int version = 0) {
+  Op op;
+  op.kind = kind;
+  op.stage = stage;
+  op.microbatch = mb;
+  op.peer_worker = peer;
+  op.weight_version = IsComputeOp(kind) ? version : -1;
+  return op;
+}
+
+// Two stages, one micro-batch each way, with the sends first on both sides: fine when sends are
+// buffered, a deadlock when a send waits for its receive.
+PipelineSchedule CrossedSends() {
+  PipelineSchedule s;
+  s.kind = ScheduleKind::kImported;
+  s.stages = 2;
+  s.replicas = {1, 1};
+  s.microbatches = 2;
+  WorkerProgram w0, w1;
+  w0.worker = 0, w0.stage = 0, w0.model_stages = {0};
+  w1.worker = 1, w1.stage = 1, w1.model_stages = {1};
+  // mb 0 goes through; then stage 0 sends mb 1's activation before receiving mb 0's gradient,
+  // while stage 1 sends mb 0's gradient before receiving mb 1's activation.
+  w0.ops = {MakeOp(OpKind::kForward, 0, 0), MakeOp(OpKind::kSendActivation, 0, 0, 1),
+            MakeOp(OpKind::kForward, 0, 1), MakeOp(OpKind::kSendActivation, 0, 1, 1),
+            MakeOp(OpKind::kRecvGradient, 0, 0, 1), MakeOp(OpKind::kBackward, 0, 0),
+            MakeOp(OpKind::kRecvGradient, 0, 1, 1), MakeOp(OpKind::kBackward, 0, 1)};
+  w1.ops = {MakeOp(OpKind::kRecvActivation, 1, 0, 0), MakeOp(OpKind::kForward, 1, 0),
+            MakeOp(OpKind::kBackward, 1, 0), MakeOp(OpKind::kSendGradient, 1, 0, 0),
+            MakeOp(OpKind::kRecvActivation, 1, 1, 0), MakeOp(OpKind::kForward, 1, 1),
+            MakeOp(OpKind::kBackward, 1, 1), MakeOp(OpKind::kSendGradient, 1, 1, 0)};
+  s.workers = {w0, w1};
+  return s;
+}
+
+TEST(ScheduleCheckerTest, RendezvousFindsTheCrossedSendDeadlock) {
+  PipelineSchedule s = CrossedSends();
+  EXPECT_NO_THROW(ValidateSchedule(s));
+  EXPECT_TRUE(ReplaySchedule(s, OpCosts(), SendSemantics::kBuffered).completed);
+  ReplayResult r = ReplaySchedule(s, OpCosts(), SendSemantics::kRendezvous);
+  EXPECT_FALSE(r.completed);
+  EXPECT_NE(r.deadlock.find("worker 0 waits at 0SEND_F1 to worker 1"), std::string::npos)
+      << r.deadlock;
+  EXPECT_NE(r.deadlock.find("worker 1 waits at 1SEND_B0 to worker 0"), std::string::npos)
+      << r.deadlock;
+  try {
+    CheckSchedule(s);
+    ADD_FAILURE() << "expected a deadlock";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
+  }
+}
+
+std::string ValidationError(const PipelineSchedule& s) {
+  try {
+    ValidateSchedule(s);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ScheduleCheckerTest, StructuralRulesAreNamed) {
+  PipelineSchedule s = CrossedSends();
+  auto broken = s;
+  broken.workers[0].ops.erase(broken.workers[0].ops.begin() + 3);  // drop 0SEND_F1
+  EXPECT_NE(ValidationError(broken).find("1RECV_F1 from worker 0 never gets its send"),
+            std::string::npos)
+      << ValidationError(broken);
+  broken = s;
+  broken.workers[1].ops.erase(broken.workers[1].ops.begin() + 4);  // drop 1RECV_F1
+  EXPECT_NE(ValidationError(broken).find("0SEND_F1 to worker 1 has no matching receive"),
+            std::string::npos);
+  broken = s;
+  std::swap(broken.workers[0].ops[0], broken.workers[0].ops[5]);  // backward before forward
+  EXPECT_NE(ValidationError(broken).find("before its forward"), std::string::npos);
+  broken = s;
+  broken.workers[0].ops.push_back(MakeOp(OpKind::kForward, 0, 1));
+  EXPECT_NE(ValidationError(broken).find("runs its forward 2 times"), std::string::npos);
+  broken = s;
+  broken.workers[1].ops[1].weight_version = broken.workers[1].ops[2].weight_version = 3;
+  EXPECT_NE(ValidationError(broken).find("not alive"), std::string::npos);
+  broken = s;
+  broken.workers[1].ops[4].peer_worker = 1;
+  EXPECT_NE(ValidationError(broken).find("no other worker"), std::string::npos);
+}
+
+TEST(ScheduleReplayTest, ReportsPerWorkerTimesAndStages) {
+  PipelineSchedule s = Build(ScheduleKind::kFlush, 4, 8);
+  ReplayResult r = ReplaySchedule(s, Costs(1, 2));
+  ASSERT_TRUE(r.completed);
+  ASSERT_EQ(r.workers.size(), 4u);
+  ASSERT_EQ(r.stages.size(), 4u);
+  for (const auto& w : r.workers) {
+    EXPECT_DOUBLE_EQ(w.busy, 8 * 3.0);
+    EXPECT_DOUBLE_EQ(w.idle, 33 - 24.0);
+    EXPECT_EQ(w.op_start.size(), s.workers[w.worker].ops.size());
+  }
+  // Stage 3 runs 3F0 right after stage 0, 1, 2 pass micro-batch 0 down.
+  const auto& last = s.workers[3];
+  for (size_t i = 0; i < last.ops.size(); ++i)
+    if (last.ops[i].kind == OpKind::kForward && last.ops[i].microbatch == 0) {
+      EXPECT_DOUBLE_EQ(r.workers[3].op_start[i], 3.0);
+    }
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -13,6 +13,10 @@ int Cluster::DevicesPerUnit(int level) const {
   return n;
 }
 
+double SpeedOverReference(const Cluster& cluster, const std::string& reference_device) {
+  return reference_device == cluster.device.name ? 1.0 : cluster.device.relative_speed;
+}
+
 namespace {
 
 DeviceSpec V100(double memory_bytes) {

@@ -54,6 +54,11 @@ class Cluster {
   int DevicesPerUnit(int level) const;
 };
 
+// How many times faster this cluster's device runs a workload timed on `reference_device`: 1 when
+// the workload was timed on this very device (analytic workloads are timed on the cluster's
+// device model; `pipetwin profile` on the machine itself), else the device's relative_speed.
+double SpeedOverReference(const Cluster& cluster, const std::string& reference_device);
+
 // Presets for the papers' clusters. `servers` is the number of servers (level-1 units).
 //   cluster-a:   PipeDream Cluster-A, servers of 4 V100 on PCIe, 10 Gbps between servers
 //   cluster-b:   PipeDream Cluster-B, servers of 8 V100 with NVLink, 25 Gbps

@@ -2,6 +2,7 @@
 
 #include "partition/error.h"
 #include "partition/json_reader.h"
+#include "partition/workload.h"
 
 namespace pipetwin {
 
@@ -21,7 +22,7 @@ nlohmann::json PlanToJson(const Plan& p) {
                       {"compute_ms", s.compute_ms},
                       {"communication_ms", s.communication_ms},
                       {"memory_bytes", s.memory_bytes}});
-  return {{"planner", p.planner},
+  nlohmann::json j = {{"planner", p.planner},
           {"schedule", p.schedule},
           {"stages", stages},
           {"microbatch_size", p.microbatch_size},
@@ -32,6 +33,8 @@ nlohmann::json PlanToJson(const Plan& p) {
           {"predicted_time_per_sample_s", p.predicted_time_per_sample_s},
           {"memory_bytes_per_device", p.memory_bytes_per_device},
           {"details", p.details}};
+  if (!p.layer_order.empty()) j["layer_order"] = p.layer_order;
+  return j;
 }
 
 Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std::string& path) {
@@ -72,6 +75,9 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
     s.Finish();
     p.stages.push_back(st);
   }
+  if (auto order = root.OptionalMember("layer_order"))
+    for (const JsonReader& o : order->Elements())
+      p.layer_order.push_back(static_cast<int>(o.AsNonNegativeInteger()));
   p.microbatch_size = static_cast<int>(root.OptionalPositiveInteger("microbatch_size", 1));
   p.microbatches_per_update =
       static_cast<int>(root.OptionalPositiveInteger("microbatches_per_update", 1));
@@ -88,9 +94,39 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
 
 Plan LoadPlanFile(const std::string& path) { return PlanFromJson(ParseJsonFile(path), path); }
 
-void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std::string& file,
-                  const std::string& path) {
+namespace {
+
+// layer_order must be a permutation of the layers in which every input precedes its consumer.
+void ValidateLayerOrder(const Plan& plan, const Workload& w, const std::string& file,
+                        const std::string& at) {
+  if (plan.layer_order.empty()) return;
+  const int n = w.LayerCount();
+  if (static_cast<int>(plan.layer_order.size()) != n)
+    throw InputError(file, at, "expected " + std::to_string(n) + " layer indices (one per layer), got " +
+                                   std::to_string(plan.layer_order.size()));
+  std::vector<int> position(n, -1);
+  for (int p = 0; p < n; ++p) {
+    int layer = plan.layer_order[p];
+    if (layer >= n || position[layer] >= 0)
+      throw InputError(file, at + "[" + std::to_string(p) + "]",
+                       "expected a permutation of 0.." + std::to_string(n - 1) + ", got " +
+                           std::to_string(layer) + (layer < n ? " twice" : ""));
+    position[layer] = p;
+  }
+  for (int layer = 0; layer < n; ++layer)
+    for (int input : w.layers[layer].inputs)
+      if (position[input] > position[layer])
+        throw InputError(file, at, "layer \"" + w.layers[layer].id + "\" comes before its input \"" +
+                                       w.layers[input].id + "\" (expected a topological order)");
+}
+
+}  // namespace
+
+void ValidatePlan(const Plan& plan, const Workload& workload, int device_count,
+                  const std::string& file, const std::string& path) {
+  const int layer_count = workload.LayerCount();
   const std::string stages = path.empty() ? "stages" : path + ".stages";
+  ValidateLayerOrder(plan, workload, file, path.empty() ? "layer_order" : path + ".layer_order");
   const StagePlan& last = plan.stages.back();
   if (last.last_layer != layer_count - 1)
     throw InputError(file, stages + "[" + std::to_string(plan.stages.size() - 1) + "].last_layer",

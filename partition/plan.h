@@ -17,6 +17,8 @@
 
 namespace pipetwin {
 
+class Workload;
+
 struct StagePlan {
   int first_layer = 0;       // inclusive, index in the workload's topological order
   int last_layer = 0;        // inclusive
@@ -32,6 +34,11 @@ struct Plan {
   std::string planner = "manual";
   std::string schedule = "flush";  // gpipe|flush|pipedream|2bw|interleaved|zb-h1
   std::vector<StagePlan> stages;
+  // The order in which stages count layers: position p holds workload layer layer_order[p].
+  // Empty means the workload's own topological order. A planner sets it when a DAG's stages are
+  // not contiguous in that order (PipeDream's antichain cuts through residual branches); it is
+  // always a topological order (every input of a layer sits at an earlier position).
+  std::vector<int> layer_order;
   int microbatch_size = 1;          // samples per micro-batch per replica of the input stage
   int microbatches_per_update = 1;  // m: micro-batches coalesced into one weight update
   bool recompute = false;
@@ -45,6 +52,10 @@ struct Plan {
 
   int StageCount() const { return static_cast<int>(stages.size()); }
   int WorkerCount() const;
+  // The workload layer at position p of the plan's order.
+  int LayerAt(int position) const {
+    return layer_order.empty() ? position : layer_order[position];
+  }
 };
 
 nlohmann::json PlanToJson(const Plan& plan);
@@ -55,10 +66,11 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file,
                   const std::string& path = "");
 Plan LoadPlanFile(const std::string& path);
 
-// Checks a plan against a workload's layer count and a cluster's device count; throws InputError
+// Checks a plan against a workload (layer count; layer_order a permutation in which inputs come
+// first) and a cluster's device count; throws InputError
 // naming `file` ("stages[2].last_layer: expected <= 15 (the workload has 16 layers), got 20").
 // `path` is the plan's JSON path inside `file` ("plan" in a scenario, "" for a plan file).
-void ValidatePlan(const Plan& plan, int layer_count, int device_count, const std::string& file,
-                  const std::string& path = "");
+void ValidatePlan(const Plan& plan, const Workload& workload, int device_count,
+                  const std::string& file, const std::string& path = "");
 
 }  // namespace pipetwin

@@ -138,7 +138,8 @@ PipelineCostModel::PipelineCostModel(const Workload& workload, const Cluster& cl
 
   // Per sample: the reference batch's times and bytes scale linearly with the batch.
   const double per_sample = 1.0 / samples_per_reference_;
-  const double per_sample_ms = per_sample / cluster.device.relative_speed;
+  const double per_sample_ms =
+      per_sample / SpeedOverReference(cluster, workload.reference.device);
   std::vector<double> forward(layers), backward(layers), parameters(layers), stash(layers);
   std::vector<double> cut_change(layers + 1, 0);
   const auto successors = workload.Successors();

@@ -5,7 +5,8 @@
 //    samples); a micro-batch of b samples costs b / reference.batch_size of them (linear
 //    scaling: exact in FLOPs for the analytic transformers, approximate for memory-bound layers
 //    and for measured profiles).
-//    Times are divided by the device's relative_speed.
+//    Times are divided by SpeedOverReference (the device's relative_speed, unless the workload
+//    was timed on this very device).
 //  - A DAG workload is pipelined in its topological order as a chain: the bytes crossing the cut
 //    after layer j are the outputs of every layer <= j that feeds a layer > j.
 //  - Stage s of replica k of a pipeline of depth d sits on device k*d + s: the d stages of one

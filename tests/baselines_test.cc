@@ -229,7 +229,7 @@ TEST(BaselineTest, DepthZeroTakesTheSmallestDepthThatFits) {
   const Plan p = PlanBaseline(BaselineKind::kFlush, w, TwoServers(), s);
   EXPECT_EQ(p.StageCount(), expected);
   EXPECT_EQ(p.stages[0].replicas, 8 / expected);
-  EXPECT_NO_THROW(ValidatePlan(p, w.LayerCount(), 8, "plan.json"));
+  EXPECT_NO_THROW(ValidatePlan(p, w, 8, "plan.json"));
   EXPECT_EQ(PlanFromJson(PlanToJson(p), "plan.json").WorkerCount(), expected * (8 / expected));
   EXPECT_TRUE(p.details["fits"].get<bool>());
 }

@@ -273,7 +273,7 @@ TEST(Planner2BWTest, PlanShapeAndDetailsAreConsistent) {
     EXPECT_EQ(p.stages[st].replicas, width);
     for (int k = 0; k < width; ++k) EXPECT_EQ(p.stages[st].devices[k], k * d + st);
   }
-  EXPECT_NO_THROW(ValidatePlan(p, w.LayerCount(), 8, "plan.json"));
+  EXPECT_NO_THROW(ValidatePlan(p, w, 8, "plan.json"));
   const Plan reread = PlanFromJson(PlanToJson(p), "plan.json");
   EXPECT_EQ(reread.schedule, "2bw");
   EXPECT_EQ(reread.WorkerCount(), d * width);

@@ -21,12 +21,13 @@ const std::vector<std::string>& PlannerNames() {
 }
 
 const char* DefaultScenarioJson() {
-  // A GPT-2 Medium-sized decoder on two PipeDream-2BW p3.16xlarge servers (16 V100), planned by
-  // the 2BW planner: a question a user asks before renting the servers.
+  // A 1.3B-parameter GPT decoder on two PipeDream-2BW p3.16xlarge servers (16 V100-16GB): too
+  // big for data parallelism with Adam (16 bytes per parameter), the question a user asks
+  // before renting the servers.
   return R"({
-  "name": "default: GPT (24 x 1024) on 2 x p3.16xlarge, 2BW",
-  "workload": {"generator": "gpt", "layers": 24, "hidden": 1024, "heads": 16,
-               "sequence": 1024, "vocabulary": 50257, "microbatch": 4, "dtype_bytes": 2},
+  "name": "default: GPT 1.3B (24 x 2048) on 2 x p3.16xlarge (16 V100-16GB), PipeDream-2BW",
+  "workload": {"generator": "gpt", "layers": 24, "hidden": 2048, "heads": 16,
+               "sequence": 1024, "vocabulary": 50257, "microbatch": 1, "dtype_bytes": 2},
   "cluster": {"preset": "p3.16xlarge", "servers": 2},
   "planner": "2bw",
   "schedule": "2bw",
@@ -85,7 +86,7 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
     plan_path = "";
   }
   if (s.plan) {
-    ValidatePlan(*s.plan, s.workload.LayerCount(), s.cluster.DeviceCount(), plan_file,
+    ValidatePlan(*s.plan, s.workload, s.cluster.DeviceCount(), plan_file,
                  plan_path);
     // The scenario's schedule governs; without one, the plan's own.
     if (root.Has("schedule")) s.plan->schedule = s.schedule; else s.schedule = s.plan->schedule;

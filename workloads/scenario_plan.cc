@@ -2,6 +2,7 @@
 
 #include "partition/baselines.h"
 #include "partition/error.h"
+#include "partition/pipedream_planner.h"
 #include "partition/planner_2bw.h"
 #include "partition/planner_common.h"
 
@@ -23,11 +24,38 @@ PlannerSettings PlannerSettingsFor(const Scenario& s) {
   return settings;
 }
 
+namespace {
+
+// PipeDream's partitioner takes the cluster as machines and bandwidth per level (SOSP'19 section
+// 3.1) and the workload's times as they are: a minibatch is the workload's reference batch.
+Plan PlanWithPipeDream(const Scenario& s, PipeDreamCostModel model) {
+  PipeDreamOptions o;
+  o.cost_model = model;
+  for (const ClusterLevel& level : s.cluster.levels)
+    o.levels.push_back({level.count, level.bandwidth_bytes_per_s()});
+  o.activation_compression_ratio = 1;  // transfers always cost 2a/B, as in the paper
+  o.memory_bytes_per_device = s.cluster.device.memory_bytes;
+  o.batch_size = s.workload.reference.batch_size;
+  Workload scaled = s.workload;  // the cluster's device may be faster than the profiled one
+  const double speed = SpeedOverReference(s.cluster, s.workload.reference.device);
+  for (Layer& l : scaled.layers) {
+    l.forward_ms /= speed;
+    l.backward_ms /= speed;
+  }
+  Plan plan = PlanPipeDream(scaled, o).plan;
+  plan.schedule = s.schedule == "pipedream" ? "pipedream" : plan.schedule;
+  return plan;
+}
+
+}  // namespace
+
 Plan PlanForScenario(const Scenario& s) {
   if (s.plan) return *s.plan;
   const PlannerSettings settings = PlannerSettingsFor(s);
   try {
     if (s.planner == "2bw") return Plan2BW(s.workload, s.cluster, settings);
+    if (s.planner == "pipedream") return PlanWithPipeDream(s, PipeDreamCostModel::kPaper);
+    if (s.planner == "pipedream-compat") return PlanWithPipeDream(s, PipeDreamCostModel::kCompat);
     for (const std::string& name : BaselineNames())
       if (s.planner == name)
         return PlanBaseline(BaselineKindFromName(name), s.workload, s.cluster, settings);

@@ -4,20 +4,6 @@
 
 namespace pipetwin::cli {
 
-int RunPlanCommand(const Args& args) {
-  po::options_description desc("options");
-  desc.add_options()
-      ("planner", po::value<std::string>(), "pipedream|pipedream-compat|2bw|data-parallel|gpipe|flush|uniform|balanced")
-      ("profile", po::value<std::string>(), "PipeDream graph.txt (instead of a scenario)")
-      ("workers", po::value<std::vector<int>>()->multitoken(), "machines per level, lowest first")
-      ("bandwidth", po::value<std::vector<double>>()->multitoken(), "bytes/s per level")
-      ("json", "machine-readable output on stdout");
-  return NotBuiltYet("plan", "SCENARIO [--planner NAME] [--json]",
-                     "Partition a workload over a cluster and predict its time per sample and "
-                     "memory per device.",
-                     desc, args);
-}
-
 int RunSimulateCommand(const Args& args) {
   po::options_description desc("options");
   desc.add_options()

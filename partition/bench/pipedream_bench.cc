@@ -1,0 +1,93 @@
+// Wall time of PipeDream's partitioner (antichains, every level, layout) on the shared PipeDream
+// profiles at the settings the public optimizer was timed at (shared/PIPEDREAM_PLANNER.md:
+// VGG-16 0.24 s, ResNet-50 3.3 s on 16 machines and 21 s on 4 x 4, GNMT 0.54 s), and on a
+// GPT-3-shaped chain over 1,024 GPUs (128 servers of 8); and PipeDream-2BW's full search for
+// GPT 3.8B on 64 V100 (8 x p3.16xlarge), target under 50 ms. Profiles are read from
+// $PIPETWIN_SHARED_DIR/profiles/pipedream (default: ../shared beside the checkout); a missing one
+// is reported as skipped.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "partition/pipedream_planner.h"
+#include "partition/planner_2bw.h"
+#include "workloads/cluster_device.h"
+#include "workloads/pipedream_profile.h"
+#include "workloads/transformer.h"
+
+namespace pipetwin {
+namespace {
+
+std::string ProfilePath(const std::string& name) {
+  const char* dir = std::getenv("PIPETWIN_SHARED_DIR");
+  return std::string(dir ? dir : PIPETWIN_SHARED_DIR_DEFAULT) + "/profiles/pipedream/" + name +
+         "/graph.txt";
+}
+
+PipeDreamOptions Settings(PipeDreamCostModel model, std::vector<PipeDreamLevel> levels) {
+  PipeDreamOptions o;
+  o.cost_model = model;
+  o.levels = std::move(levels);
+  o.activation_compression_ratio = 1;
+  return o;
+}
+
+void PlanProfile(benchmark::State& state, const std::string& name, PipeDreamOptions options) {
+  if (!std::ifstream(ProfilePath(name))) {
+    state.SkipWithError(("profile absent: " + ProfilePath(name)).c_str());
+    return;
+  }
+  const Workload w = ImportPipeDreamProfile(ProfilePath(name));
+  for (auto _ : state) benchmark::DoNotOptimize(PlanPipeDream(w, options));
+}
+
+// GPT-3's shape (Brown et al. 2020: 96 blocks, h = 12288, 96 heads, sequence 2048), timed on a
+// V100 by the analytic generator.
+Workload Gpt3() {
+  TransformerConfig c;
+  c.layers = 96; c.hidden = 12288; c.heads = 96; c.sequence = 2048; c.vocabulary = 50257;
+  return GenerateTransformer(c, DeviceModelOfPreset("cluster-b"));
+}
+
+void PlanGpt(benchmark::State& state, PipeDreamCostModel model) {
+  const Workload w = Gpt3();
+  const PipeDreamOptions o = Settings(model, {{8, 300e9}, {128, 25e9}});
+  for (auto _ : state) benchmark::DoNotOptimize(PlanPipeDream(w, o));
+}
+
+// PipeDream-2BW (ICML'21) section 5's GPT "3.8B": 32 blocks, h = 3072, 32 heads, sequence 512.
+void Plan2BWGpt38B(benchmark::State& state) {
+  TransformerConfig c;
+  c.layers = 32; c.hidden = 3072; c.heads = 32; c.sequence = 512; c.vocabulary = 51200;
+  const Workload w = GenerateTransformer(c, DeviceModelOfPreset("p3.16xlarge"));
+  const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
+  PlannerSettings settings;
+  settings.max_global_batch_size = 512;
+  for (int i = 0; i < w.LayerCount(); ++i) settings.stash_bytes_per_layer.push_back(w.StashBytes(i));
+  for (auto _ : state) benchmark::DoNotOptimize(Plan2BW(w, cluster, settings));
+}
+
+constexpr auto kCompat = PipeDreamCostModel::kCompat;
+constexpr auto kPaper = PipeDreamCostModel::kPaper;
+
+BENCHMARK_CAPTURE(PlanProfile, vgg16_16_compat, "vgg16", Settings(kCompat, {{16, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanProfile, resnet50_16_compat, "resnet50", Settings(kCompat, {{16, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanProfile, resnet50_4x4_compat, "resnet50",
+                  Settings(kCompat, {{4, 1.25e10}, {4, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanProfile, gnmt_16_compat, "gnmt", Settings(kCompat, {{16, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanProfile, resnet50_4x4_paper, "resnet50",
+                  Settings(kPaper, {{4, 1.25e10}, {4, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanGpt, gpt96_1024gpus_paper, kPaper)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanGpt, gpt96_1024gpus_compat, kCompat)->Unit(benchmark::kMillisecond);
+BENCHMARK(Plan2BWGpt38B)->Name("2bw_gpt3.8b_64gpus")->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace pipetwin
+
+BENCHMARK_MAIN();

@@ -1,0 +1,123 @@
+#include "partition/cli/plan_scenario.h"
+
+#include <sys/stat.h>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "partition/baselines.h"
+#include "partition/error.h"
+#include "partition/json_reader.h"
+#include "workloads/scenario.h"
+#include "workloads/scenario_plan.h"
+
+namespace pipetwin::cli {
+
+namespace {
+
+std::string Devices(const std::vector<int>& devices) {
+  std::ostringstream out;
+  for (size_t i = 0; i < devices.size();) {
+    size_t j = i;
+    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1) ++j;
+    out << (i ? "," : "") << devices[i];
+    if (j > i) out << "-" << devices[j];
+    i = j + 1;
+  }
+  return out.str();
+}
+
+// Pure data parallelism on the same cluster, in the same units; its memory may not fit, which
+// the comparison says rather than hides.
+Plan DataParallelReference(const Scenario& s) {
+  PlannerSettings settings = PlannerSettingsFor(s);
+  settings.allow_over_capacity = true;
+  return PlanBaseline(BaselineKind::kDataParallel, s.workload, s.cluster, settings);
+}
+
+void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan& dp) {
+  out << s.name << "\n" << p.planner << " plan, schedule " << p.schedule << ": "
+      << p.StageCount() << " stages on " << p.WorkerCount() << " of " << s.cluster.DeviceCount()
+      << " devices, micro-batch " << p.microbatch_size << ", " << p.microbatches_per_update
+      << " micro-batches per update" << (p.recompute ? ", recomputation" : "") << "\n\n";
+  out << std::left << std::setw(7) << "stage" << std::setw(11) << "layers" << std::setw(10)
+      << "replicas" << std::setw(14) << "devices" << std::right << std::setw(12) << "compute ms"
+      << std::setw(18) << "communication ms" << std::setw(12) << "memory GB" << "\n";
+  for (int q = 0; q < p.StageCount(); ++q) {
+    const StagePlan& st = p.stages[q];
+    out << std::left << std::setw(7) << q << std::setw(11)
+        << (std::to_string(st.first_layer) + ".." + std::to_string(st.last_layer))
+        << std::setw(10) << st.replicas << std::setw(14) << Devices(st.devices) << std::right
+        << std::fixed << std::setprecision(3) << std::setw(12) << st.compute_ms << std::setw(18)
+        << st.communication_ms << std::setw(12) << st.memory_bytes / 1e9 << "\n"
+        << std::defaultfloat;
+  }
+  out << "\npredicted " << std::fixed << std::setprecision(1) << p.predicted_samples_per_s
+      << " samples/s; data parallelism on the same cluster: " << dp.predicted_samples_per_s
+      << " samples/s";
+  if (dp.details.value("fits", true) == false) out << " (does not fit in device memory)";
+  if (dp.predicted_samples_per_s > 0)
+    out << "; speed-up " << std::setprecision(2) << p.predicted_samples_per_s / dp.predicted_samples_per_s
+        << "x";
+  out << "\n" << std::defaultfloat;
+  if (!p.layer_order.empty())
+    out << "layers are counted in a reordered topological order (the plan's layer_order)\n";
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+int RunPlanOnScenario(const po::variables_map& vm) {
+  for (const char* option : {"workers", "bandwidth", "activation-compression-ratio",
+                             "use-memory-constraint", "straight", "use-fewer-machines", "bench"})
+    if (vm.count(option))
+      throw InputError(std::string("pipetwin plan: --") + option +
+                       " applies to --profile graph.txt (a scenario carries its own cluster)");
+  std::vector<std::string> words = vm.count("scenario")
+                                       ? vm["scenario"].as<std::vector<std::string>>()
+                                       : std::vector<std::string>{};
+  if (words.size() > 1)
+    throw InputError("pipetwin plan: expected one SCENARIO, got " + std::to_string(words.size()));
+  Scenario s = words.empty() ? DefaultScenario() : LoadScenarioFile(words[0]);
+  if (vm.count("planner")) {
+    const std::string planner = vm["planner"].as<std::string>();
+    bool known = false;
+    for (const auto& name : PlannerNames()) known = known || name == planner;
+    if (!known)
+      throw InputError("pipetwin plan: unknown planner '" + planner + "'");
+    s.planner = planner;
+    s.plan.reset();
+  }
+  const Plan plan = PlanForScenario(s);
+  const Plan dp = DataParallelReference(s);
+  if (vm.count("output")) {
+    const std::string out = vm["output"].as<std::string>();
+    if (Exists(out))
+      throw InputError(out, "", "exists already; pipetwin does not overwrite files (remove it "
+                                "or choose another name)");
+    WriteTextFileAtomically(out, PlanToJson(plan).dump(2) + "\n");
+  }
+  if (vm.count("json")) {
+    nlohmann::json j = PlanToJson(plan);
+    j["scenario"] = s.name;
+    j["data_parallel_samples_per_s"] = dp.predicted_samples_per_s;
+    j["data_parallel_fits"] = dp.details.value("fits", true);
+    j["speedup_over_data_parallel"] =
+        dp.predicted_samples_per_s > 0 ? plan.predicted_samples_per_s / dp.predicted_samples_per_s
+                                       : 0.0;
+    if (plan.details.contains("noam")) j["noam"] = plan.details["noam"];
+    for (const char* key : {"w", "d", "b", "m"})
+      if (plan.details.contains(key)) j[key] = plan.details[key];
+    std::cout << j.dump(2) << "\n";
+  } else {
+    PrintTable(std::cout, s, plan, dp);
+  }
+  return 0;
+}
+
+}  // namespace pipetwin::cli

@@ -1,0 +1,109 @@
+// `pipetwin plan [SCENARIO]`: every planner on a scenario's workload and cluster, end to end.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "partition/plan.h"
+#include "tests/test_support.h"
+#include "workloads/scenario.h"
+
+namespace pipetwin {
+namespace {
+
+using testing::RunPipetwin;
+
+std::string Scenario(const std::string& name) {
+  return "'" + std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/" + name + "'";
+}
+
+TEST(PlanScenario, DefaultScenarioPlansWith2BWAndBeatsDataParallelism) {
+  auto r = RunPipetwin("plan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["planner"], "2bw");
+  EXPECT_EQ(j["schedule"], "2bw");
+  for (const char* key : {"w", "d", "b", "m", "recompute", "predicted_samples_per_s",
+                          "memory_bytes_per_device", "speedup_over_data_parallel"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_GT(j["predicted_samples_per_s"].get<double>(), 0);
+  // Data parallelism does not fit this model; 2BW pipelines it.
+  EXPECT_FALSE(j["data_parallel_fits"].get<bool>());
+  EXPECT_GE(j["d"].get<int>(), 2);
+  int covered = 0;
+  for (const auto& s : j["stages"]) covered += s["last_layer"].get<int>() - s["first_layer"].get<int>() + 1;
+  EXPECT_EQ(covered, 26);  // embedding, 24 blocks, head
+}
+
+TEST(PlanScenario, Vgg16OnClusterAUsesPipeDreamsPartitioner) {
+  auto r = RunPipetwin("plan " + Scenario("vgg16-cluster-a-4x4.json") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["planner"], "pipedream");
+  EXPECT_GE(j["noam"].get<int>(), 1);
+  int workers = 0;
+  for (const auto& s : j["stages"]) workers += s["replicas"].get<int>();
+  EXPECT_LE(workers, 16);
+  auto table = RunPipetwin("plan " + Scenario("vgg16-cluster-a-4x4.json"));
+  ASSERT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("speed-up"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("communication ms"), std::string::npos) << table.out;
+}
+
+TEST(PlanScenario, PlannerOverrideAndEveryBaselineRun) {
+  std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/small.json", R"({
+    "workload": {"generator": "gpt", "layers": 8, "hidden": 512, "heads": 8, "sequence": 512,
+                 "vocabulary": 32000},
+    "cluster": {"preset": "cluster-a", "servers": 2}, "planner": "2bw",
+    "training": {"microbatch_size": 2, "microbatches": 8}})");
+  for (const char* planner : {"pipedream", "pipedream-compat", "2bw", "data-parallel", "gpipe",
+                              "flush", "uniform", "balanced"}) {
+    auto r = RunPipetwin("plan " + dir + "/small.json --planner " + planner + " --json");
+    ASSERT_EQ(r.exit_code, 0) << planner << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["planner"], planner) << planner;
+  }
+  // The default scenario's 1.3B model does not fit data parallelism: the shortfall is named.
+  auto r = RunPipetwin("plan --planner data-parallel");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("which needs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("but the device has 16 GB"), std::string::npos) << r.err;
+}
+
+TEST(PlanScenario, OutputWritesAPlanTheScenarioCanTakeAndNeverOverwrites) {
+  std::string dir = testing::TemporaryDirectory();
+  auto r = RunPipetwin("plan --output " + dir + "/plan.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Plan plan = LoadPlanFile(dir + "/plan.json");
+  EXPECT_GE(plan.StageCount(), 1);
+  r = RunPipetwin("plan --output " + dir + "/plan.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, dir + "/plan.json: exists already; pipetwin does not overwrite files (remove "
+                         "it or choose another name)\n");
+}
+
+TEST(PlanScenario, BadInputIsOneLineExit2) {
+  auto r = RunPipetwin("plan /nonexistent/s.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "/nonexistent/s.json: cannot open file for reading\n");
+  r = RunPipetwin("plan --planner magic");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pipetwin plan: unknown planner 'magic'\n");
+  r = RunPipetwin("plan --workers 4 --bandwidth 1e9");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--profile"), std::string::npos);
+  // A model that fits nowhere names the shortfall.
+  std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/huge.json", R"({
+    "workload": {"generator": "gpt", "layers": 96, "hidden": 12288, "heads": 96,
+                 "sequence": 2048, "vocabulary": 50257},
+    "cluster": {"preset": "p3.16xlarge", "servers": 1}, "planner": "2bw"})");
+  r = RunPipetwin("plan " + dir + "/huge.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("bytes"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pipetwin

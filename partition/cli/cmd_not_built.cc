@@ -4,31 +4,6 @@
 
 namespace pipetwin::cli {
 
-int RunSimulateCommand(const Args& args) {
-  po::options_description desc("options");
-  desc.add_options()
-      ("plan", po::value<std::string>(), "plan file (else the scenario's planner decides)")
-      ("json", "report as JSON on stdout")
-      ("csv", "report as one CSV row")
-      ("trace", po::value<std::string>(), "write a Chrome trace to FILE")
-      ("svg", po::value<std::string>(), "write the simulated timeline to FILE")
-      ("strict", "fail when a device's memory is exceeded");
-  return NotBuiltYet("simulate", "[SCENARIO] [--plan PLAN] [--json] [--trace F] [--svg F]",
-                     "Predict throughput, per-device memory and weight staleness with a SimGrid "
-                     "model of GPUs, links and NICs.",
-                     desc, args);
-}
-
-int RunSweepCommand(const Args& args) {
-  po::options_description desc("options");
-  desc.add_options()
-      ("vary", po::value<std::vector<std::string>>(), "PATH=V1,V2,... (repeatable)")
-      ("csv", po::value<std::string>(), "write one row per point to FILE")
-      ("json", "results as JSON on stdout");
-  return NotBuiltYet("sweep", "SCENARIO --vary PATH=V1,V2,... [--vary ...] [--csv F]",
-                     "Simulate the cartesian product of scenario variations.", desc, args);
-}
-
 int RunRunCommand(const Args& args) {
   po::options_description desc("options");
   desc.add_options()

@@ -1,0 +1,105 @@
+#include "sim/isolated.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "partition/error.h"
+
+namespace pipetwin::sim {
+
+namespace {
+
+// The first byte of the result file says what follows: a result, an InputError, another fault.
+constexpr char kResult = 'R', kInputError = 'E', kFault = 'F';
+
+void WriteAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(4);
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+ChildProcess::ChildProcess(const std::function<std::string()>& work) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/pipetwin-sim-XXXXXX";
+  const int fd = mkstemp(pattern.data());
+  if (fd < 0)
+    throw std::runtime_error("cannot create a temporary file: " + std::string(strerror(errno)));
+  path_ = pattern;
+  std::cout.flush();
+  std::cerr.flush();
+  pid_ = fork();
+  if (pid_ < 0) {
+    close(fd);
+    unlink(path_.c_str());
+    throw std::runtime_error("fork failed: " + std::string(strerror(errno)));
+  }
+  if (pid_ > 0) {
+    close(fd);
+    return;
+  }
+  std::string out;
+  try {
+    out = kResult + work();
+  } catch (const InputError& e) {
+    out = kInputError + std::string(e.what());
+  } catch (const std::exception& e) {
+    out = kFault + std::string(e.what());
+  }
+  WriteAll(fd, out);
+  close(fd);
+  std::cout.flush();
+  _exit(0);  // no destructors, no atexit: the parent owns everything else
+}
+
+ChildProcess::~ChildProcess() {
+  if (!collected_ && pid_ > 0) {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  if (!path_.empty()) unlink(path_.c_str());
+}
+
+std::string ChildProcess::Collect() {
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  return Collect(status);
+}
+
+std::string ChildProcess::Collect(int status) {
+  collected_ = true;
+  std::ifstream in(path_, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string out = buffer.str();
+  if (out.empty()) {
+    const std::string how = WIFSIGNALED(status)
+                                ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                : "exited with status " + std::to_string(WEXITSTATUS(status));
+    throw std::runtime_error("the simulation process " + how + " before reporting");
+  }
+  if (out[0] == kInputError) throw InputError(out.substr(1));
+  if (out[0] == kFault) throw std::runtime_error(out.substr(1));
+  return out.substr(1);
+}
+
+std::string RunInChild(const std::function<std::string()>& work) {
+  return ChildProcess(work).Collect();
+}
+
+}  // namespace pipetwin::sim

@@ -1,0 +1,81 @@
+#include "sim/platform.h"
+
+#include <string>
+
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+
+namespace pipetwin::sim {
+
+namespace sg4 = simgrid::s4u;
+
+void ConfigureNetwork(const Cluster& cluster) {
+  if (cluster.network_model == "tcp") return;
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/latency-factor:1");
+  sg4::Engine::set_config("network/bandwidth-factor:1");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/weight-S:0");
+  sg4::Engine::set_config("network/TCP-gamma:1e300");
+}
+
+namespace {
+
+// A unit of some level: its zone and the router through which it reaches its parent.
+struct Unit {
+  sg4::NetZone* zone = nullptr;
+  simgrid::kernel::routing::NetPoint* gateway = nullptr;
+};
+
+sg4::Link* Link(sg4::NetZone* zone, const std::string& name, const ClusterLevel& level) {
+  sg4::Link* link = zone->create_split_duplex_link(name, level.bandwidth_bytes_per_s());
+  link->set_latency(level.latency_us * 1e-6 / 2);
+  return link->seal();
+}
+
+void Attach(sg4::NetZone* zone, simgrid::kernel::routing::NetPoint* member,
+            simgrid::kernel::routing::NetPoint* gateway, sg4::Link* link) {
+  zone->add_route(member, nullptr, gateway, nullptr,
+                  {sg4::LinkInRoute(link, sg4::LinkInRoute::Direction::UP)}, true);
+}
+
+// A unit of level `level` holding devices first_device.. (level 0: a server of hosts), built top
+// down: a zone must have its parent before it gets hosts or children.
+Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
+               sg4::NetZone* parent, Platform& platform) {
+  Unit unit;
+  const std::string name = "L" + std::to_string(level) + "-" + std::to_string(index);
+  unit.zone = sg4::create_star_zone(name);
+  if (parent) unit.zone->set_parent(parent);
+  const ClusterLevel& spec = cluster.levels[level];
+  for (int c = 0; c < spec.count; ++c) {
+    if (level == 0) {
+      const int d = first_device + c;
+      const std::string host_name = "gpu" + std::to_string(d);
+      sg4::Host* host = unit.zone->create_host(host_name, kHostSpeed);
+      Attach(unit.zone, host->get_netpoint(), nullptr, Link(unit.zone, host_name, spec));
+      platform.hosts[d] = host;
+      continue;
+    }
+    const int below = cluster.DevicesPerUnit(level - 1);
+    const Unit child = BuildUnit(cluster, level - 1, index * spec.count + c,
+                                 first_device + c * below, unit.zone, platform);
+    Attach(unit.zone, child.zone->get_netpoint(), child.gateway,
+           Link(unit.zone, child.zone->get_name() + "-uplink", spec));
+  }
+  if (parent) unit.gateway = unit.zone->create_router(name + "-gw");
+  unit.zone->seal();
+  return unit;
+}
+
+}  // namespace
+
+Platform BuildPlatform(const Cluster& cluster) {
+  Platform platform;
+  platform.hosts.resize(cluster.DeviceCount());
+  BuildUnit(cluster, static_cast<int>(cluster.levels.size()) - 1, 0, 0, nullptr, platform);
+  return platform;
+}
+
+}  // namespace pipetwin::sim

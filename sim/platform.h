@@ -1,0 +1,44 @@
+// The SimGrid platform of a Cluster: one host per device, one star zone per unit of every level.
+//
+// Level 0 (a server) is a star zone whose hosts each reach the server's switch (NVSwitch, PCIe
+// switch) over a private full-duplex link of the level's bandwidth; level l >= 1 is a star zone
+// whose children (units of level l-1) reach its switch over one full-duplex uplink each (the
+// server's NIC at level 1, a rack's uplink at level 2) of level l's bandwidth. Every link carries
+// half its level's latency, so a message between two devices pays the latency of every level up
+// to the one that joins them, and concurrent flows share every link they cross: a server's
+// all-reduce and its pipeline traffic compete for its NIC. Star zones keep routing tables linear
+// in the hosts (a full zone stores N x N routes).
+//
+//   simgrid::s4u::Engine engine(&argc, argv);
+//   ConfigureNetwork(cluster);          // before the platform: model and its factors
+//   Platform p = BuildPlatform(cluster);
+//   p.hosts[5];                         // device 5
+#pragma once
+
+#include <vector>
+
+#include <simgrid/s4u/Host.hpp>
+
+#include "partition/cluster.h"
+
+namespace pipetwin::sim {
+
+// Host speed in flop/s. Operations are given in seconds; an execution of t seconds is
+// t * kHostSpeed flops, so the device's speed lives in the costs, not in the platform.
+constexpr double kHostSpeed = 1e9;
+
+// cluster.network_model "datacenter": ideal links. SimGrid's default LV08 model is calibrated for
+// TCP (latency x 13.01, bandwidth x 0.97, 5% reverse cross-traffic, a 4 MiB window bound, RTT
+// weighted sharing: Velho and Legrand, SIMUTools 2009); a 1 GB transfer at 25 GB/s takes 40 ms
+// on an ideal link. So: CM02, latency and bandwidth factors 1, no cross-traffic, no window
+// bound, no RTT weight. "tcp": SimGrid's LV08 defaults untouched.
+// Must be called after the Engine is created and before BuildPlatform.
+void ConfigureNetwork(const Cluster& cluster);
+
+struct Platform {
+  std::vector<simgrid::s4u::Host*> hosts;  // by device id
+};
+
+Platform BuildPlatform(const Cluster& cluster);
+
+}  // namespace pipetwin::sim

@@ -1,0 +1,33 @@
+// From what the simulation recorded to the Report both back ends share (partition/report.h).
+//
+// Iterations: an op belongs to the iteration of its micro-batch (ops without one, such as an
+// AllReduce or an Update, to the iteration of the worker's last micro-batch before them);
+// iteration j ends when its last op on any worker does, weight updates included. With N >= 2
+// iterations, iteration_s = (end of iteration N - end of iteration 1) / (N - 1): the steady
+// state, the first iteration's pipeline fill excluded. Asynchronous schedules (pipedream, 2bw)
+// never flush, so their last iteration drains faster than the steady state runs: with N >= 3
+// they are measured up to iteration N - 1. With one iteration, the whole of it.
+//
+//   SimulationRecord record = RunSimulation(setup);
+//   Report report = BuildReport(setup, record);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partition/report.h"
+#include "partition/schedule.h"
+#include "sim/runner.h"
+#include "sim/setup.h"
+
+namespace pipetwin::sim {
+
+Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record);
+
+// End of each iteration, as above.
+std::vector<double> IterationEnds(const SimulationSetup& setup, const SimulationRecord& record);
+
+// The simulated times as a replay (milliseconds), for ScheduleToSvg.
+ReplayResult AsReplay(const SimulationSetup& setup, const SimulationRecord& record);
+
+}  // namespace pipetwin::sim

@@ -1,0 +1,371 @@
+#include "sim/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
+#include <xbt/log.h>
+
+#include "partition/error.h"
+#include "sim/collective.h"
+#include "sim/platform.h"
+
+namespace pipetwin::sim {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+bool IsSend(OpKind k) { return k == OpKind::kSendActivation || k == OpKind::kSendGradient; }
+
+// (activation?, sender's stage, micro-batch): what a Send and its Recv agree on.
+std::tuple<bool, int, int> MessageId(const Op& op) {
+  const bool activation = op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
+  int sender_stage = op.stage;
+  if (!IsSend(op.kind)) sender_stage = activation ? op.stage - 1 : op.stage + 1;
+  return {activation, sender_stage, op.microbatch};
+}
+
+double Now() { return sg4::Engine::get_clock(); }
+
+uint64_t Bytes(double bytes) { return static_cast<uint64_t>(std::llround(std::max(bytes, 0.0))); }
+
+double Elapsed(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+void CheckMessageOrder(const PipelineSchedule& schedule) {
+  const long long W = schedule.WorkerCount();
+  std::unordered_map<long long, std::vector<std::tuple<bool, int, int>>> sends, receives;
+  for (const WorkerProgram& w : schedule.workers)
+    for (const Op& op : w.ops) {
+      if (!IsCommunicationOp(op.kind)) continue;
+      if (IsSend(op.kind)) sends[w.worker * W + op.peer_worker].push_back(MessageId(op));
+      else receives[op.peer_worker * W + w.worker].push_back(MessageId(op));
+    }
+  for (const auto& [pair, ids] : sends)
+    if (receives[pair] != ids)
+      throw InputError("schedule " + ScheduleKindName(schedule.kind) + ": worker " +
+                       std::to_string(pair / W) + " sends to worker " + std::to_string(pair % W) +
+                       " in another order than that worker receives (the simulator matches "
+                       "messages between two workers in order)");
+}
+
+namespace {
+
+class Simulation {
+ public:
+  explicit Simulation(const SimulationSetup& setup) : setup_(setup), s_(setup.schedule) {}
+
+  SimulationRecord Run();
+
+ private:
+  struct Message {
+    const Op* op = nullptr;
+    double posted_s = 0;
+  };
+  struct Phase {
+    int steps = 0;
+    double fraction = 0;
+    int level = 0;
+    sg4::Mailbox* to_next = nullptr;
+    sg4::Mailbox* from_prev = nullptr;
+  };
+  // A worker's runtime: its mailboxes, its communication stream and what it waits for.
+  struct Worker {
+    sg4::Host* host = nullptr;
+    sg4::ActorPtr actor;
+    std::vector<sg4::Mailbox*> op_mailbox;  // Send/Recv ops: the pair's mailbox
+    std::vector<Message> messages;          // Send ops: the payload
+    std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
+    std::vector<bool> launched;             // AllReduce ops already launched
+    std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
+    std::vector<GradientBucket> buckets;  // launched by the backward before an AllReduce
+    std::vector<double> job_bytes;
+    size_t jobs_done = 0, jobs_started = 0;
+    std::vector<long> version_job;          // version -> the job that makes it, or -1
+    long last_allreduce_job = -1;
+    sg4::SemaphorePtr queued, finished;
+    bool done = false;
+  };
+
+  void Prepare();
+  void PrepareRing(const std::vector<int>& group);
+  void WorkerMain(int w);
+  void StreamMain(int w);
+  void Launch(int w, double bytes);
+  void LaunchAll(int w);
+  void WaitForJob(int w, long job);
+  void Compute(int w, size_t i);
+  void Count(int level, double bytes, bool allreduce);
+
+  const SimulationSetup& setup_;
+  const PipelineSchedule& s_;
+  std::vector<Worker> workers_;
+  SimulationRecord record_;
+  char token_ = 0;
+  std::string fault_;
+};
+
+void Simulation::Count(int level, double bytes, bool allreduce) {
+  CommunicationLevel& c = record_.communication[level];
+  (allreduce ? c.allreduce_bytes : c.pipeline_bytes) += bytes;
+  ++c.messages;
+}
+
+void Simulation::PrepareRing(const std::vector<int>& group) {
+  std::vector<int> devices;
+  for (int w : group) devices.push_back(setup_.worker_device[w]);
+  const RingPlan plan = PlanAllReduce(setup_.cluster, devices);
+  auto mailbox = [&](int from, int to) {
+    return sg4::Mailbox::by_name("ar" + std::to_string(group[from]) + "-" +
+                                 std::to_string(group[to]));
+  };
+  for (size_t m = 0; m < group.size(); ++m)
+    for (const RingPhase& p : plan.phases)
+      workers_[group[m]].phases.push_back(
+          {p.steps, p.fraction, p.level, mailbox(m, p.next[m]), mailbox(p.prev[m], m)});
+}
+
+void Simulation::Prepare() {
+  CheckMessageOrder(s_);
+  const Platform platform = BuildPlatform(setup_.cluster);
+  const int W = s_.WorkerCount();
+  workers_.resize(W);
+  record_.workers.resize(W);
+  for (size_t l = 0; l < setup_.cluster.levels.size(); ++l) {
+    CommunicationLevel c;
+    c.level = static_cast<int>(l);
+    c.name = setup_.cluster.levels[l].name;
+    c.link = setup_.cluster.levels[l].link;
+    record_.communication.push_back(c);
+  }
+  record_.states.reserve(W);
+  std::vector<std::vector<int>> replicas(s_.stages);
+  for (const WorkerProgram& p : s_.workers) {
+    Worker& w = workers_[p.worker];
+    w.host = platform.hosts[setup_.worker_device[p.worker]];
+    replicas[p.stage].push_back(p.worker);
+    const size_t n = p.ops.size();
+    w.op_mailbox.assign(n, nullptr);
+    w.messages.resize(n);
+    w.feeds_allreduce.assign(n, -1);
+    w.launched.assign(n, false);
+    int versions = 1;
+    for (size_t i = 0; i < n; ++i) {
+      const Op& op = p.ops[i];
+      versions = std::max(versions, op.weight_version + 1);
+      if (IsCommunicationOp(op.kind)) {
+        const bool send = IsSend(op.kind);
+        const int from = send ? p.worker : op.peer_worker, to = send ? op.peer_worker : p.worker;
+        w.op_mailbox[i] =
+            sg4::Mailbox::by_name("p" + std::to_string(from) + "-" + std::to_string(to));
+        w.messages[i].op = &op;
+      }
+      if (op.kind == OpKind::kAllReduce) {
+        // The backward right before it (no other compute in between) launches its buckets.
+        for (size_t j = i; j-- > 0;) {
+          if (!IsComputeOp(p.ops[j].kind)) continue;
+          if (p.ops[j].kind == OpKind::kBackward || p.ops[j].kind == OpKind::kBackwardWeight)
+            w.feeds_allreduce[j] = static_cast<int>(i);
+          break;
+        }
+      }
+    }
+    w.version_job.assign(versions + 1, -1);
+    w.queued = sg4::Semaphore::create(0);
+    w.finished = sg4::Semaphore::create(0);
+    record_.states.emplace_back(setup_, p.worker, setup_.options.record_memory_timeline);
+  }
+  for (const auto& group : replicas) {
+    if (group.size() < 2) continue;
+    PrepareRing(group);
+    for (int w : group) {
+      const StageCost& c = setup_.model_stages[s_.workers[w].model_stages[0]];
+      workers_[w].buckets = GradientBuckets(c.layer_gradient_bytes, c.layer_backward_s,
+                                            setup_.options.allreduce_buckets);
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    workers_[w].actor = sg4::Actor::create("worker" + std::to_string(w), workers_[w].host,
+                                           [this, w] { WorkerMain(w); });
+    if (!workers_[w].phases.empty())
+      sg4::Actor::create("stream" + std::to_string(w), workers_[w].host,
+                         [this, w] { StreamMain(w); })->daemonize();
+  }
+  // Eager sends: every pipeline mailbox delivers to its receiver before it asks.
+  for (const WorkerProgram& p : s_.workers)
+    for (size_t i = 0; i < p.ops.size(); ++i)
+      if (IsCommunicationOp(p.ops[i].kind) && !IsSend(p.ops[i].kind))
+        workers_[p.worker].op_mailbox[i]->set_receiver(workers_[p.worker].actor);
+}
+
+void Simulation::Launch(int w, double bytes) {
+  Worker& me = workers_[w];
+  me.job_bytes.push_back(bytes);
+  me.last_allreduce_job = static_cast<long>(me.job_bytes.size()) - 1;
+  record_.workers[w].allreduces.push_back({0, 0, bytes});
+  me.queued->release();
+}
+
+void Simulation::LaunchAll(int w) {
+  for (const GradientBucket& b : workers_[w].buckets) Launch(w, b.bytes);
+}
+
+void Simulation::WaitForJob(int w, long job) {
+  Worker& me = workers_[w];
+  if (job < 0 || static_cast<long>(me.jobs_done) > job) return;
+  const double start = Now();
+  while (static_cast<long>(me.jobs_done) <= job) me.finished->acquire();
+  record_.workers[w].exposed_communication_s += Now() - start;
+}
+
+// The communication stream: runs the worker's all-reduce buckets in order, each a ring over
+// the stage's replicas.
+void Simulation::StreamMain(int w) {
+  Worker& me = workers_[w];
+  for (;;) {
+    me.queued->acquire();
+    const size_t job = me.jobs_started++;
+    const double bytes = me.job_bytes[job];
+    const double start = Now();
+    for (const Phase& phase : me.phases) {
+      const double step_bytes = bytes * phase.fraction;
+      for (int step = 0; step < phase.steps; ++step) {
+        if (setup_.communication_overhead_s > 0) {
+          sg4::this_actor::sleep_for(setup_.communication_overhead_s);
+          ++record_.activities;
+        }
+        sg4::CommPtr put = phase.to_next->put_async(&token_, Bytes(step_bytes));
+        phase.from_prev->get<char>();
+        put->wait();
+        ++record_.activities;
+        Count(phase.level, step_bytes, true);
+      }
+    }
+    // By index: the worker may have launched more buckets (and grown the vector) meanwhile.
+    record_.workers[w].allreduces[job].start_s = start;
+    record_.workers[w].allreduces[job].end_s = Now();
+    ++me.jobs_done;
+    me.finished->release();
+  }
+}
+
+void Simulation::Compute(int w, size_t i) {
+  Worker& me = workers_[w];
+  const Op& op = s_.workers[w].ops[i];
+  const double seconds = setup_.ComputeSeconds(op);
+  const int allreduce = me.feeds_allreduce[i];
+  if (allreduce < 0 || me.buckets.empty()) {
+    sg4::this_actor::execute(seconds * kHostSpeed);
+    ++record_.activities;
+    return;
+  }
+  // The backward in pieces, one bucket's all-reduce launched after each.
+  const double work = seconds - setup_.launch_overhead_s;
+  for (size_t b = 0; b < me.buckets.size(); ++b) {
+    const double piece =
+        work * me.buckets[b].backward_fraction + (b == 0 ? setup_.launch_overhead_s : 0);
+    sg4::this_actor::execute(piece * kHostSpeed);
+    ++record_.activities;
+    Launch(w, me.buckets[b].bytes);
+  }
+  me.launched[allreduce] = true;
+}
+
+void Simulation::WorkerMain(int w) {
+  Worker& me = workers_[w];
+  WorkerRecord& rec = record_.workers[w];
+  WorkerState& state = record_.states[w];
+  const auto& ops = s_.workers[w].ops;
+  const int device = setup_.worker_device[w];
+  rec.op_start_s.assign(ops.size(), 0);
+  rec.op_end_s.assign(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    double start = Now();
+    if (IsComputeOp(op.kind)) {
+      if (op.weight_version >= 0 && op.weight_version < static_cast<int>(me.version_job.size()))
+        WaitForJob(w, me.version_job[op.weight_version]);
+      start = Now();
+      if (op.kind == OpKind::kRecompute) state.Apply(op, start);
+      Compute(w, i);
+      rec.busy_s += Now() - start;
+    } else if (IsSend(op.kind)) {
+      if (setup_.communication_overhead_s > 0) {
+        sg4::this_actor::sleep_for(setup_.communication_overhead_s);
+        ++record_.activities;
+        rec.exposed_communication_s += setup_.communication_overhead_s;
+      }
+      const double bytes = setup_.MessageBytes(op);
+      me.messages[i].posted_s = Now();
+      me.op_mailbox[i]->put_init(&me.messages[i], Bytes(bytes))->detach();
+      ++record_.activities;
+      Count(LinkLevel(setup_.cluster, device, setup_.worker_device[op.peer_worker]),
+            bytes, false);
+    } else if (IsCommunicationOp(op.kind)) {
+      const Message* message = me.op_mailbox[i]->get<Message>();
+      if (MessageId(*message->op) != MessageId(op)) {  // CheckMessageOrder rules this out
+        fault_ = "worker " + std::to_string(w) + " received another message than " +
+                 ActionName(op) + " expects";
+        return;
+      }
+      rec.exposed_communication_s += Now() - std::max(start, message->posted_s);
+    } else if (op.kind == OpKind::kAllReduce) {
+      if (!me.launched[i]) LaunchAll(w);
+    } else if (op.kind == OpKind::kUpdate) {
+      me.version_job[op.weight_version] = me.phases.empty() ? -1 : me.last_allreduce_job;
+    }
+    rec.op_start_s[i] = start;
+    rec.op_end_s[i] = Now();
+    if (op.kind != OpKind::kRecompute) state.Apply(op, rec.op_end_s[i]);
+  }
+  WaitForJob(w, static_cast<long>(me.job_bytes.size()) - 1);
+  // An update ends when the all-reduce it applies has.
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == OpKind::kUpdate && me.version_job[ops[i].weight_version] >= 0)
+      rec.op_end_s[i] = std::max(rec.op_end_s[i],
+                                 rec.allreduces[me.version_job[ops[i].weight_version]].end_s);
+  rec.finish_s = Now();
+  me.done = true;
+}
+
+SimulationRecord Simulation::Run() {
+  int argc = 1;
+  char name[] = "pipetwin-sim";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  xbt_log_control_set("root.thresh:critical");
+  ConfigureNetwork(setup_.cluster);
+  auto started = std::chrono::steady_clock::now();
+  Prepare();
+  record_.platform_wall_s = Elapsed(started);
+  started = std::chrono::steady_clock::now();
+  engine.run();
+  record_.run_wall_s = Elapsed(started);
+  if (!fault_.empty()) throw std::runtime_error(fault_);
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (!workers_[w].done)
+      throw std::runtime_error("the simulation stopped before worker " + std::to_string(w) +
+                               " finished its list (deadlock)");
+    record_.makespan_s = std::max(record_.makespan_s, record_.workers[w].finish_s);
+  }
+  return std::move(record_);
+}
+
+}  // namespace
+
+SimulationRecord RunSimulation(const SimulationSetup& setup) { return Simulation(setup).Run(); }
+
+}  // namespace pipetwin::sim

@@ -1,0 +1,69 @@
+// The schedule-to-actors runner: one SimGrid actor per worker runs its op list on its device's
+// host, in order, creating each activity as it goes (pre-building the whole activity graph
+// scales super-linearly in SimGrid 3.32).
+//
+// How each op runs (the contract of partition/schedule.h, buffered sends):
+//  - Forward/Backward/Recompute: an execution of the op's seconds (plus the cluster's
+//    launch_overhead_us) on the host; it first waits until the weight version it names exists
+//    (the all-reduce and update that make it are done).
+//  - Send: spends the cluster's communication_overhead_us on its worker (host-side work: the
+//    planners' cost model charges it once per message), then posts the bytes to the receiver
+//    and goes on; the bytes start flowing at once (the receiver is the mailbox's permanent
+//    receiver: eager sends, as NCCL/Gloo with a posted receive or a communication thread).
+//    Recv: waits until the bytes have arrived.
+//  - AllReduce: hands the stage's gradients to the worker's communication stream (a second actor
+//    on the same host, NCCL's stream) as ring all-reduces over the stage's replicas
+//    (sim/collective.h; each ring step pays communication_overhead_us), in buckets launched
+//    during the backward that precedes it, as PyTorch
+//    DDP does, so the all-reduce overlaps that backward. Update(v) completes on that stream once
+//    the all-reduce is done; the worker only waits where an op needs version v, so 2BW's and
+//    PipeDream's all-reduce overlaps the micro-batches that follow.
+//  - Stash/Release: memory events (sim/worker_state.h).
+//
+//   SimulationRecord record = RunSimulation(setup);   // once per process: SimGrid's engine is
+//                                                     // a process-wide singleton
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partition/report.h"
+#include "sim/setup.h"
+#include "sim/worker_state.h"
+
+namespace pipetwin::sim {
+
+// One bucket of an all-reduce on a worker's communication stream.
+struct AllReduceTiming {
+  double start_s = 0;
+  double end_s = 0;
+  double bytes = 0;
+};
+
+struct WorkerRecord {
+  std::vector<double> op_start_s, op_end_s;  // per op of the worker's list
+  double busy_s = 0;                         // in executions
+  double exposed_communication_s = 0;
+  double finish_s = 0;
+  std::vector<AllReduceTiming> allreduces;
+};
+
+struct SimulationRecord {
+  std::vector<WorkerRecord> workers;
+  std::vector<WorkerState> states;             // memory, versions, staleness per worker
+  std::vector<CommunicationLevel> communication;  // per topology level
+  double makespan_s = 0;
+  long long activities = 0;    // executions, communications and sleeps SimGrid ran
+  double platform_wall_s = 0;  // building the platform and the actors
+  double run_wall_s = 0;       // Engine::run
+};
+
+// Runs the setup on a fresh SimGrid engine. Throws InputError when the lists cannot run
+// (a receive whose send comes in another order), std::runtime_error on an internal fault.
+SimulationRecord RunSimulation(const SimulationSetup& setup);
+
+// Checks that between every two workers the sends come in the order the receives expect (the
+// simulator matches them first-in first-out). Lists from BuildSchedule always pass.
+void CheckMessageOrder(const PipelineSchedule& schedule);
+
+}  // namespace pipetwin::sim

@@ -1,0 +1,245 @@
+#include "sim/setup.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "partition/error.h"
+#include "partition/planner_common.h"
+
+namespace pipetwin::sim {
+
+namespace {
+
+bool Synchronous(ScheduleKind kind) {
+  return kind != ScheduleKind::kPipeDream && kind != ScheduleKind::kTwoBW;
+}
+
+// The schedule the scenario asks for: its own "schedule" when it names one, else the plan's.
+std::string ScheduleName(const Scenario& scenario, const Plan& plan) {
+  return scenario.source.is_object() && scenario.source.contains("schedule") ? scenario.schedule
+                                                                             : plan.schedule;
+}
+
+// Bytes crossing the cut after each position of the plan's layer order, per sample: the output
+// of every layer at or before the cut that feeds a layer after it (a DAG's skip connections
+// included).
+std::vector<double> CutBytesPerSample(const Workload& w, const Plan& plan) {
+  const int n = w.LayerCount();
+  std::vector<int> position(n);
+  for (int p = 0; p < n; ++p) position[plan.LayerAt(p)] = p;
+  std::vector<double> change(n + 1, 0);
+  const auto successors = w.Successors();
+  for (int i = 0; i < n; ++i) {
+    int last = position[i];
+    for (int s : successors[i]) last = std::max(last, position[s]);
+    change[position[i]] += w.layers[i].activation_bytes;
+    change[last] -= w.layers[i].activation_bytes;
+  }
+  std::vector<double> cut(n, 0);
+  double crossing = 0;
+  for (int p = 0; p + 1 < n; ++p) cut[p] = std::max(0.0, crossing += change[p]);
+  for (double& x : cut) x /= w.reference.batch_size;
+  return cut;
+}
+
+std::vector<StageCost> StageCosts(const Scenario& scenario, const Plan& plan, int b) {
+  const Workload& w = scenario.workload;
+  const Cluster& c = scenario.cluster;
+  // Analytic workloads are generated for the cluster's own device: no further scaling.
+  const double speed = SpeedOverReference(c, w.reference.device);
+  const double per_ms = b / static_cast<double>(w.reference.batch_size) / speed * 1e-3;
+  const double per_sample = b / static_cast<double>(w.reference.batch_size);
+  const std::vector<double> cut = CutBytesPerSample(w, plan);
+  std::vector<StageCost> out;
+  for (const StagePlan& s : plan.stages) {
+    StageCost cost;
+    cost.first_layer = s.first_layer;
+    cost.last_layer = s.last_layer;
+    for (int p = s.last_layer; p >= s.first_layer; --p) {
+      const int i = plan.LayerAt(p);
+      const Layer& layer = w.layers[i];
+      const double parameters =
+          layer.parameters > 0 ? layer.parameters : layer.parameter_bytes / w.parameter_dtype_bytes;
+      cost.forward_s += layer.forward_ms * per_ms;
+      cost.backward_s += layer.backward_ms * per_ms;
+      cost.stash_bytes += w.StashBytes(i) * per_sample;
+      cost.parameters += parameters;
+      cost.layer_backward_s.push_back(layer.backward_ms * per_ms);
+      cost.layer_gradient_bytes.push_back(parameters * w.parameter_dtype_bytes);
+    }
+    cost.weight_bytes = cost.parameters * w.parameter_dtype_bytes;
+    cost.gradient_bytes = cost.weight_bytes;
+    cost.optimizer_bytes = cost.parameters * scenario.training.optimizer_bytes_per_parameter;
+    cost.input_bytes = s.first_layer > 0 ? cut[s.first_layer - 1] * b : 0;
+    cost.output_bytes = cut[s.last_layer] * b;
+    out.push_back(cost);
+  }
+  return out;
+}
+
+// Device of each worker: the plan's device lists, else depth-within-width placement
+// (planner_common.h: stage s of replica k on device k * depth + s) when every stage has the same
+// replica count, else devices in worker order.
+std::vector<int> PlaceWorkers(const PipelineSchedule& s, const Plan& plan, int device_count,
+                              const std::string& file, const std::string& path) {
+  const bool uniform = std::adjacent_find(s.replicas.begin(), s.replicas.end(),
+                                          std::not_equal_to<int>()) == s.replicas.end();
+  std::vector<int> device(s.WorkerCount());
+  std::vector<int> owner(device_count, -1);
+  for (const WorkerProgram& w : s.workers) {
+    const StagePlan& stage = plan.stages[w.stage];
+    int d = uniform ? w.replica * s.stages + w.stage : w.worker;
+    if (!stage.devices.empty()) d = stage.devices[w.replica];
+    const std::string at = (path.empty() ? "" : path + ".") + "stages[" +
+                           std::to_string(w.stage) + "].devices";
+    if (d >= device_count)
+      throw InputError(file, at, "worker " + std::to_string(w.worker) + " would sit on device " +
+                                     std::to_string(d) + " but the cluster has " +
+                                     std::to_string(device_count) + " devices");
+    if (owner[d] >= 0)
+      throw InputError(file, at, "device " + std::to_string(d) + " would host workers " +
+                                     std::to_string(owner[d]) + " and " +
+                                     std::to_string(w.worker) +
+                                     " (list every stage's devices, or none)");
+    owner[d] = w.worker;
+    device[w.worker] = d;
+  }
+  return device;
+}
+
+}  // namespace
+
+MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan) {
+  if (plan.planner == "manual")
+    return {scenario.training.microbatch_size, scenario.training.microbatches};
+  return {plan.microbatch_size, plan.microbatches_per_update};
+}
+
+SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
+                                  const SimOptions& options, const std::string& plan_file) {
+  const std::string file = plan_file.empty() ? scenario.file : plan_file;
+  const std::string path = plan_file.empty() && scenario.plan ? "plan" : "";
+  const Workload& workload = scenario.workload;
+  const Cluster& cluster = scenario.cluster;
+  {
+    // Interleaved plans list every model chunk as a stage; only the first `chunks`-th of them
+    // (one per worker) occupy devices.
+    Plan placed = plan;
+    const int chunks = ScheduleName(scenario, plan) == "interleaved"
+                           ? std::max(scenario.training.chunks, 2) : 1;
+    for (size_t s = plan.stages.size() / chunks; s < plan.stages.size() && chunks > 1; ++s)
+      placed.stages[s].replicas = 0, placed.stages[s].devices.clear();
+    ValidatePlan(placed, workload, cluster.DeviceCount(), file, path);
+  }
+  PlannerSettings settings;
+  settings.optimizer_bytes_per_parameter = scenario.training.optimizer_bytes_per_parameter;
+  const PipelineCostModel validated(workload, cluster, settings);  // checks workload, cluster
+  (void)validated;
+  if (options.allreduce_buckets < 1)
+    throw InputError("pipetwin simulate: --allreduce-buckets must be >= 1");
+
+  SimulationSetup setup;
+  setup.scenario_name = scenario.name;
+  setup.planner = scenario.planner.empty() ? plan.planner : scenario.planner;
+  setup.cluster = cluster;
+  setup.plan = plan;
+  setup.options = options;
+  setup.iterations = scenario.training.iterations;
+  setup.launch_overhead_s = cluster.launch_overhead_us * 1e-6;
+  setup.communication_overhead_s = cluster.communication_overhead_us * 1e-6;
+  const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
+  setup.microbatch_size = micro.microbatch_size;
+
+  ScheduleSpec spec;
+  spec.kind = ParseScheduleKind(ScheduleName(scenario, plan));
+  spec.chunks = spec.kind == ScheduleKind::kInterleaved ? std::max(scenario.training.chunks, 2) : 1;
+  if (plan.StageCount() % spec.chunks != 0)
+    throw InputError(file, path.empty() ? "stages" : path + ".stages",
+                     "interleaved 1F1B with " + std::to_string(spec.chunks) +
+                         " chunks per worker needs a multiple of " + std::to_string(spec.chunks) +
+                         " stages (model chunks), got " + std::to_string(plan.StageCount()));
+  spec.stages = plan.StageCount() / spec.chunks;
+  for (int s = 0; s < spec.stages; ++s) spec.replicas.push_back(plan.stages[s].replicas);
+  setup.microbatches_per_iteration = micro.microbatches * spec.replicas[0];
+  spec.microbatches = setup.microbatches_per_iteration;
+  if (spec.kind == ScheduleKind::kPipeDream) spec.microbatches *= setup.iterations;
+  if (spec.kind == ScheduleKind::kTwoBW) spec.batches = setup.iterations;
+  spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;
+  spec.recompute = plan.recompute || scenario.training.recompute;
+  spec.layer_count = workload.LayerCount();
+  spec.worker_count = std::accumulate(spec.replicas.begin(), spec.replicas.end(), 0);
+  setup.model_stages = StageCosts(scenario, plan, setup.microbatch_size);
+  // The lists are laid out for the mean stage times (any times keep them valid).
+  double forward = 0, backward = 0;
+  for (const StageCost& c : setup.model_stages) forward += c.forward_s, backward += c.backward_s;
+  spec.costs.forward = std::max(1e3 * forward / setup.model_stages.size(), 1e-9);
+  spec.costs.backward = std::max(1e3 * backward / setup.model_stages.size(), 1e-9);
+
+  PipelineSchedule schedule = BuildSchedule(spec);
+  if (Synchronous(spec.kind)) schedule = RepeatSchedule(schedule, setup.iterations);
+  setup.worker_device = PlaceWorkers(schedule, plan, cluster.DeviceCount(), file, path);
+  setup.schedule = std::move(schedule);
+  return setup;
+}
+
+double SimulationSetup::ComputeSeconds(const Op& op) const {
+  const StageCost& c = model_stages[op.stage];
+  double seconds = 0;
+  switch (op.kind) {
+    case OpKind::kForward:
+    case OpKind::kRecompute: seconds = c.forward_s; break;
+    case OpKind::kBackward: seconds = c.backward_s; break;
+    case OpKind::kBackwardInput:
+    case OpKind::kBackwardWeight: seconds = c.backward_s / 2; break;
+    default: return 0;
+  }
+  return seconds + launch_overhead_s;
+}
+
+double SimulationSetup::MessageBytes(const Op& op) const {
+  const bool activation = op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
+  const bool send = op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient;
+  // The cut between the sending and the receiving stage.
+  int upstream = op.stage;
+  if (activation && !send) upstream = op.stage - 1;
+  if (!activation && send) upstream = op.stage - 1;
+  return model_stages[upstream].output_bytes;
+}
+
+double SimulationSetup::WorkerGradientBytes(int worker) const {
+  double bytes = 0;
+  for (int g : schedule.workers[worker].model_stages) bytes += model_stages[g].gradient_bytes;
+  return bytes;
+}
+
+PipelineSchedule RepeatSchedule(const PipelineSchedule& schedule, int repeats) {
+  PipelineSchedule out = schedule;
+  if (repeats <= 1) return out;
+  const int microbatches = schedule.microbatches;
+  for (WorkerProgram& w : out.workers) {
+    int versions = 0;  // versions one pass creates on this worker
+    for (const Op& op : w.ops)
+      if (op.kind == OpKind::kUpdate) versions = std::max(versions, op.weight_version);
+    std::vector<Op> ops;
+    ops.reserve(w.ops.size() * repeats);
+    for (int r = 0; r < repeats; ++r) {
+      for (Op op : w.ops) {
+        if (op.microbatch >= 0) op.microbatch += r * microbatches;
+        if (op.weight_version >= 0) op.weight_version += r * versions;
+        ops.push_back(op);
+      }
+    }
+    w.ops = std::move(ops);
+  }
+  out.microbatches = microbatches * repeats;
+  return out;
+}
+
+int LinkLevel(const Cluster& c, int a, int b) {
+  const int top = static_cast<int>(c.levels.size()) - 1;
+  for (int l = 0; l < top; ++l)
+    if (a / c.DevicesPerUnit(l) == b / c.DevicesPerUnit(l)) return l;
+  return top;
+}
+
+}  // namespace pipetwin::sim

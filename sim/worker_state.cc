@@ -1,0 +1,92 @@
+#include "sim/worker_state.h"
+
+#include <algorithm>
+
+namespace pipetwin::sim {
+
+WorkerState::WorkerState(const SimulationSetup& setup, int worker, bool keep_timeline)
+    : setup_(setup), keep_timeline_(keep_timeline) {
+  for (int g : setup.schedule.workers[worker].model_stages) {
+    const StageCost& c = setup.model_stages[g];
+    weight_bytes_ += c.weight_bytes;
+    current_.optimizer += c.optimizer_bytes;
+    current_.gradients += c.gradient_bytes;
+  }
+  current_.weights = weight_bytes_;
+  Record(0);
+}
+
+void WorkerState::Apply(const Op& op, double now_s) {
+  const std::pair<int, int> id{op.stage, op.microbatch};
+  switch (op.kind) {
+    case OpKind::kStashActivation: {
+      const StageCost& c = setup_.model_stages[op.stage];
+      const double bytes = c.input_bytes + (op.input_only ? 0 : c.stash_bytes);
+      stashed_[id] = bytes;
+      current_.activations += bytes;
+      max_in_flight_ = std::max(max_in_flight_, static_cast<int>(stashed_.size()));
+      break;
+    }
+    case OpKind::kRecompute: {
+      const double bytes = setup_.model_stages[op.stage].stash_bytes;
+      rebuilt_[id] = bytes;
+      current_.recompute += bytes;
+      break;
+    }
+    case OpKind::kReleaseActivation: {
+      auto it = stashed_.find(id);
+      if (it != stashed_.end()) current_.activations -= it->second, stashed_.erase(it);
+      auto r = rebuilt_.find(id);
+      if (r != rebuilt_.end()) current_.recompute -= r->second, rebuilt_.erase(r);
+      break;
+    }
+    case OpKind::kStashWeights:
+      ++versions_;
+      max_versions_ = std::max(max_versions_, versions_);
+      current_.weights = versions_ * weight_bytes_;
+      break;
+    case OpKind::kReleaseWeights:
+      --versions_;
+      current_.weights = versions_ * weight_bytes_;
+      break;
+    case OpKind::kBackward:
+    case OpKind::kBackwardWeight:
+      if (op.weight_version >= 0 && (oldest_gradient_ < 0 || op.weight_version < oldest_gradient_))
+        oldest_gradient_ = op.weight_version;
+      return;
+    case OpKind::kUpdate:
+      // The gradients it applies were computed with versions oldest_gradient_..current.
+      if (oldest_gradient_ >= 0) delays_.push_back(current_version_ - oldest_gradient_);
+      oldest_gradient_ = -1;
+      current_version_ = op.weight_version;
+      ++updates_;
+      return;
+    default: return;
+  }
+  // Float sums of equal terms come back to zero only approximately.
+  if (stashed_.empty()) current_.activations = 0;
+  if (rebuilt_.empty()) current_.recompute = 0;
+  Record(now_s);
+}
+
+void WorkerState::Record(double now_s) {
+  const double total = current_.Total();
+  if (total > peak_bytes_ || timeline_.empty()) {
+    peak_bytes_ = total;
+    peak_time_s_ = now_s;
+    at_peak_ = current_;
+  }
+  category_peaks_.weights = std::max(category_peaks_.weights, current_.weights);
+  category_peaks_.optimizer = std::max(category_peaks_.optimizer, current_.optimizer);
+  category_peaks_.gradients = std::max(category_peaks_.gradients, current_.gradients);
+  category_peaks_.activations = std::max(category_peaks_.activations, current_.activations);
+  category_peaks_.recompute = std::max(category_peaks_.recompute, current_.recompute);
+  if (!keep_timeline_ && !timeline_.empty()) return;
+  if (!timeline_.empty() && timeline_.back().time_s == now_s) {
+    timeline_.back().bytes = current_;
+  } else {
+    timeline_.push_back({now_s, current_});
+  }
+}
+
+}  // namespace pipetwin::sim

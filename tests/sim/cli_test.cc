@@ -1,0 +1,205 @@
+// `pipetwin simulate` and `pipetwin sweep` as a user meets them: the hand-over to pipetwin-sim,
+// one-line errors with exit 2, the JSON report, the Chrome trace, the SVG, CSV rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/sim_test_support.h"
+#include "tests/test_support.h"
+
+namespace pipetwin {
+namespace {
+
+using simtest::EqualLayers;
+using simtest::EvenPlan;
+using simtest::MakeScenario;
+using simtest::TwoLevelCluster;
+using testing::RunPipetwin;
+
+int Lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Two servers of two devices, two stages of two replicas.
+std::string SmallScenarioFile(const std::string& kind = "flush") {
+  return simtest::WriteScenario(MakeScenario(EqualLayers(4, 1, 2, 1e6, 4e6),
+                                             TwoLevelCluster(2, 2, 800, 1, 100, 5),
+                                             EvenPlan(2, 2, 2), kind, 4, 2));
+}
+
+TEST(SimCli, HelpComesFromTheSimulator) {
+  for (const char* command : {"simulate", "sweep"}) {
+    auto r = RunPipetwin(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(std::string("usage: pipetwin ") + command), std::string::npos);
+    EXPECT_NE(r.out.find("--json"), std::string::npos) << command;
+  }
+}
+
+TEST(SimCli, BadInputIsOneLineAndExit2) {
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string scenario = SmallScenarioFile();
+  for (const std::string& args : {
+           std::string("simulate ") + dir + "/missing.json",
+           std::string("simulate ") + scenario + " --frobnicate",
+           std::string("simulate ") + scenario + " --allreduce-buckets 0",
+           std::string("sweep ") + scenario,
+           std::string("sweep ") + scenario + " --vary schedule",
+           std::string("sweep ") + scenario + " --vary cluster.levels[7].count=1,2",
+       }) {
+    auto r = RunPipetwin(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(Lines(r.err), 1) << args << ": " << r.err;
+  }
+}
+
+TEST(SimCli, APlanThatDoesNotFitIsOneLineAndExit2) {
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string scenario = SmallScenarioFile();
+  const std::string past_the_end = dir + "/past.json";
+  testing::WriteFile(past_the_end, R"({"stages": [{"first_layer": 0, "last_layer": 1},
+                                                 {"first_layer": 2, "last_layer": 9}]})");
+  auto r = RunPipetwin("simulate " + scenario + " --plan " + past_the_end);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, past_the_end +
+                       ": stages[1].last_layer: expected 3 (the workload has 4 layers), got 9\n");
+  const std::string too_many = dir + "/many.json";
+  testing::WriteFile(too_many, R"({"stages": [{"first_layer": 0, "last_layer": 3,
+                                              "replicas": 5}]})");
+  r = RunPipetwin("simulate " + scenario + " --plan " + too_many);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("5 workers but the cluster has 4 devices"), std::string::npos) << r.err;
+}
+
+TEST(SimCli, JsonReportHasTheSharedSchema) {
+  auto r = RunPipetwin("simulate " + SmallScenarioFile() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["source"], "simulator");
+  for (const char* key : {"samples_per_s", "iteration_s", "workers", "devices", "stages",
+                          "communication", "measurement"})
+    EXPECT_TRUE(doc.contains(key)) << key;
+  ASSERT_EQ(doc["workers"].size(), 4u);
+  for (const char* key : {"busy_s", "idle_s", "bubble_fraction", "exposed_communication_s"})
+    EXPECT_TRUE(doc["workers"][0].contains(key)) << key;
+  const auto& device = doc["devices"][0];
+  EXPECT_TRUE(device.contains("peak_memory_bytes"));
+  EXPECT_TRUE(device.contains("over_capacity"));
+  for (const char* category : {"weights", "optimizer", "gradients", "activations", "recompute"})
+    EXPECT_EQ(device["timeline"][category].size(), device["timeline"]["time_s"].size());
+  EXPECT_TRUE(doc["stages"][0]["staleness"].contains("mean"));
+  EXPECT_GT(doc["communication"][1]["allreduce_bytes"].get<double>(), 0);  // across servers
+  EXPECT_GT(doc["samples_per_s"].get<double>(), 0);
+}
+
+TEST(SimCli, TraceIsChromeTraceEventJson) {
+  const std::string trace = testing::TemporaryDirectory() + "/trace.json";
+  auto r = RunPipetwin("simulate " + SmallScenarioFile() + " --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(Slurp(trace));
+  ASSERT_TRUE(doc["traceEvents"].is_array());
+  int complete = 0, counters = 0, names = 0;
+  std::set<int> threads;
+  for (const auto& e : doc["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
+    if (e["ph"] == "X") {
+      ++complete;
+      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number() && e.contains("tid")) << e.dump();
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      threads.insert(e["tid"].get<int>());
+    }
+    if (e["ph"] == "C") {
+      ++counters;
+      EXPECT_EQ(e["name"], "memory");
+      EXPECT_TRUE(e["args"].contains("activations"));
+    }
+    if (e["ph"] == "M" && e["name"] == "process_name") ++names;
+  }
+  EXPECT_GT(complete, 0);
+  EXPECT_GT(counters, 0);
+  EXPECT_EQ(names, 4);
+  EXPECT_EQ(threads, (std::set<int>{0, 1, 2, 3}));  // compute, send, receive, all-reduce
+}
+
+TEST(SimCli, SvgDrawsTheSimulatedTimeline) {
+  const std::string svg = testing::TemporaryDirectory() + "/timeline.svg";
+  auto r = RunPipetwin("simulate " + SmallScenarioFile("gpipe") + " --svg " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = Slurp(svg);
+  EXPECT_EQ(text.rfind("<?xml", 0), 0u);
+  EXPECT_NE(text.find(">worker 3 (stage 1"), std::string::npos);
+  EXPECT_NE(text.find("</svg>"), std::string::npos);
+}
+
+TEST(SimCli, CsvIsAHeaderAndOneRow) {
+  auto r = RunPipetwin("simulate " + SmallScenarioFile() + " --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::stringstream in(r.out);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_EQ(Lines(r.out), 2);
+  EXPECT_EQ(header.rfind("scenario,schedule,planner,", 0), 0u) << header;
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), std::count(row.begin(), row.end(), ','));
+}
+
+TEST(SimCli, SweepWritesOneRowPerPointInOrder) {
+  const std::string csv = testing::TemporaryDirectory() + "/sweep.csv";
+  auto r = RunPipetwin("sweep " + SmallScenarioFile() +
+                       " --vary schedule=gpipe,flush --vary cluster.levels[1].bandwidth_gbps=1,100"
+                       " --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("4/4 points"), std::string::npos) << r.err;
+  std::stringstream in(Slurp(csv));
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0].rfind("schedule,cluster.levels[1].bandwidth_gbps,scenario,", 0), 0u);
+  EXPECT_EQ(rows[1].rfind("gpipe,1,", 0), 0u);
+  EXPECT_EQ(rows[2].rfind("gpipe,100,", 0), 0u);
+  EXPECT_EQ(rows[3].rfind("flush,1,", 0), 0u);
+  EXPECT_EQ(rows[4].rfind("flush,100,", 0), 0u);
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].back(), ',') << rows[i];  // no error
+}
+
+TEST(SimCli, DefaultScenarioRunsWithoutArguments) {
+  auto r = RunPipetwin("simulate --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out), 2);
+}
+
+}  // namespace
+}  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+// The shipped benchmark scenarios (README: simulator speed) run; the 64-GPU one in well under a
+// second. GPT-3 without tensor parallelism does not fit an A100: a what-if, flagged.
+TEST(SimCli, ShippedSimScenariosRun) {
+  const std::string scenario = std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/sim-gpt3-64.json";
+  auto r = testing::RunPipetwin("simulate " + scenario + " --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(",flush,manual,16,64,1,256,"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("warning: 64 of 64 devices exceed their memory"), std::string::npos)
+      << r.err;
+  const Scenario big = LoadScenarioFile(std::string(PIPETWIN_SOURCE_DIR) +
+                                        "/scenarios/sim-gpt3-1024.json");
+  EXPECT_EQ(big.cluster.DeviceCount(), 1024);
+  EXPECT_EQ(big.plan->WorkerCount(), 1024);
+}
+
+}  // namespace
+}  // namespace pipetwin

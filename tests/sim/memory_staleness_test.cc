@@ -1,0 +1,113 @@
+// Memory and staleness: the simulator walks the same op lists as the schedule core, so its
+// figures must equal AnalyzeSchedule's (weight versions, in-flight activations, staleness) and
+// planner_common's WorkerMemory (bytes); a plan over capacity is simulated and flagged.
+#include <gtest/gtest.h>
+
+#include "partition/planner_common.h"
+#include "sim/setup.h"
+#include "tests/sim/sim_test_support.h"
+#include "tests/test_support.h"
+
+namespace pipetwin {
+namespace {
+
+using simtest::EqualLayers;
+using simtest::EvenPlan;
+using simtest::MakeScenario;
+using simtest::TwoLevelCluster;
+
+constexpr double kStash = 1e6, kWeights = 4e6;  // per layer: activation bytes, fp32 weights
+
+Scenario FourStages(const std::string& kind, bool recompute) {
+  Scenario s = MakeScenario(EqualLayers(8, 1, 2, kStash, kWeights),
+                            TwoLevelCluster(4, 1, 800, 1, 0, 0), EvenPlan(4, 2, 1), kind, 8, 2);
+  s.training.recompute = recompute;
+  if (kind == "interleaved") s.plan = EvenPlan(8, 1, 1), s.training.chunks = 2;
+  return s;
+}
+
+TEST(SimMemoryStaleness, EqualWhatTheScheduleCoreStates) {
+  for (const char* kind : {"gpipe", "flush", "pipedream", "2bw", "zb-h1", "interleaved"}) {
+    for (bool recompute : {false, true}) {
+      SCOPED_TRACE(std::string(kind) + (recompute ? " with recomputation" : ""));
+      const Scenario s = FourStages(kind, recompute);
+      const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
+      const std::vector<StageReport> core = AnalyzeSchedule(setup.schedule);
+      const Report r = simtest::Simulate(s);
+      ASSERT_EQ(r.stages.size(), core.size());
+      for (size_t i = 0; i < core.size(); ++i) {
+        EXPECT_EQ(r.stages[i].max_weight_versions, core[i].max_weight_versions) << i;
+        EXPECT_EQ(r.stages[i].max_in_flight_activations, core[i].max_in_flight_activations) << i;
+        EXPECT_EQ(r.stages[i].updates, core[i].updates) << i;
+        EXPECT_DOUBLE_EQ(r.stages[i].staleness_min, core[i].staleness_min) << i;
+        EXPECT_DOUBLE_EQ(r.stages[i].staleness_mean, core[i].staleness_mean) << i;
+        EXPECT_DOUBLE_EQ(r.stages[i].staleness_max, core[i].staleness_max) << i;
+      }
+      if (std::string(kind) == "interleaved") continue;  // two model stages per worker
+      for (const DeviceReport& d : r.devices) {
+        const int stage = r.workers[d.worker].stage;
+        const double input = stage == 0 ? 0 : kStash;  // the previous stage's output
+        const double stash = 2 * kStash;
+        const int n = core[stage].max_in_flight_activations;
+        EXPECT_DOUBLE_EQ(d.category_peaks.weights, core[stage].max_weight_versions * 2 * kWeights);
+        EXPECT_DOUBLE_EQ(d.category_peaks.activations, n * (input + (recompute ? 0 : stash)));
+        // ZB-H1 keeps a rebuilt stash until the delayed weight-gradient pass has used it.
+        if (std::string(kind) != "zb-h1")
+          EXPECT_DOUBLE_EQ(d.category_peaks.recompute, recompute ? stash : 0);
+        EXPECT_DOUBLE_EQ(d.category_peaks.optimizer, 2 * kWeights / 4 * 8);
+        EXPECT_DOUBLE_EQ(d.category_peaks.gradients, 2 * kWeights);
+      }
+    }
+  }
+}
+
+// One weight version: the peak is planner_common's WorkerMemory with the in-flight count the
+// schedule reaches.
+TEST(SimMemoryStaleness, PeakIsWorkerMemoryForSynchronousSchedules) {
+  for (const char* kind : {"gpipe", "flush"}) {
+    for (bool recompute : {false, true}) {
+      SCOPED_TRACE(std::string(kind) + (recompute ? " with recomputation" : ""));
+      const Scenario s = FourStages(kind, recompute);
+      const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
+      const std::vector<StageReport> core = AnalyzeSchedule(setup.schedule);
+      const Report r = simtest::Simulate(s);
+      for (const DeviceReport& d : r.devices) {
+        const int stage = r.workers[d.worker].stage;
+        WorkerMemoryInputs in;
+        in.parameters = 2 * kWeights / 4;
+        in.optimizer_bytes_per_parameter = 8;
+        in.stash_bytes_per_microbatch = 2 * kStash;
+        in.input_bytes_per_microbatch = stage == 0 ? 0 : kStash;
+        in.stashed_microbatches = core[stage].max_in_flight_activations;
+        in.recompute = recompute;
+        EXPECT_DOUBLE_EQ(d.peak_memory_bytes, WorkerMemory(in).Total()) << "stage " << stage;
+        EXPECT_FALSE(d.timeline.empty());
+      }
+    }
+  }
+}
+
+TEST(SimMemoryStaleness, OverCapacityIsSimulatedAndFlagged) {
+  Scenario s = FourStages("flush", false);
+  s.cluster.device.memory_bytes = 20e6;  // stage 0 needs 8 + 8 + 16 MB of state alone
+  s.source["cluster"] = ClusterToJson(s.cluster);
+  const Report r = simtest::Simulate(s);
+  EXPECT_TRUE(r.over_capacity);
+  EXPECT_GT(r.samples_per_s, 0);
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings[0].find("exceed their memory"), std::string::npos) << r.warnings[0];
+  for (const DeviceReport& d : r.devices) EXPECT_TRUE(d.over_capacity);
+
+  const std::string file = simtest::WriteScenario(s);
+  auto run = testing::RunPipetwin("simulate " + file);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("warning: 4 of 4 devices exceed their memory"), std::string::npos)
+      << run.err;
+  run = testing::RunPipetwin("simulate " + file + " --strict");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_NE(run.err.find("(--strict)"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -1,0 +1,115 @@
+// The SimGrid-free pieces: ring plans, report JSON and CSV, sweep variations, repeated schedules.
+#include <gtest/gtest.h>
+
+#include "partition/error.h"
+#include "partition/report.h"
+#include "sim/collective.h"
+#include "sim/setup.h"
+#include "sim/sweep.h"
+#include "tests/sim/sim_test_support.h"
+
+namespace pipetwin {
+namespace {
+
+using simtest::TwoLevelCluster;
+
+TEST(SimCollective, HierarchicalRingsLevelByLevel) {
+  const Cluster c = TwoLevelCluster(8, 4, 2400, 1, 200, 5);
+  const sim::RingPlan plan = sim::PlanAllReduce(c, {0, 1, 8, 9});
+  ASSERT_EQ(plan.phases.size(), 4u);  // in servers, across, across, in servers
+  EXPECT_TRUE(plan.hierarchical);
+  EXPECT_EQ(plan.phases[0].level, 0);
+  EXPECT_EQ(plan.phases[1].level, 1);
+  EXPECT_EQ(plan.phases[0].next, (std::vector<int>{1, 0, 3, 2}));  // 0<->1, 8<->9
+  EXPECT_EQ(plan.phases[1].next, (std::vector<int>{2, 3, 0, 1}));  // 0<->8, 1<->9
+  EXPECT_DOUBLE_EQ(plan.phases[1].fraction, 0.25);
+  // 2 (g-1)/g per level on its shard: 2 x 1/2 + 2 x 1/4.
+  EXPECT_DOUBLE_EQ(plan.BytesPerMember(), 1.5);
+}
+
+TEST(SimCollective, OneReplicaPerServerIsOneRingAndUnevenIsFlat) {
+  const Cluster c = TwoLevelCluster(8, 4, 2400, 1, 200, 5);
+  sim::RingPlan plan = sim::PlanAllReduce(c, {3, 11, 19, 27});
+  ASSERT_EQ(plan.phases.size(), 2u);
+  EXPECT_EQ(plan.phases[0].steps, 3);
+  EXPECT_DOUBLE_EQ(plan.phases[0].fraction, 0.25);
+  plan = sim::PlanAllReduce(c, {0, 1, 8});
+  EXPECT_FALSE(plan.hierarchical);
+  ASSERT_EQ(plan.phases.size(), 2u);
+  EXPECT_EQ(plan.phases[0].level, 1);
+  EXPECT_EQ(plan.phases[0].steps, 2);
+  EXPECT_TRUE(sim::PlanAllReduce(c, {5}).phases.empty());
+}
+
+TEST(SimCollective, GradientBucketsOfAboutEqualBytes) {
+  const auto buckets = sim::GradientBuckets({4, 1, 1, 1, 1, 4}, {1, 1, 1, 1, 1, 1}, 3);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_DOUBLE_EQ(buckets[0].bytes, 4);   // reaches a third of 12 at once
+  EXPECT_DOUBLE_EQ(buckets[1].bytes, 4);
+  EXPECT_DOUBLE_EQ(buckets[2].bytes, 4);
+  EXPECT_DOUBLE_EQ(buckets[0].backward_fraction + buckets[1].backward_fraction +
+                       buckets[2].backward_fraction, 1);
+  EXPECT_EQ(sim::GradientBuckets({1, 1}, {1, 1}, 8).size(), 2u);  // never more than layers
+  EXPECT_EQ(sim::GradientBuckets({1, 1, 1}, {1, 1, 1}, 1).size(), 1u);
+}
+
+TEST(SimReport, JsonRoundTripAndCsvQuoting) {
+  Report r;
+  r.scenario = "a, \"quoted\" name";
+  r.samples_per_s = 12.5;
+  r.iteration_s = 0.25;
+  r.workers.push_back({0, 3, 0, 0, 1, 2, 0.5, 0.1});
+  DeviceReport d;
+  d.device = 3;
+  d.worker = 0;
+  d.capacity_bytes = 10;
+  d.peak_memory_bytes = 12;
+  d.over_capacity = true;
+  d.timeline = {{0, {1, 2, 3, 4, 0}}, {0.5, {1, 2, 3, 6, 1}}};
+  r.devices.push_back(d);
+  r.stages.push_back({0, 0, 0.5, 1, 2, 3, 4});
+  r.communication.push_back({1, "cluster", "ethernet", 100, 50, 7});
+  const Report back = ReportFromJson(ReportToJson(r), "r.json");
+  EXPECT_EQ(ReportToJson(back), ReportToJson(r));
+  EXPECT_EQ(back.devices[0].timeline[1].bytes.activations, 6);
+  EXPECT_EQ(CsvField(r.scenario), "\"a, \"\"quoted\"\" name\"");
+  const std::string header = ReportCsvHeader({"x"}), row = ReportCsvRow(r, {"1"});
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 18);
+  EXPECT_EQ(ReportCsvErrorRow({"1"}, "bad").substr(0, 2), "1,");
+  EXPECT_THROW(ReportFromJson(nlohmann::json{{"source", "oracle"}}, "r.json"), InputError);
+}
+
+TEST(SimSweep, VariationsAndTheirProduct) {
+  const sim::Variation v = sim::ParseVariation("cluster.levels[1].bandwidth_gbps=1,10,25");
+  EXPECT_EQ(v.values[1], 10);
+  EXPECT_EQ(v.labels[2], "25");
+  const sim::Variation k = sim::ParseVariation("schedule=gpipe,flush");
+  EXPECT_EQ(k.values[0], "gpipe");
+  EXPECT_EQ(sim::CartesianProduct({v, k}).size(), 6u);
+  EXPECT_THROW(sim::ParseVariation("schedule"), InputError);
+  EXPECT_THROW(sim::ParseVariation("a[x]=1"), InputError);
+}
+
+TEST(SimSweep, PresetClustersAreWrittenOutBeforeTheirLevelsVary) {
+  Scenario s = DefaultScenario();
+  ASSERT_TRUE(s.source["cluster"].contains("preset"));
+  const sim::Variation v = sim::ParseVariation("cluster.levels[1].bandwidth_gbps=1,100");
+  const nlohmann::json doc = sim::ApplyPoint(s, {v}, {1});
+  EXPECT_EQ(doc["cluster"]["levels"][1]["bandwidth_gbps"], 100);
+  EXPECT_EQ(doc["cluster"]["levels"][0]["count"], 8);
+  const sim::Variation bad = sim::ParseVariation("cluster.levels[5].count=1");
+  EXPECT_THROW(sim::ApplyPoint(s, {bad}, {0}), InputError);
+}
+
+TEST(SimSetup, RepeatedSchedulesStayValid) {
+  const Scenario s = simtest::MakeScenario(simtest::EqualLayers(4, 1, 2, 1, 4),
+                                           TwoLevelCluster(4, 1, 100, 1, 0, 0),
+                                           simtest::EvenPlan(2, 2, 2), "flush", 4, 3);
+  const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
+  EXPECT_EQ(setup.schedule.microbatches, 3 * 8);  // 4 per pipeline x 2 replicas x 3 iterations
+  EXPECT_NO_THROW(ValidateSchedule(setup.schedule));
+  EXPECT_EQ(setup.worker_device, (std::vector<int>{0, 2, 1, 3}));  // stage s of replica k: 2k + s
+}
+
+}  // namespace
+}  // namespace pipetwin

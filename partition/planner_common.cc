@@ -195,6 +195,11 @@ double PipelineCostModel::BoundaryBytes(int last, int b) const {
 // this is a single ring over the slowest level the replicas span. g_l = (units of level l-1
 // touched) / (units of level l touched), exact for the symmetric sets our placement makes.
 LinearCost PipelineCostModel::AllReduceCost(const std::vector<int>& devices) const {
+  // Hierarchical ring (reduce-scatter inside each unit, all-reduce of the shards across units,
+  // all-gather back): at level l, each of `group` units exchanges 2(group-1)/group of its shard.
+  // A unit has one link at its level (a server's NIC), shared by all of its devices that take
+  // part, so the bytes that cross it are shard x sharing: the whole buffer when the devices are
+  // spread evenly (the simulator models the same NIC; sim/collective.cc).
   LinearCost cost;
   double below = static_cast<double>(devices.size());
   double shard = 1;
@@ -204,7 +209,9 @@ LinearCost PipelineCostModel::AllReduceCost(const std::vector<int>& devices) con
     const double group = below / static_cast<double>(units.size());
     if (group > 1) {
       const ClusterLevel& level = cluster_.levels[l];
-      cost.ms_per_byte += 2 * (group - 1) / group * shard * 1e3 / level.bandwidth_bytes_per_s();
+      const double sharing = static_cast<double>(devices.size()) / below;  // devices per unit below
+      cost.ms_per_byte +=
+          2 * (group - 1) / group * shard * sharing * 1e3 / level.bandwidth_bytes_per_s();
       cost.fixed_ms +=
           2 * (group - 1) * (level.latency_us + cluster_.communication_overhead_us) * 1e-3;
       shard /= group;

@@ -60,8 +60,9 @@ TEST(BaselineCostModelTest, AllReduceIsHierarchicalAcrossLevels) {
   const PipelineCostModel model(TwoLayers(), TwoServers(), {});
   const double bytes = 1e8;
   // All 8: a ring of 4 in each server (2 x 3/4 x 1e8 / 12.5e9 s = 12 ms, 6 steps of 1 us), then
-  // a ring of 2 servers on the quarter shard (2 x 1/2 x 2.5e7 / 1.25e9 s = 20 ms, 2 steps of 5 us).
-  EXPECT_NEAR(model.AllReduceCost({0, 1, 2, 3, 4, 5, 6, 7}).Ms(bytes), 12 + 0.006 + 20 + 0.010,
+  // a ring of 2 servers on each quarter shard; the 4 shards of a server share its one NIC, so
+  // it carries 2 x 1/2 x 4 x 2.5e7 bytes at 1.25e9 B/s = 80 ms (2 steps of 5 us).
+  EXPECT_NEAR(model.AllReduceCost({0, 1, 2, 3, 4, 5, 6, 7}).Ms(bytes), 12 + 0.006 + 80 + 0.010,
               1e-9);
   // One replica per server: a single ring over the slow level (2 x 1/2 x 1e8 / 1.25e9 s = 80 ms).
   EXPECT_NEAR(model.AllReduceCost({1, 5}).Ms(bytes), 80 + 0.010, 1e-9);

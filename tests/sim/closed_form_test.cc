@@ -135,8 +135,7 @@ TEST(SimClosedForm, RingAllReduceOverServers) {
 // Two servers of two replicas: a ring inside each server reduce-scatters (S/2 each way over
 // the devices' own links), then the two members holding the same half ring across the servers;
 // both of a server's rings go through its one NIC, which so carries S per direction; then the
-// all-gathers mirror. (PipelineCostModel::AllReduceCost charges the level-1 phase S/2 / B1, as
-// if each device had the NIC to itself.)
+// all-gathers mirror. The planners' PipelineCostModel::AllReduceCost charges the same.
 TEST(SimClosedForm, HierarchicalAllReduceSharesTheServersNic) {
   const double bytes = 4e8, b0 = 400e9 / 8, b1 = 25e9 / 8, latency1 = 5e-6;
   const Cluster cluster = TwoLevelCluster(2, 2, 400, 0, 25, 5);

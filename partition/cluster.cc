@@ -13,6 +13,13 @@ int Cluster::DevicesPerUnit(int level) const {
   return n;
 }
 
+int Cluster::LinkLevel(int device_a, int device_b) const {
+  const int top = static_cast<int>(levels.size()) - 1;
+  for (int l = 0; l < top; ++l)
+    if (device_a / DevicesPerUnit(l) == device_b / DevicesPerUnit(l)) return l;
+  return top;
+}
+
 double SpeedOverReference(const Cluster& cluster, const std::string& reference_device) {
   return reference_device == cluster.device.name ? 1.0 : cluster.device.relative_speed;
 }

@@ -52,6 +52,9 @@ class Cluster {
   int DeviceCount() const;
   // Devices inside one unit of level `level` (level 0: a server's devices).
   int DevicesPerUnit(int level) const;
+  // The innermost level whose unit holds both devices: the level of the links between them
+  // (0 inside a server). Device ids count in the cluster's order.
+  int LinkLevel(int device_a, int device_b) const;
 };
 
 // How many times faster this cluster's device runs a workload timed on `reference_device`: 1 when

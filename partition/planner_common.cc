@@ -76,13 +76,6 @@ std::vector<double> Prefix(const std::vector<double>& values) {
   return out;
 }
 
-int LinkLevel(const Cluster& c, int a, int b) {
-  const int top = static_cast<int>(c.levels.size()) - 1;
-  for (int l = 0; l < top; ++l)
-    if (a / c.DevicesPerUnit(l) == b / c.DevicesPerUnit(l)) return l;
-  return top;
-}
-
 }  // namespace
 
 nlohmann::json MemoryBreakdown::ToJson() const {
@@ -223,7 +216,7 @@ LinearCost PipelineCostModel::AllReduceCost(const std::vector<int>& devices) con
 
 LinearCost PipelineCostModel::TransferCost(int device_a, int device_b) const {
   if (device_a == device_b) return {};
-  const ClusterLevel& level = cluster_.levels[LinkLevel(cluster_, device_a, device_b)];
+  const ClusterLevel& level = cluster_.levels[cluster_.LinkLevel(device_a, device_b)];
   return {(level.latency_us + cluster_.communication_overhead_us) * 1e-3,
           1e3 / level.bandwidth_bytes_per_s()};
 }

@@ -76,7 +76,7 @@ RingPlan PlanAllReduce(const Cluster& cluster, const std::vector<int>& devices) 
   // Uneven spread: one ring over everyone in device order.
   int level = 0;
   for (int k = 0; k < n; ++k)
-    level = std::max(level, LinkLevel(cluster, devices[order[k]], devices[order[(k + 1) % n]]));
+    level = std::max(level, cluster.LinkLevel(devices[order[k]], devices[order[(k + 1) % n]]));
   const RingPhase flat = Rings({order}, n, level, n - 1, 1.0 / n);
   plan.phases = {flat, flat};
   return plan;

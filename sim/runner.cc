@@ -312,7 +312,7 @@ void Simulation::WorkerMain(int w) {
       me.messages[i].posted_s = Now();
       me.op_mailbox[i]->put_init(&me.messages[i], Bytes(bytes))->detach();
       ++record_.activities;
-      Count(LinkLevel(setup_.cluster, device, setup_.worker_device[op.peer_worker]),
+      Count(setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]),
             bytes, false);
     } else if (IsCommunicationOp(op.kind)) {
       const Message* message = me.op_mailbox[i]->get<Message>();

@@ -235,11 +235,4 @@ PipelineSchedule RepeatSchedule(const PipelineSchedule& schedule, int repeats) {
   return out;
 }
 
-int LinkLevel(const Cluster& c, int a, int b) {
-  const int top = static_cast<int>(c.levels.size()) - 1;
-  for (int l = 0; l < top; ++l)
-    if (a / c.DevicesPerUnit(l) == b / c.DevicesPerUnit(l)) return l;
-  return top;
-}
-
 }  // namespace pipetwin::sim

@@ -108,7 +108,4 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
 // iterations follow its first).
 PipelineSchedule RepeatSchedule(const PipelineSchedule& schedule, int repeats);
 
-// The topology level of the link two devices talk over (0: same server).
-int LinkLevel(const Cluster& cluster, int device_a, int device_b);
-
 }  // namespace pipetwin::sim

@@ -93,19 +93,6 @@ PipeDreamOptions ReadOptions(const po::variables_map& vm) {
   return o;
 }
 
-// "0-14" or "0,4,8,12": a device list, consecutive runs shortened.
-std::string DeviceList(const std::vector<int>& devices) {
-  std::ostringstream out;
-  for (size_t i = 0; i < devices.size();) {
-    size_t j = i;
-    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1) ++j;
-    out << (i ? "," : "") << devices[i];
-    if (j > i) out << "-" << devices[j];
-    i = j + 1;
-  }
-  return out.str();
-}
-
 void PrintTable(std::ostream& out, const Workload& w, const PipeDreamOptions& o,
                 const PipeDreamResult& r) {
   const Plan& p = r.plan;
@@ -123,7 +110,7 @@ void PrintTable(std::ostream& out, const Workload& w, const PipeDreamOptions& o,
     const StagePlan& s = p.stages[q];
     out << std::left << std::setw(7) << q << std::setw(13)
         << (std::to_string(s.first_layer) + ".." + std::to_string(s.last_layer))
-        << std::setw(10) << s.replicas << std::setw(16) << DeviceList(s.devices) << std::right
+        << std::setw(10) << s.replicas << std::setw(16) << FormatDeviceList(s.devices) << std::right
         << std::fixed << std::setprecision(3) << std::setw(12) << s.compute_ms << std::setw(18)
         << s.communication_ms << std::setw(12) << s.memory_bytes / 1e9 << "\n"
         << std::defaultfloat;

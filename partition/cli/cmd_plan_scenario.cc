@@ -16,18 +16,6 @@ namespace pipetwin::cli {
 
 namespace {
 
-std::string Devices(const std::vector<int>& devices) {
-  std::ostringstream out;
-  for (size_t i = 0; i < devices.size();) {
-    size_t j = i;
-    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1) ++j;
-    out << (i ? "," : "") << devices[i];
-    if (j > i) out << "-" << devices[j];
-    i = j + 1;
-  }
-  return out.str();
-}
-
 // Pure data parallelism on the same cluster, in the same units; its memory may not fit, which
 // the comparison says rather than hides.
 Plan DataParallelReference(const Scenario& s) {
@@ -48,7 +36,7 @@ void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan&
     const StagePlan& st = p.stages[q];
     out << std::left << std::setw(7) << q << std::setw(11)
         << (std::to_string(st.first_layer) + ".." + std::to_string(st.last_layer))
-        << std::setw(10) << st.replicas << std::setw(14) << Devices(st.devices) << std::right
+        << std::setw(10) << st.replicas << std::setw(14) << FormatDeviceList(st.devices) << std::right
         << std::fixed << std::setprecision(3) << std::setw(12) << st.compute_ms << std::setw(18)
         << st.communication_ms << std::setw(12) << st.memory_bytes / 1e9 << "\n"
         << std::defaultfloat;

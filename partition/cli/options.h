@@ -8,6 +8,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <boost/program_options.hpp>
 
@@ -27,6 +28,9 @@ po::variables_map ParseCommandLine(const std::string& command, po::options_descr
 // Prints "usage: pipetwin COMMAND USAGE", the description and the options.
 void PrintUsage(std::ostream& out, const std::string& command, const std::string& usage,
                 const std::string& description, const po::options_description& desc);
+
+// "0-3,8,10-11": device ids with consecutive runs shortened, for tables.
+std::string FormatDeviceList(const std::vector<int>& devices);
 
 // For subcommands a later piece of work fills in: prints their help on --help (exit 0), else
 // says plainly that the command is not built yet (exit 2).

@@ -10,15 +10,7 @@ namespace pipetwin::sim {
 
 namespace {
 
-bool Synchronous(ScheduleKind kind) {
-  return kind != ScheduleKind::kPipeDream && kind != ScheduleKind::kTwoBW;
-}
 
-// The schedule the scenario asks for: its own "schedule" when it names one, else the plan's.
-std::string ScheduleName(const Scenario& scenario, const Plan& plan) {
-  return scenario.source.is_object() && scenario.source.contains("schedule") ? scenario.schedule
-                                                                             : plan.schedule;
-}
 
 // Bytes crossing the cut after each position of the plan's layer order, per sample: the output
 // of every layer at or before the cut that feeds a layer after it (a DAG's skip connections
@@ -109,11 +101,6 @@ std::vector<int> PlaceWorkers(const PipelineSchedule& s, const Plan& plan, int d
 
 }  // namespace
 
-MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan) {
-  if (plan.planner == "manual")
-    return {scenario.training.microbatch_size, scenario.training.microbatches};
-  return {plan.microbatch_size, plan.microbatches_per_update};
-}
 
 SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
                                   const SimOptions& options, const std::string& plan_file) {
@@ -125,7 +112,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
     // Interleaved plans list every model chunk as a stage; only the first `chunks`-th of them
     // (one per worker) occupy devices.
     Plan placed = plan;
-    const int chunks = ScheduleName(scenario, plan) == "interleaved"
+    const int chunks = ScheduleNameFor(scenario, plan) == "interleaved"
                            ? std::max(scenario.training.chunks, 2) : 1;
     for (size_t s = plan.stages.size() / chunks; s < plan.stages.size() && chunks > 1; ++s)
       placed.stages[s].replicas = 0, placed.stages[s].devices.clear();
@@ -150,33 +137,13 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
   setup.microbatch_size = micro.microbatch_size;
 
-  ScheduleSpec spec;
-  spec.kind = ParseScheduleKind(ScheduleName(scenario, plan));
-  spec.chunks = spec.kind == ScheduleKind::kInterleaved ? std::max(scenario.training.chunks, 2) : 1;
-  if (plan.StageCount() % spec.chunks != 0)
-    throw InputError(file, path.empty() ? "stages" : path + ".stages",
-                     "interleaved 1F1B with " + std::to_string(spec.chunks) +
-                         " chunks per worker needs a multiple of " + std::to_string(spec.chunks) +
-                         " stages (model chunks), got " + std::to_string(plan.StageCount()));
-  spec.stages = plan.StageCount() / spec.chunks;
-  for (int s = 0; s < spec.stages; ++s) spec.replicas.push_back(plan.stages[s].replicas);
+  // The same spec the executor builds its lists from (workloads/scenario_schedule.h).
+  const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, setup.iterations, file, path);
   setup.microbatches_per_iteration = micro.microbatches * spec.replicas[0];
-  spec.microbatches = setup.microbatches_per_iteration;
-  if (spec.kind == ScheduleKind::kPipeDream) spec.microbatches *= setup.iterations;
-  if (spec.kind == ScheduleKind::kTwoBW) spec.batches = setup.iterations;
-  spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;
-  spec.recompute = plan.recompute || scenario.training.recompute;
-  spec.layer_count = workload.LayerCount();
-  spec.worker_count = std::accumulate(spec.replicas.begin(), spec.replicas.end(), 0);
   setup.model_stages = StageCosts(scenario, plan, setup.microbatch_size);
-  // The lists are laid out for the mean stage times (any times keep them valid).
-  double forward = 0, backward = 0;
-  for (const StageCost& c : setup.model_stages) forward += c.forward_s, backward += c.backward_s;
-  spec.costs.forward = std::max(1e3 * forward / setup.model_stages.size(), 1e-9);
-  spec.costs.backward = std::max(1e3 * backward / setup.model_stages.size(), 1e-9);
 
   PipelineSchedule schedule = BuildSchedule(spec);
-  if (Synchronous(spec.kind)) schedule = RepeatSchedule(schedule, setup.iterations);
+  if (FlushesEveryIteration(spec.kind)) schedule = RepeatSchedule(schedule, setup.iterations);
   setup.worker_device = PlaceWorkers(schedule, plan, cluster.DeviceCount(), file, path);
   setup.schedule = std::move(schedule);
   return setup;

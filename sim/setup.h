@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/scenario_schedule.h"
 #include "partition/cluster.h"
 #include "partition/plan.h"
 #include "partition/schedule.h"
@@ -89,13 +90,6 @@ struct SimulationSetup {
   int IterationOf(int microbatch) const { return microbatch / microbatches_per_iteration; }
 };
 
-// The micro-batch settings of a plan: a planner's plan carries its own (the planner chose
-// them); a hand-written plan ("manual") takes the scenario's training settings.
-struct MicrobatchSettings {
-  int microbatch_size = 1;
-  int microbatches = 1;  // per update, per pipeline (m)
-};
-MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan);
 
 // Checks the plan against the workload and the cluster (InputError naming `plan_file` and the
 // JSON path: a layer range out of bounds, more workers than devices), builds the schedule and

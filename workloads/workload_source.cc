@@ -1,13 +1,12 @@
 #include "workloads/workload_source.h"
 
-#include "workloads/cnn.h"
+#include "workloads/mlp.h"
 #include "workloads/pipedream_profile.h"
-#include "workloads/transformer.h"
 
 namespace pipetwin {
 
 const std::vector<std::string>& GeneratorNames() {
-  static const std::vector<std::string> names = {"gpt", "bert", "vgg16", "resnet50"};
+  static const std::vector<std::string> names = {"gpt", "bert", "vgg16", "resnet50", "mlp"};
   return names;
 }
 
@@ -17,32 +16,47 @@ Workload LoadAnyWorkloadFile(const std::string& path) {
   return WorkloadFromJson(ParseJsonText(text, path), path);
 }
 
+TransformerConfig TransformerConfigFromSpec(JsonReader& spec, const std::string& generator) {
+  TransformerConfig c;
+  c.kind = generator;
+  if (generator == "bert") {  // BERT-Large's defaults (Devlin et al. 2019)
+    c.vocabulary = 30522;
+    c.sequence = 512;
+  }
+  c.layers = static_cast<int>(spec.OptionalPositiveInteger("layers", c.layers));
+  c.hidden = static_cast<int>(spec.OptionalPositiveInteger("hidden", c.hidden));
+  c.heads = static_cast<int>(spec.OptionalPositiveInteger("heads", c.heads));
+  c.sequence = static_cast<int>(spec.OptionalPositiveInteger("sequence", c.sequence));
+  c.vocabulary = static_cast<int>(spec.OptionalPositiveInteger("vocabulary", c.vocabulary));
+  c.microbatch = static_cast<int>(spec.OptionalPositiveInteger("microbatch", c.microbatch));
+  c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+  return c;
+}
+
+CnnConfig CnnConfigFromSpec(JsonReader& spec) {
+  CnnConfig c;
+  c.image_size = static_cast<int>(spec.OptionalPositiveInteger("image_size", c.image_size));
+  c.batch = static_cast<int>(spec.OptionalPositiveInteger("batch", c.batch));
+  c.classes = static_cast<int>(spec.OptionalPositiveInteger("classes", c.classes));
+  c.width = spec.OptionalPositiveNumber("width", c.width);
+  c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+  return c;
+}
+
 namespace {
 
 Workload FromGenerator(JsonReader& spec, const DeviceModel& device) {
   const std::string generator = spec.Choice("generator", GeneratorNames());
   Workload w;
   try {
-    if (generator == "gpt" || generator == "bert") {
-      TransformerConfig c;
-      c.kind = generator;
-      if (generator == "bert") { c.vocabulary = 30522; c.sequence = 512; }
-      c.layers = static_cast<int>(spec.OptionalPositiveInteger("layers", c.layers));
-      c.hidden = static_cast<int>(spec.OptionalPositiveInteger("hidden", c.hidden));
-      c.heads = static_cast<int>(spec.OptionalPositiveInteger("heads", c.heads));
-      c.sequence = static_cast<int>(spec.OptionalPositiveInteger("sequence", c.sequence));
-      c.vocabulary = static_cast<int>(spec.OptionalPositiveInteger("vocabulary", c.vocabulary));
-      c.microbatch = static_cast<int>(spec.OptionalPositiveInteger("microbatch", c.microbatch));
-      c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+    if (generator == "mlp") {
+      w = GenerateMlpFromSpec(spec, device);
+    } else if (generator == "gpt" || generator == "bert") {
+      const TransformerConfig c = TransformerConfigFromSpec(spec, generator);
       spec.Finish();
       w = GenerateTransformer(c, device);
     } else {
-      CnnConfig c;
-      c.image_size = static_cast<int>(spec.OptionalPositiveInteger("image_size", c.image_size));
-      c.batch = static_cast<int>(spec.OptionalPositiveInteger("batch", c.batch));
-      c.classes = static_cast<int>(spec.OptionalPositiveInteger("classes", c.classes));
-      c.width = spec.OptionalPositiveNumber("width", c.width);
-      c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+      const CnnConfig c = CnnConfigFromSpec(spec);
       spec.Finish();
       w = generator == "vgg16" ? GenerateVgg16(c, device) : GenerateResnet50(c, device);
     }

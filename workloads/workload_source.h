@@ -11,7 +11,9 @@
 
 #include "partition/json_reader.h"
 #include "partition/workload.h"
+#include "workloads/cnn.h"
 #include "workloads/device_model.h"
+#include "workloads/transformer.h"
 
 namespace pipetwin {
 
@@ -26,5 +28,10 @@ Workload LoadAnyWorkloadFile(const std::string& path);
 
 // The names generators answer to: gpt, bert, vgg16, resnet50, mlp.
 const std::vector<std::string>& GeneratorNames();
+
+// A generator spec's settings with the defaults the scenario schema documents (the executor
+// builds its models from the same settings). Every key is marked read; the caller Finish()es.
+TransformerConfig TransformerConfigFromSpec(JsonReader& spec, const std::string& generator);
+CnnConfig CnnConfigFromSpec(JsonReader& spec);
 
 }  // namespace pipetwin

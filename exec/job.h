@@ -1,0 +1,76 @@
+// ExecutorJob: everything a run decides before any worker process starts.
+//
+// From the scenario (and an optional plan file) come the plan, the model to build (the
+// workload's generator and its settings), and the schedule: the per-worker op lists of
+// partition/schedule.h, built once from the same ScheduleSpec rules the simulator uses. Every
+// worker calls PrepareJob itself with the same options and so holds the same lists; the launcher
+// calls it first, so that a scenario the executor cannot run is refused before any process starts.
+//
+//   ExecutorJob job = PrepareJob(options);     // InputError: unsupported model or schedule
+//   job.schedule.workers[rank].ops;           // what worker `rank` runs, in order
+//
+// Free of LibTorch (the launcher and the report merge use it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/run_options.h"
+#include "partition/plan.h"
+#include "partition/schedule.h"
+#include "workloads/cnn.h"
+#include "workloads/mlp.h"
+#include "workloads/scenario.h"
+#include "workloads/transformer.h"
+
+namespace pipetwin::exec {
+
+// The model the executor builds: a workload generator and its settings. Workload layer i is
+// model layer i, so the plan's layer ranges are module ranges.
+struct ModelSpec {
+  std::string generator;  // mlp | gpt | bert | vgg16 | resnet50
+  MlpConfig mlp;
+  TransformerConfig transformer;
+  CnnConfig cnn;
+};
+
+struct ExecutorJob {
+  RunOptions options;
+  Scenario scenario;
+  Plan plan;
+  ModelSpec model;
+  PipelineSchedule schedule;   // one program of ops per worker
+  // GPipe, Flush and ZB-H1 lists hold one batch: each worker runs its list once per iteration.
+  // PipeDream and 2BW lists hold the whole run: one program.
+  int programs = 1;
+  int iterations = 1;                  // batches (weight updates of the input stage)
+  int microbatches_per_iteration = 1;  // m (PipeDream: minibatches per iteration)
+  int microbatch_size = 1;             // samples per micro-batch per replica of a stage
+  int updates_per_program = 1;         // Update ops of one worker's program (stage 0, replica 0)
+
+  int WorkerCount() const { return schedule.WorkerCount(); }
+  int SamplesPerIteration() const { return microbatches_per_iteration * microbatch_size; }
+  // The micro-batch's index in the whole run (its data), from its index in program `program`.
+  int GlobalMicrobatch(int program, int microbatch) const {
+    return program * schedule.microbatches + microbatch;
+  }
+  // The iteration a micro-batch (global index) belongs to.
+  int IterationOf(int global_microbatch) const {
+    return global_microbatch / microbatches_per_iteration;
+  }
+};
+
+// Builds the job; throws InputError (naming the scenario file and field) for what this executor
+// cannot run: a workload without a generator, an interleaved schedule, Fashion-MNIST data on a
+// model other than an MLP with 784 inputs and 10 classes, --no-weight-stashing off PipeDream.
+ExecutorJob PrepareJob(const RunOptions& options);
+
+// The generator names the executor builds models for.
+const std::vector<std::string>& ExecutableGenerators();
+
+// Reads the model settings of a workload source ({"generator": ..., settings}); throws
+// InputError naming `file` when the source is not a generator the executor builds.
+ModelSpec ModelSpecFromSource(const nlohmann::json& source, const std::string& file,
+                              const std::string& path);
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,25 @@
+// The local launcher of `pipetwin run` (what torchrun does on one machine): it hosts the
+// TCPStore, starts one process per worker (this program again, with RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set), and watches them. When a worker
+// exits with an error or is killed, it stops the others at once and says which rank was lost.
+//
+//   int status = LaunchLocalWorkers(job.WorkerCount(), "/path/pipetwin-exec", {"run", "s.json"});
+//
+// Free of LibTorch apart from the store (worker.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pipetwin::exec {
+
+// Runs `program args...` as `workers` worker processes and waits for them. Returns 0 when all
+// succeed; otherwise prints one line naming the first rank that failed and how, and returns that
+// worker's exit status (1 for a signal).
+int LaunchLocalWorkers(int workers, const std::string& program,
+                       const std::vector<std::string>& args);
+
+// The path of the running executable (/proc/self/exe).
+std::string SelfExecutable();
+
+}  // namespace pipetwin::exec

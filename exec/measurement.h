@@ -1,0 +1,75 @@
+// What a worker measures while it runs its op list, and how rank 0 merges the workers'
+// measurements into the run's Report (partition/report.h, the schema the simulator writes) and
+// into a Chrome trace.
+//
+//   WorkerMeasurement m;  ...                       // filled by the worker as it runs
+//   comm.Publish("result/3", MeasurementToJson(m).dump());
+//   Report r = MergeMeasurements(job, all);          // on rank 0
+//
+// Free of LibTorch: workers hand their measurement to rank 0 as JSON through the store.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/job.h"
+#include "partition/report.h"
+#include "partition/schedule.h"
+
+namespace pipetwin::exec {
+
+// One executed op; times in seconds from the start barrier.
+struct OpRecord {
+  OpKind kind = OpKind::kForward;
+  int stage = 0;
+  int microbatch = -1;      // index in the whole run (-1: none)
+  int weight_version = -1;  // compute ops: the version actually used; Update: the one created
+  int peer = -1;            // Send/Recv: the other rank
+  double bytes = 0;         // Send/Recv/AllReduce: payload
+  int iteration = 0;
+  double start_s = 0, end_s = 0;
+};
+
+// The weight versions one micro-batch used on this worker.
+struct VersionUse {
+  int microbatch = 0;
+  int forward = -1;
+  int backward = -1;
+};
+
+struct WorkerMeasurement {
+  int rank = 0, stage = 0, replica = 0;
+  std::string host;
+  int threads = 1;
+  std::vector<OpRecord> ops;
+  double end_s = 0;  // when the worker finished its last op
+  // Tensor bytes by category after each change (weights x versions, optimizer state, gradient
+  // buffers, stashed activations).
+  std::vector<MemorySample> memory_timeline;
+  int max_weight_versions = 1;
+  int max_in_flight_microbatches = 0;
+  double allocator_peak_bytes = 0;  // every live CPU tensor of the process, at its peak
+  double peak_rss_bytes = 0;        // the process's peak resident set
+  double capacity_bytes = 0;        // this worker's share of the machine's memory
+  std::vector<VersionUse> versions;
+  std::vector<double> update_staleness;  // per update that applied gradients
+  std::vector<std::pair<int, double>> losses;  // last stage: (micro-batch, loss)
+  double test_accuracy = -1;        // last stage with --evaluate
+  long long test_samples = 0;
+};
+
+nlohmann::json MeasurementToJson(const WorkerMeasurement& m);
+WorkerMeasurement MeasurementFromJson(const nlohmann::json& j);
+
+// The run's report: throughput over the iterations after --warmup, per-worker busy, idle and
+// exposed communication, per-device memory, per-stage staleness; executor-only facts (overhead,
+// per micro-batch versions, losses, accuracy, peak RSS) under `details`.
+Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers);
+// Chrome trace (chrome://tracing, Perfetto): a process per device, a thread per worker, each op
+// a complete event in microseconds named by its torch.distributed.pipelining action ("1F3").
+nlohmann::json ChromeTrace(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers);
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,119 @@
+// LibTorch models built from a workload's generator, one function per workload layer, with the
+// parameters held outside the layers.
+//
+// Weight stashing needs the forward of a micro-batch to run on a named weight version while other
+// versions exist, so a layer is a pure function of its inputs and of the parameter tensors it is
+// handed: `Forward(inputs, parameters)`. A StageModel runs the layers of one plan stage (a range
+// of workload layers) on one version's tensors. Workload layer i is model layer i.
+//
+//   Model model = BuildModel(job.model);                 // mlp | gpt | bert | vgg16 | resnet50
+//   StageModel stage(model, /*first_layer=*/0, /*last_layer=*/3, /*microbatch_size=*/8);
+//   std::vector<torch::Tensor> w = stage.InitialParameters(/*seed=*/1);
+//   std::vector<torch::Tensor> out = stage.Forward(w, {batch.input});
+//
+// Layer graphs that are not chains (ResNet-50) cross a stage boundary with several tensors: the
+// boundary after layer b carries every output of a layer <= b that a layer > b reads (a stage
+// passes on what it does not use itself).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "exec/job.h"
+
+namespace pipetwin::exec {
+
+// One workload layer as a function of its inputs and parameters.
+class LayerFunction {
+ public:
+  virtual ~LayerFunction() = default;
+  // Fresh parameters drawn from `generator` (the same seed gives the same tensors).
+  virtual std::vector<torch::Tensor> InitialParameters(at::Generator& generator) const = 0;
+  // The layer's output for the outputs of its input layers (in workload order).
+  virtual torch::Tensor Forward(const std::vector<torch::Tensor>& inputs,
+                                at::TensorList parameters) const = 0;
+  // How many parameter tensors InitialParameters returns.
+  virtual int ParameterTensorCount() const = 0;
+};
+
+// What the input stage reads and the last stage is scored on.
+struct ModelInput {
+  bool tokens = false;                // int64 token ids (transformers), else float features
+  std::vector<int64_t> sample_shape;  // of one sample: {784}, {3, 32, 32}, {sequence}
+  int64_t token_range = 0;            // tokens: vocabulary
+  int64_t classes = 0;                // label range (transformers: the vocabulary)
+  bool labels_per_token = false;      // transformers: one label per position
+};
+
+struct Model {
+  std::string name;
+  ModelInput input;
+  std::vector<std::string> layer_ids;
+  std::vector<std::unique_ptr<LayerFunction>> layers;
+  std::vector<std::vector<int>> layer_inputs;           // producing layers; -1: the model input
+  std::vector<std::vector<int64_t>> output_sample_shape;  // of one sample, per layer
+
+  int LayerCount() const { return static_cast<int>(layers.size()); }
+  // Mean cross-entropy of the logits (the last layer's output) against the labels.
+  torch::Tensor Loss(const torch::Tensor& logits, const torch::Tensor& labels) const;
+  // Correct top-1 predictions.
+  int64_t Correct(const torch::Tensor& logits, const torch::Tensor& labels) const;
+};
+
+// Builds the model; throws InputError for a generator it does not know.
+Model BuildModel(const ModelSpec& spec);
+
+// Puts the layers in a plan's layer order (position p holds layer order[p], a topological
+// order), so that stages are contiguous ranges of positions. Empty: unchanged.
+void ApplyLayerOrder(Model& model, const std::vector<int>& order);
+
+// Layer builders (model_layers.cc): append the model's layers in workload order.
+void AddMlpLayers(const MlpConfig& config, Model& model);
+void AddTransformerLayers(const TransformerConfig& config, Model& model);
+void AddVgg16Layers(const CnnConfig& config, Model& model);
+void AddResnet50Layers(const CnnConfig& config, Model& model);
+
+// The layers first_layer..last_layer of a model, run as one pipeline stage.
+class StageModel {
+ public:
+  StageModel(const Model& model, int first_layer, int last_layer, int microbatch_size);
+
+  int first_layer() const { return first_; }
+  int last_layer() const { return last_; }
+  bool is_first() const { return first_ == 0; }
+  bool is_last() const { return last_ + 1 == model_->LayerCount(); }
+  // Layers (or -1, the model input) whose outputs enter / leave this stage, ascending.
+  const std::vector<int>& input_ids() const { return input_ids_; }
+  const std::vector<int>& output_ids() const { return output_ids_; }
+  // Full shapes (micro-batch first) of what enters and leaves: the message layout.
+  std::vector<std::vector<int64_t>> InputShapes() const;
+  std::vector<std::vector<int64_t>> OutputShapes() const;
+
+  // The stage's parameters, layer by layer; layer i is seeded with (seed, i) whatever the
+  // stage boundaries, so every partition starts from the same weights.
+  std::vector<torch::Tensor> InitialParameters(int seed) const;
+  // Runs the stage on `parameters` (one version's tensors). `inputs` follow input_ids(); the
+  // result follows output_ids() (the last stage: the logits alone).
+  std::vector<torch::Tensor> Forward(at::TensorList parameters,
+                                     const std::vector<torch::Tensor>& inputs) const;
+  const Model& model() const { return *model_; }
+
+ private:
+  std::vector<int64_t> ShapeOf(int id) const;
+
+  const Model* model_;
+  int first_, last_, microbatch_size_;
+  std::vector<int> input_ids_, output_ids_;
+  std::vector<int> parameter_offset_;  // per stage layer: index of its first tensor
+};
+
+// Packs tensors into one flat float buffer and back (a stage boundary is one message).
+torch::Tensor Pack(const std::vector<torch::Tensor>& tensors);
+std::vector<torch::Tensor> Unpack(const torch::Tensor& buffer,
+                                  const std::vector<std::vector<int64_t>>& shapes);
+int64_t Elements(const std::vector<std::vector<int64_t>>& shapes);
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,193 @@
+// RunWorker: one worker process of a run, from its environment to its measurement; rank 0 also
+// gathers every worker's measurement and prints the report.
+#include <dlfcn.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <thread>
+
+#include "exec/stage_executor.h"
+#include "exec/worker.h"
+#include "partition/error.h"
+#include "partition/json_reader.h"
+
+namespace pipetwin::exec {
+
+namespace {
+
+}  // namespace
+
+void SetBlasThreads(int threads) {
+  // OpenBLAS (Debian's libopenblas0-pthread) keeps a thread pool of its own, as large as the
+  // machine, beside LibTorch's OpenMP threads: two workers on two cores would each run two BLAS
+  // threads and spin against each other (a 10x slowdown measured here). Looked up at run time:
+  // the BLAS behind LibTorch may be another one.
+  using SetThreads = void (*)(int);
+  for (const char* name : {"openblas_set_num_threads", "goto_set_num_threads"})
+    if (auto f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, name))) {
+      f(threads);
+      return;
+    }
+}
+
+namespace {
+
+// Intra-op threads: the machine's cores shared among the workers on it, each worker pinned to
+// its own cores when there are enough (no oversubscription, no migration).
+int ConfigureThreads(int requested, const ProcessEnv& env) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = requested > 0 ? requested : std::max(1, cores / env.local_world_size);
+  at::set_num_threads(threads);
+  SetBlasThreads(threads);
+  try {
+    at::set_num_interop_threads(1);
+  } catch (const c10::Error&) {
+    // already set in this process
+  }
+  if (threads * env.local_world_size <= cores) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int t = 0; t < threads; ++t) CPU_SET((env.local_rank * threads + t) % cores, &set);
+    sched_setaffinity(0, sizeof set, &set);
+  }
+  return threads;
+}
+
+void CheckModel(const Model& model, const ExecutorJob& job) {
+  const Workload& w = job.scenario.workload;
+  if (model.LayerCount() != w.LayerCount())
+    throw InputError(job.scenario.file, "workload",
+                     "the executor's " + model.name + " has " +
+                         std::to_string(model.LayerCount()) + " layers, the workload " +
+                         std::to_string(w.LayerCount()));
+  for (int i = 0; i < model.LayerCount(); ++i)
+    if (model.layer_ids[i] != w.layers[i].id)
+      throw InputError(job.scenario.file, "workload",
+                       "layer " + std::to_string(i) + " is \"" + w.layers[i].id +
+                           "\" in the workload but \"" + model.layer_ids[i] +
+                           "\" in the executor's model");
+}
+
+// What every worker must agree on (checked through the store): the op lists and the options
+// that change the numbers.
+std::string Fingerprint(const ExecutorJob& job) {
+  const RunOptions& o = job.options;
+  const std::string text = ScheduleToCsv(job.schedule) + "|" + job.model.generator + "|" +
+                           std::to_string(job.programs) + "|" + std::to_string(o.seed) + "|" +
+                           o.data + "|" + std::to_string(o.weight_stashing) + "|" +
+                           std::to_string(job.microbatch_size) + "|" +
+                           std::to_string(o.evaluate);
+  return std::to_string(std::hash<std::string>()(text));
+}
+
+std::string HostName() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+double PeakRssBytes() {
+  struct rusage usage;
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
+}
+
+double MemoryShareBytes(const ProcessEnv& env) {
+  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  return pages * page / env.local_world_size;
+}
+
+// The replica-0 rank of pipeline position `stage`, or -1 outside the pipeline.
+int FirstReplica(const PipelineSchedule& s, int stage) {
+  for (const auto& w : s.workers)
+    if (w.stage == stage && w.replica == 0) return w.worker;
+  return -1;
+}
+
+void PrintReport(const ExecutorJob& job, const Report& report) {
+  if (job.options.json) {
+    std::cout << ReportToJson(report).dump(1) << "\n";
+    return;
+  }
+  std::cout << ReportToText(report);
+  const auto& d = report.details;
+  double worst = 0;
+  for (const auto& w : d["workers"]) worst = std::max(worst, w["overhead_fraction"].get<double>());
+  std::cout << "\nexecutor     overhead up to " << 100 * worst << "% of a worker's time; data "
+            << job.options.data << ", weight stashing " << (job.options.weight_stashing ? "on" : "off")
+            << "\n";
+  if (!d["mean_loss_per_iteration"].empty())
+    std::cout << "loss         first iteration " << d["mean_loss_per_iteration"].front().get<double>()
+              << ", last " << d["mean_loss_per_iteration"].back().get<double>() << "\n";
+  if (d.contains("test_accuracy"))
+    std::cout << "accuracy     " << 100 * d["test_accuracy"].get<double>() << "% on "
+              << d["test_samples"].get<long long>() << " test samples\n";
+}
+
+}  // namespace
+
+int RunWorker(const RunOptions& options, const ProcessEnv& env) {
+  ExecutorJob job = PrepareJob(options);
+  if (env.world_size != job.WorkerCount())
+    throw InputError("WORLD_SIZE=" + std::to_string(env.world_size) + " but the plan of " +
+                     job.scenario.file + " has " + std::to_string(job.WorkerCount()) +
+                     " workers (one process per worker)");
+  WorkerMeasurement measurement;
+  measurement.rank = env.rank;
+  measurement.threads = ConfigureThreads(options.threads, env);
+  measurement.host = HostName();
+  measurement.capacity_bytes = MemoryShareBytes(env);
+  AllocatorProbe allocator;
+
+  Model model = BuildModel(job.model);
+  CheckModel(model, job);
+  ApplyLayerOrder(model, job.plan.layer_order);
+  const WorkerProgram& program = job.schedule.workers[env.rank];
+  measurement.stage = program.stage;
+  measurement.replica = program.replica;
+  const StagePlan& plan = job.plan.stages[program.stage];
+  StageModel stage(model, plan.first_layer, plan.last_layer, job.microbatch_size);
+  std::unique_ptr<DataSource> data;
+  if (stage.is_first() || stage.is_last())
+    data = MakeDataSource(options.data, options.data_dir, model, options.seed);
+
+  std::vector<std::vector<int>> replica_groups(job.schedule.stages);
+  for (const auto& w : job.schedule.workers) replica_groups[w.stage].push_back(w.worker);
+  Communicator comm(env, options.timeout_s, replica_groups, Fingerprint(job));
+  StageExecutor executor(job, program, stage, data.get(), comm, allocator, measurement);
+
+  comm.Barrier();
+  const auto origin = StageExecutor::Clock::now();
+  for (int p = 0; p < job.programs; ++p) executor.RunProgram(p, origin);
+  comm.FinishSends();
+  measurement.end_s =
+      std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
+  if (options.evaluate && program.replica == 0)
+    executor.Evaluate(FirstReplica(job.schedule, program.stage - 1),
+                      FirstReplica(job.schedule, program.stage + 1),
+                      TestBatchCount(options.data, job.microbatch_size));
+  measurement.allocator_peak_bytes = static_cast<double>(allocator.peak());
+  measurement.peak_rss_bytes = PeakRssBytes();
+  comm.Publish("result/" + std::to_string(env.rank), MeasurementToJson(measurement).dump());
+  if (env.rank != 0) return 0;
+
+  std::vector<WorkerMeasurement> all;
+  for (int r = 0; r < env.world_size; ++r)
+    all.push_back(r == 0 ? measurement
+                         : MeasurementFromJson(nlohmann::json::parse(
+                               comm.Fetch("result/" + std::to_string(r)))));
+  const Report report = MergeMeasurements(job, all);
+  if (!options.trace_file.empty())
+    WriteTextFileAtomically(options.trace_file, ChromeTrace(job, all).dump());
+  PrintReport(job, report);
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,548 @@
+// The executor against single-process references: real runs of `pipetwin-exec run` (2 to 4
+// worker processes on the CPU, small models, fixed seeds) write every weight version they
+// create (--dump-weights); the references here train the same layers on the same data in one
+// process, applying each schedule's weight semantics by hand:
+//   GPipe, Flush, a replicated stage   W(t+1) = W(t) - step(mean of the batch's gradients at W(t))
+//   PipeDream-2BW                      W(t+1) = W(t) - step(gradients of batch t at W(t-1))
+//   PipeDream with weight stashing     stage s computes minibatch k on W_s(max(0, k - (P-1-s)))
+// and faults: a dead worker, an unreachable store, a wrong world size, an unsupported scenario.
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "exec/data.h"
+#include "exec/model.h"
+#include "exec/weights.h"
+#include "test_support.h"
+
+namespace pipetwin::exec {
+namespace {
+
+using pipetwin::testing::TemporaryDirectory;
+using pipetwin::testing::WriteFile;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kTolerance = 1e-5;  // fp32, max abs difference
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+  double seconds = 0;
+};
+
+// Runs `env... BINARY args` through the shell.
+Result Shell(const std::string& command) {
+  const std::string dir = TemporaryDirectory();
+  const auto start = Clock::now();
+  const int status =
+      std::system((command + " >" + dir + "/out 2>" + dir + "/err </dev/null").c_str());
+  Result r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(dir + "/out");
+  r.err = Slurp(dir + "/err");
+  return r;
+}
+
+Result Exec(const std::string& args, const std::string& env = "") {
+  return Shell(env + " '" PIPETWIN_EXEC_BINARY "' " + args);
+}
+
+// A scenario on "this machine": `model` is the workload source, `stages` the layer ranges and
+// replica counts.
+struct StageSpec {
+  int first, last, replicas = 1;
+};
+
+struct ScenarioSpec {
+  nlohmann::json model = {{"generator", "mlp"}, {"layers", 4}, {"input", 16}, {"width", 32},
+                          {"classes", 8}, {"batch", 4}};
+  std::string schedule = "flush";
+  std::vector<StageSpec> stages = {{0, 1}, {2, 3}};
+  int microbatches = 4, microbatch_size = 4, iterations = 3;
+  std::string optimizer = "momentum";
+  double learning_rate = 0.05;
+  bool vertical_sync = false;
+};
+
+std::string WriteScenario(const ScenarioSpec& s) {
+  nlohmann::json stages = nlohmann::json::array();
+  int device = 0, workers = 0;
+  for (const auto& st : s.stages) workers += st.replicas;
+  for (const auto& st : s.stages) {
+    std::vector<int> devices;
+    for (int r = 0; r < st.replicas; ++r) devices.push_back(device++);
+    stages.push_back({{"first_layer", st.first}, {"last_layer", st.last},
+                      {"replicas", st.replicas}, {"devices", devices}});
+  }
+  nlohmann::json doc = {
+      {"name", "exec test"},
+      {"workload", s.model},
+      {"cluster", {{"name", "this machine"},
+                   {"device", {{"name", "CPU"}, {"memory_bytes", 4e9}}},
+                   {"levels", {{{"name", "host"}, {"count", workers}, {"bandwidth_gbps", 40},
+                                {"latency_us", 20}, {"link", "loopback"}}}}}},
+      {"plan", {{"planner", "manual"}, {"stages", stages}}},
+      {"schedule", s.schedule},
+      {"training", {{"microbatch_size", s.microbatch_size}, {"microbatches", s.microbatches},
+                    {"iterations", s.iterations}, {"optimizer", s.optimizer},
+                    {"learning_rate", s.learning_rate}, {"vertical_sync", s.vertical_sync}}}};
+  const std::string path = TemporaryDirectory() + "/scenario.json";
+  WriteFile(path, doc.dump(1));
+  return path;
+}
+
+ModelSpec SpecOf(const ScenarioSpec& s) {
+  return ModelSpecFromSource(s.model, "test", "workload");
+}
+
+std::vector<torch::Tensor> LoadVersion(const std::string& dir, int stage, int replica,
+                                       int version) {
+  std::vector<torch::Tensor> t;
+  torch::load(t, dir + "/stage" + std::to_string(stage) + "_replica" + std::to_string(replica) +
+                     "_v" + std::to_string(version) + ".pt");
+  return t;
+}
+
+double MaxAbsDifference(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
+  return worst;
+}
+
+// Single-process training of the same stages on the same data.
+class Reference {
+ public:
+  explicit Reference(const ScenarioSpec& s) : spec_(s), model_(BuildModel(SpecOf(s))) {
+    data_ = MakeDataSource("synthetic", "", model_, /*seed=*/1);
+    for (const auto& st : s.stages) {
+      stages_.emplace_back(model_, st.first, st.last, s.microbatch_size);
+      versions_.push_back({stages_.back().InitialParameters(/*seed=*/1)});
+      optimizers_.emplace_back(OptimizerFromName(s.optimizer, s.learning_rate));
+    }
+  }
+
+  // One update of every stage from the mean gradient of `microbatches`; stage s evaluates
+  // micro-batch k on its version version_of(s, k) (< the number of versions so far).
+  void Update(const std::vector<int>& microbatches,
+              const std::function<int(int, int)>& version_of) {
+    const size_t P = stages_.size();
+    std::vector<std::vector<torch::Tensor>> sum(P);
+    for (int k : microbatches) {
+      const Batch batch = data_->Train(k, spec_.microbatch_size);
+      std::vector<std::vector<torch::Tensor>> leaves(P);
+      std::vector<torch::Tensor> x = {batch.input};
+      std::vector<torch::Tensor> all;
+      for (size_t s = 0; s < P; ++s) {
+        for (const auto& p : versions_[s].at(version_of(static_cast<int>(s), k)))
+          leaves[s].push_back(p.detach().requires_grad_(true));
+        all.insert(all.end(), leaves[s].begin(), leaves[s].end());
+        x = stages_[s].Forward(leaves[s], x);
+      }
+      const torch::Tensor loss = model_.Loss(x[0], batch.labels);
+      auto grads = torch::autograd::grad({loss}, all, {}, false, false, true);
+      size_t i = 0;
+      for (size_t s = 0; s < P; ++s) {
+        for (size_t j = 0; j < leaves[s].size(); ++j, ++i) {
+          torch::Tensor g = grads[i].defined() ? grads[i] : torch::zeros_like(leaves[s][j]);
+          if (sum[s].size() <= j) sum[s].push_back(g.clone());
+          else sum[s][j].add_(g);
+        }
+      }
+    }
+    for (size_t s = 0; s < P; ++s) {
+      std::vector<torch::Tensor> next;
+      for (const auto& p : versions_[s].back()) next.push_back(p.detach().clone());
+      std::vector<torch::Tensor> mean;
+      for (const auto& g : sum[s]) mean.push_back(g / static_cast<double>(microbatches.size()));
+      optimizers_[s].Step(next, mean);
+      versions_[s].push_back(next);
+    }
+  }
+
+  // Versions of stage s so far: [0] the initial weights.
+  const std::vector<std::vector<torch::Tensor>>& versions(int s) const { return versions_[s]; }
+
+ private:
+  ScenarioSpec spec_;
+  Model model_;
+  std::unique_ptr<DataSource> data_;
+  std::vector<StageModel> stages_;
+  std::vector<std::vector<std::vector<torch::Tensor>>> versions_;
+  std::vector<Optimizer> optimizers_;
+};
+
+// Runs the scenario with --dump-weights; returns the dump folder and the JSON report.
+std::pair<std::string, nlohmann::json> RunAndDump(const ScenarioSpec& s,
+                                                  const std::string& extra = "") {
+  const std::string dir = TemporaryDirectory();
+  const Result r = Exec("run '" + WriteScenario(s) + "' --json --timeout 20 --dump-weights " +
+                        dir + " " + extra);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json report;
+  if (r.exit_code == 0) report = nlohmann::json::parse(r.out);
+  return {dir, report};
+}
+
+// Compares every version the run created on each stage's replicas with the reference.
+double CompareAllVersions(const ScenarioSpec& s, const std::string& dir, const Reference& ref,
+                          int updates) {
+  double worst = 0;
+  for (size_t st = 0; st < s.stages.size(); ++st)
+    for (int r = 0; r < s.stages[st].replicas; ++r)
+      for (int v = 0; v <= updates; ++v) {
+        const double d =
+            MaxAbsDifference(LoadVersion(dir, static_cast<int>(st), r, v), ref.versions(st)[v]);
+        EXPECT_LT(d, kTolerance) << "stage " << st << " replica " << r << " version " << v;
+        worst = std::max(worst, d);
+      }
+  return worst;
+}
+
+// Accumulated-gradient training: batch t = micro-batches t m .. t m + m - 1, all at W(t).
+// Each replica of the input stage starts m micro-batches per iteration (the schedule spec's
+// convention, workloads/scenario_schedule.h), so an update averages m x r0 of them.
+Reference Sequential(const ScenarioSpec& s) {
+  Reference ref(s);
+  const int per_update = s.microbatches * s.stages[0].replicas;
+  for (int t = 0; t < s.iterations; ++t) {
+    std::vector<int> batch;
+    for (int k = 0; k < per_update; ++k) batch.push_back(t * per_update + k);
+    ref.Update(batch, [t](int, int) { return t; });
+  }
+  return ref;
+}
+
+TEST(ExecEquivalence, GPipeEndsWithTheWeightsOfSequentialAccumulation) {
+  ScenarioSpec s;
+  s.schedule = "gpipe";
+  auto [dir, report] = RunAndDump(s);
+  const double worst = CompareAllVersions(s, dir, Sequential(s), s.iterations);
+  std::cout << "[ measured ] gpipe, 2 stages: max abs difference " << worst << "\n";
+}
+
+TEST(ExecEquivalence, FlushEndsWithTheWeightsOfSequentialAccumulation) {
+  ScenarioSpec s;
+  s.schedule = "flush";
+  s.stages = {{0, 1}, {2, 2}, {3, 3}};
+  s.optimizer = "adam";
+  s.learning_rate = 0.01;
+  auto [dir, report] = RunAndDump(s);
+  const double worst = CompareAllVersions(s, dir, Sequential(s), s.iterations);
+  std::cout << "[ measured ] flush, 3 stages, Adam: max abs difference " << worst << "\n";
+  ASSERT_FALSE(report.is_null());
+  for (const auto& st : report["stages"]) EXPECT_EQ(st["staleness"]["max"], 0);
+}
+
+TEST(ExecEquivalence, ReplicatedStageEqualsDataParallelTraining) {
+  ScenarioSpec s;
+  s.schedule = "flush";
+  s.stages = {{0, 2, 2}, {3, 3, 1}};  // stage 0 on two workers, all-reducing its gradients
+  auto [dir, report] = RunAndDump(s);
+  const double worst = CompareAllVersions(s, dir, Sequential(s), s.iterations);
+  std::cout << "[ measured ] flush, stage 0 x 2 replicas: max abs difference " << worst << "\n";
+  // And pure data parallelism: one stage on two workers.
+  ScenarioSpec d;
+  d.stages = {{0, 3, 2}};
+  auto [dir2, report2] = RunAndDump(d);
+  const double worst2 = CompareAllVersions(d, dir2, Sequential(d), d.iterations);
+  std::cout << "[ measured ] data parallel, 2 replicas: max abs difference " << worst2 << "\n";
+}
+
+// PipeDream-2BW (Narayanan et al., ICML'21, section 3.1): micro-batches of batch t use W(t-1)
+// (W(0) for the first two batches); W(t+1) = W(t) - lr * mean gradient of batch t.
+Reference TwoBW(const ScenarioSpec& s) {
+  Reference ref(s);
+  for (int t = 0; t < s.iterations; ++t) {
+    std::vector<int> batch;
+    for (int k = 0; k < s.microbatches; ++k) batch.push_back(t * s.microbatches + k);
+    ref.Update(batch, [t](int, int) { return std::max(t - 1, 0); });
+  }
+  return ref;
+}
+
+TEST(ExecEquivalence, TwoBWEqualsDelayedUpdatesStepByStep) {
+  ScenarioSpec s;
+  s.schedule = "2bw";
+  s.microbatches = 2;  // m >= in-flight micro-batches (2)
+  s.iterations = 5;
+  s.optimizer = "sgd";
+  s.learning_rate = 0.1;
+  auto [dir, report] = RunAndDump(s);
+  const double worst = CompareAllVersions(s, dir, TwoBW(s), s.iterations);
+  std::cout << "[ measured ] 2bw, 2 stages, SGD: max abs difference " << worst << "\n";
+  ASSERT_FALSE(report.is_null());
+  for (const auto& st : report["stages"]) EXPECT_EQ(st["staleness"]["max"], 1);
+}
+
+TEST(ExecEquivalence, TwoBWOnAFourStageGptEqualsDelayedUpdates) {
+  ScenarioSpec s;
+  s.model = {{"generator", "gpt"}, {"layers", 2}, {"hidden", 16}, {"heads", 2},
+             {"sequence", 8}, {"vocabulary", 32}, {"microbatch", 2}};
+  s.schedule = "2bw";
+  s.stages = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
+  s.microbatches = 4;
+  s.microbatch_size = 2;
+  s.iterations = 3;
+  s.optimizer = "adam";
+  s.learning_rate = 0.01;
+  auto [dir, report] = RunAndDump(s);
+  const double worst = CompareAllVersions(s, dir, TwoBW(s), s.iterations);
+  std::cout << "[ measured ] 2bw, GPT in 4 stages, Adam: max abs difference " << worst << "\n";
+}
+
+// PipeDream (SOSP'19, section 3.3) in steady 1F1B: stage s runs the forward of minibatch k
+// after applying the updates of minibatches < k - (P-1-s); with weight stashing its backward
+// uses that same version. With vertical sync every stage uses the input stage's version.
+int PipeDreamVersion(int stages, int s, int k, bool vertical_sync) {
+  return std::max(0, k - (stages - 1 - (vertical_sync ? 0 : s)));
+}
+
+Reference PipeDream(const ScenarioSpec& s, bool vertical_sync) {
+  Reference ref(s);
+  const int P = static_cast<int>(s.stages.size());
+  for (int k = 0; k < s.iterations * s.microbatches; ++k)
+    ref.Update({k}, [&](int stage, int mb) { return PipeDreamVersion(P, stage, mb, vertical_sync); });
+  return ref;
+}
+
+ScenarioSpec PipeDreamSpec() {
+  ScenarioSpec s;
+  s.schedule = "pipedream";
+  s.stages = {{0, 1}, {2, 2}, {3, 3}};
+  s.microbatches = 4;  // minibatches per "iteration": 8 minibatches, 8 updates per stage
+  s.iterations = 2;
+  s.optimizer = "sgd";
+  s.learning_rate = 0.2;
+  return s;
+}
+
+TEST(ExecEquivalence, PipeDreamWithStashingEqualsPerStageDelays) {
+  for (bool vertical_sync : {false, true}) {
+    ScenarioSpec s = PipeDreamSpec();
+    s.vertical_sync = vertical_sync;
+    auto [dir, report] = RunAndDump(s);
+    const int updates = s.iterations * s.microbatches;
+    const double worst = CompareAllVersions(s, dir, PipeDream(s, vertical_sync), updates);
+    std::cout << "[ measured ] pipedream" << (vertical_sync ? " + vertical sync" : "")
+              << ", 3 stages: max abs difference " << worst << "\n";
+    // The versions the running executor reports are the schedule's delays, forward and backward.
+    ASSERT_FALSE(report.is_null());
+    for (const auto& stage : report["details"]["weight_versions_used"]) {
+      const int st = stage["stage"];
+      for (const auto& v : stage["versions"]) {
+        const int expected = PipeDreamVersion(3, st, v[0], vertical_sync);
+        EXPECT_EQ(v[1], expected) << "stage " << st << " micro-batch " << v[0];
+        EXPECT_EQ(v[2], expected) << "stage " << st << " micro-batch " << v[0];
+      }
+    }
+  }
+}
+
+TEST(ExecEquivalence, PipeDreamWithoutStashingShowsTheInconsistencyStashingPrevents) {
+  ScenarioSpec s = PipeDreamSpec();
+  auto [dir, report] = RunAndDump(s, "--no-weight-stashing");
+  ASSERT_FALSE(report.is_null());
+  // Stage 0's backwards ran on newer weights than their forwards.
+  int mismatched = 0;
+  for (const auto& v : report["details"]["weight_versions_used"][0]["versions"])
+    mismatched += v[1] != v[2];
+  EXPECT_GT(mismatched, 0);
+  // And the weights leave the consistent (stashed) trajectory.
+  const Reference stashed = PipeDream(s, false);
+  const int updates = s.iterations * s.microbatches;
+  const double drift = MaxAbsDifference(LoadVersion(dir, 0, 0, updates), stashed.versions(0)[updates]);
+  std::cout << "[ measured ] pipedream without stashing: " << mismatched
+            << " stage-0 backwards on another version than their forward; final weights "
+            << drift << " from the stashed run\n";
+  EXPECT_GT(drift, 1e-3);
+}
+
+TEST(ExecReport, TraceAndReportDescribeTheRun) {
+  ScenarioSpec s;
+  const std::string trace = TemporaryDirectory() + "/trace.json";
+  const Result r = Exec("run '" + WriteScenario(s) + "' --json --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["source"], "executor");
+  EXPECT_GT(report["samples_per_s"].get<double>(), 0);
+  EXPECT_EQ(report["workers"].size(), 2u);
+  for (const auto& w : report["workers"]) {
+    EXPECT_GT(w["busy_s"].get<double>(), 0);
+    EXPECT_GE(w["bubble_fraction"].get<double>(), 0);
+  }
+  for (const auto& d : report["devices"]) {
+    EXPECT_GT(d["peak_memory_bytes"].get<double>(), 0);
+    EXPECT_GT(d["category_peaks"]["weights"].get<double>(), 0);
+    EXPECT_GT(d["category_peaks"]["activations"].get<double>(), 0);
+  }
+  const auto t = nlohmann::json::parse(Slurp(trace));
+  int forwards = 0;
+  for (const auto& e : t["traceEvents"]) forwards += e.value("name", "") == "0F0";
+  EXPECT_EQ(forwards, 1);  // stage 0, micro-batch 0 of the whole run
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t n = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(ExecFaults, ADeadWorkerStopsTheRunAndIsNamed) {
+  ScenarioSpec s;
+  s.stages = {{0, 1}, {2, 2}, {3, 3}};
+  s.iterations = 50;
+  const Result r = Exec("run '" + WriteScenario(s) + "' --timeout 20", "PIPETWIN_EXEC_FAIL_AT=1:30");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 30);
+  EXPECT_NE(r.err.find("pipetwin run: rank 1 died (killed by signal 9"), std::string::npos) << r.err;
+}
+
+TEST(ExecFaults, TorchrunStyleWorkersExitNamingTheLostRank) {
+  ScenarioSpec s;
+  s.stages = {{0, 1}, {2, 2}, {3, 3}};
+  s.iterations = 50;
+  const std::string scenario = WriteScenario(s);
+  const std::string dir = TemporaryDirectory();
+  const std::string common = "WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                             std::to_string(FreePort()) + " PIPETWIN_EXEC_FAIL_AT=1:30 ";
+  std::string script = "(";
+  for (int rank = 0; rank < 3; ++rank)
+    script += common + "RANK=" + std::to_string(rank) + " '" PIPETWIN_EXEC_BINARY "' run '" +
+              scenario + "' --timeout 20 2>" + dir + "/err" + std::to_string(rank) + " & ";
+  script += "wait)";
+  const Result r = Shell(script);
+  EXPECT_LT(r.seconds, 30);
+  for (int rank : {0, 2}) {
+    const std::string err = Slurp(dir + "/err" + std::to_string(rank));
+    EXPECT_NE(err.find("lost rank 1"), std::string::npos) << "rank " << rank << ": " << err;
+  }
+}
+
+TEST(ExecFaults, UnreachableStoreAndWrongWorldSizeGetClearErrors) {
+  const std::string scenario = WriteScenario(ScenarioSpec());
+  Result r = Exec("run '" + scenario + "' --timeout 2",
+                  "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                      std::to_string(FreePort()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot reach the store at 127.0.0.1:"), std::string::npos) << r.err;
+  r = Exec("run '" + scenario + "'", "RANK=0 WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("WORLD_SIZE=3 but the plan of"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has 2 workers"), std::string::npos) << r.err;
+}
+
+TEST(ExecInput, WhatTheExecutorCannotRunIsRefusedBeforeAnyWorkerStarts) {
+  ScenarioSpec s;
+  s.schedule = "interleaved";
+  Result r = Exec("run '" + WriteScenario(s) + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("schedule: the executor does not run interleaved"), std::string::npos)
+      << r.err;
+  ScenarioSpec f;
+  f.schedule = "flush";
+  const std::string path = WriteScenario(f);
+  r = Exec("run '" + path + "' --no-weight-stashing");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pipedream schedule only"), std::string::npos) << r.err;
+  // The front end without the back end beside it.
+  r = Shell("'" PIPETWIN_BINARY "' run --frobnicate x");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+// Fashion-MNIST (Debian's dataset-fashion-mnist): a small MLP trained sequentially, with Flush
+// and with 2BW in two stages, on the same samples, reaches test accuracies within one point.
+TEST(ExecFashionMnist, TwoBWAndFlushReachSequentialAccuracy) {
+  const std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  if (::access((data_dir + "/train-images-idx3-ubyte.gz").c_str(), R_OK) != 0 &&
+      ::access((data_dir + "/train-images-idx3-ubyte").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "no Fashion-MNIST in " << data_dir << " (apt-get install dataset-fashion-mnist)";
+  ScenarioSpec s;
+  s.model = {{"generator", "mlp"}, {"layers", 3}, {"input", 784}, {"width", 128},
+             {"classes", 10}, {"batch", 32}};
+  s.microbatch_size = 32;
+  s.microbatches = 4;
+  // 192,000 samples (3.2 epochs). 2BW's one-update delay costs accuracy at larger learning
+  // rates (measured here: 1.7 points at Adam 1e-3 after 115,200 samples, 0.3-0.9 at 3e-4,
+  // 0.03-0.5 at 2e-4 over seeds 1, 2, 5).
+  s.iterations = 1500;
+  s.optimizer = "adam";
+  s.learning_rate = 0.0002;
+  auto accuracy = [](ScenarioSpec spec, const std::string& schedule, std::vector<StageSpec> st) {
+    spec.schedule = schedule;
+    spec.stages = st;
+    const Result r = Exec("run '" + WriteScenario(spec) + "' --json --data fashion-mnist --evaluate");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0) return -1.0;
+    return 100 * nlohmann::json::parse(r.out)["details"]["test_accuracy"].get<double>();
+  };
+  const double sequential = accuracy(s, "flush", {{0, 2}});
+  const double flush = accuracy(s, "flush", {{0, 0}, {1, 2}});
+  const double two_bw = accuracy(s, "2bw", {{0, 0}, {1, 2}});
+  std::cout << "[ measured ] Fashion-MNIST test accuracy after " << s.iterations * 128
+            << " samples: sequential " << sequential << "%, flush " << flush << "%, 2bw "
+            << two_bw << "%\n";
+  EXPECT_GT(sequential, 75);
+  EXPECT_LE(std::abs(flush - sequential), 1.0);
+  EXPECT_LE(std::abs(two_bw - sequential), 1.0);
+}
+
+TEST(ExecScenarios, BothLocalScenariosRunInUnderAMinute) {
+  for (const char* name : {"local-mlp-2stage.json", "local-gpt-4stage-2bw.json"}) {
+    const Result r = Shell("'" PIPETWIN_BINARY "' run '" PIPETWIN_SOURCE_DIR "/scenarios/" +
+                           std::string(name) + "' --json");
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_LT(r.seconds, 60) << name;
+    const auto report = nlohmann::json::parse(r.out);
+    EXPECT_GT(report["samples_per_s"].get<double>(), 0) << name;
+    std::cout << "[ measured ] " << name << ": " << r.seconds << " s, "
+              << report["samples_per_s"].get<double>() << " samples/s\n";
+  }
+}
+
+TEST(ExecProfile, WritesAWorkloadThePlannersTake) {
+  const std::string out = TemporaryDirectory() + "/mlp.json";
+  const Result r = Shell("'" PIPETWIN_BINARY "' profile '" PIPETWIN_SOURCE_DIR
+                         "/scenarios/local-mlp-2stage.json' --repeats 3 --warmup 1 --output " +
+                         out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bound:"), std::string::npos) << r.out;
+  const Workload w = LoadWorkloadFile(out);
+  ASSERT_EQ(w.LayerCount(), 4);
+  EXPECT_EQ(w.reference.source, "measured");
+  for (const Layer& l : w.layers) {
+    EXPECT_GT(l.forward_ms, 0) << l.id;
+    EXPECT_GT(l.backward_ms, 0) << l.id;
+    EXPECT_GT(l.parameter_bytes, 0) << l.id;
+  }
+  EXPECT_EQ(w.layers[0].parameters, 784 * 1024 + 1024);
+}
+
+}  // namespace
+}  // namespace pipetwin::exec

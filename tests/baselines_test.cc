@@ -9,27 +9,15 @@
 #include <gtest/gtest.h>
 
 #include "partition/error.h"
+#include "tests/test_support.h"
 
 namespace pipetwin {
 namespace {
 
-Layer MakeLayer(int index, double forward_ms, double backward_ms, double activation_bytes,
-                double parameters) {
-  Layer l;
-  l.id = "layer" + std::to_string(index);
-  l.forward_ms = forward_ms;
-  l.backward_ms = backward_ms;
-  l.activation_bytes = activation_bytes;
-  l.parameters = parameters;
-  l.parameter_bytes = 4 * parameters;
-  if (index > 0) l.inputs = {index - 1};
-  return l;
-}
-
 // Two layers: forward 1 ms, backward 2 ms per sample, 1e6 fp32 parameters, 1e6-byte outputs.
 Workload TwoLayers() {
   Workload w;
-  w.layers = {MakeLayer(0, 1, 2, 1e6, 1e6), MakeLayer(1, 1, 2, 1e6, 1e6)};
+  w.layers = {testing::ChainLayer(0, 1, 2, 1e6, 1e6), testing::ChainLayer(1, 1, 2, 1e6, 1e6)};
   return w;
 }
 
@@ -52,7 +40,7 @@ Workload RandomChain(unsigned seed, int layers) {
   std::uniform_real_distribution<double> ms(0.2, 5), size(1e5, 4e6);
   Workload w;
   for (int i = 0; i < layers; ++i)
-    w.layers.push_back(MakeLayer(i, ms(rng), 2 * ms(rng), size(rng), size(rng)));
+    w.layers.push_back(testing::ChainLayer(i, ms(rng), 2 * ms(rng), size(rng), size(rng)));
   return w;
 }
 
@@ -86,7 +74,7 @@ TEST(BaselineCostModelTest, PlacementPutsDepthInsideServersAndWidthAcross) {
 TEST(BaselineCostModelTest, DagBoundariesCarryEveryCrossingOutput) {
   // 0 -> 1 -> 2 -> 3 and 0 -> 2: layer 0's output crosses the cuts after 0 and after 1.
   Workload w;
-  for (int i = 0; i < 4; ++i) w.layers.push_back(MakeLayer(i, 1, 1, 1e3 * (i + 1), 0));
+  for (int i = 0; i < 4; ++i) w.layers.push_back(testing::ChainLayer(i, 1, 1, 1e3 * (i + 1), 0));
   w.layers[2].inputs = {1, 0};
   const PipelineCostModel model(w, TwoServers(), {});
   EXPECT_EQ(model.BoundaryBytes(0, 1), 1e3);

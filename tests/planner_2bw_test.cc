@@ -11,23 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "partition/error.h"
+#include "tests/test_support.h"
 #include "workloads/transformer.h"
 
 namespace pipetwin {
 namespace {
-
-Layer MakeLayer(int index, double forward_ms, double backward_ms, double activation_bytes,
-                double parameters) {
-  Layer l;
-  l.id = "layer" + std::to_string(index);
-  l.forward_ms = forward_ms;
-  l.backward_ms = backward_ms;
-  l.activation_bytes = activation_bytes;
-  l.parameters = parameters;
-  l.parameter_bytes = 4 * parameters;
-  if (index > 0) l.inputs = {index - 1};
-  return l;
-}
 
 // A chain of `layers` layers with random times, sizes and parameters; with `skips`, every third
 // layer also feeds the layer two ahead (a DAG pipelined in topological order).
@@ -38,7 +26,7 @@ Workload RandomWorkload(unsigned seed, int layers, bool skips) {
   w.name = "random" + std::to_string(seed);
   w.reference.batch_size = 2;
   for (int i = 0; i < layers; ++i) {
-    w.layers.push_back(MakeLayer(i, ms(rng), 2 * ms(rng), bytes(rng), params(rng)));
+    w.layers.push_back(testing::ChainLayer(i, ms(rng), 2 * ms(rng), bytes(rng), params(rng)));
     if (skips && i >= 2 && i % 3 == 2) w.layers[i].inputs.push_back(i - 2);
   }
   return w;
@@ -112,7 +100,7 @@ std::vector<Found> BruteForce(const PipelineCostModel& model) {
 // still ahead of d=2 (3 + 2 x 1 = 5 ms, 200/s).
 TEST(Planner2BWTest, HandWorkedTwoLayerPlan) {
   Workload w;
-  w.layers = {MakeLayer(0, 1, 2, 1e6, 1e6), MakeLayer(1, 1, 2, 1e6, 1e6)};
+  w.layers = {testing::ChainLayer(0, 1, 2, 1e6, 1e6), testing::ChainLayer(1, 1, 2, 1e6, 1e6)};
   Cluster c;
   c.levels = {{"server", 2, 80, 0, "nvlink"}};
   PlannerSettings s;

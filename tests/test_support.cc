@@ -23,6 +23,19 @@ std::string Slurp(const std::string& path) {
 
 }  // namespace
 
+Layer ChainLayer(int index, double forward_ms, double backward_ms, double activation_bytes,
+                 double parameters) {
+  Layer l;
+  l.id = "layer" + std::to_string(index);
+  l.forward_ms = forward_ms;
+  l.backward_ms = backward_ms;
+  l.activation_bytes = activation_bytes;
+  l.parameters = parameters;
+  l.parameter_bytes = 4 * parameters;
+  if (index > 0) l.inputs = {index - 1};
+  return l;
+}
+
 std::optional<std::string> SharedProfile(const std::string& name) {
   std::string root = std::getenv("PIPETWIN_SHARED_DIR") ? std::getenv("PIPETWIN_SHARED_DIR")
                                                         : std::string(PIPETWIN_SOURCE_DIR) +

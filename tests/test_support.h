@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "partition/workload.h"
+
 namespace pipetwin::testing {
 
 // ../shared/profiles/pipedream/NAME/graph.txt beside the checkout (or $PIPETWIN_SHARED_DIR), or
@@ -12,6 +14,9 @@ namespace pipetwin::testing {
 std::optional<std::string> SharedProfile(const std::string& name);
 // tests/fixtures/NAME
 std::string Fixture(const std::string& name);
+// Layer `index` of a chain (fed by layer index - 1) with fp32 parameters.
+Layer ChainLayer(int index, double forward_ms, double backward_ms, double activation_bytes,
+                 double parameters);
 // A fresh empty temporary directory for one test.
 std::string TemporaryDirectory();
 // Writes `text` to `path`.

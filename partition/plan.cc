@@ -123,7 +123,7 @@ void ValidateLayerOrder(const Plan& plan, const Workload& w, const std::string& 
 }  // namespace
 
 void ValidatePlan(const Plan& plan, const Workload& workload, int device_count,
-                  const std::string& file, const std::string& path) {
+                  const std::string& file, const std::string& path, int chunks) {
   const int layer_count = workload.LayerCount();
   const std::string stages = path.empty() ? "stages" : path + ".stages";
   ValidateLayerOrder(plan, workload, file, path.empty() ? "layer_order" : path + ".layer_order");
@@ -133,13 +133,21 @@ void ValidatePlan(const Plan& plan, const Workload& workload, int device_count,
                      "expected " + std::to_string(layer_count - 1) + " (the workload has " +
                          std::to_string(layer_count) + " layers), got " +
                          std::to_string(last.last_layer));
-  if (plan.WorkerCount() > device_count)
+  if (chunks < 1 || plan.StageCount() % chunks != 0)
     throw InputError(file, stages,
-                     "the plan needs " + std::to_string(plan.WorkerCount()) +
+                     "interleaving " + std::to_string(chunks) + " chunks per worker needs a "
+                     "multiple of " + std::to_string(chunks) + " stages, got " +
+                         std::to_string(plan.StageCount()));
+  const size_t positions = plan.stages.size() / chunks;  // the stages that hold workers
+  int workers = 0;
+  for (size_t i = 0; i < positions; ++i) workers += plan.stages[i].replicas;
+  if (workers > device_count)
+    throw InputError(file, stages,
+                     "the plan needs " + std::to_string(workers) +
                          " workers but the cluster has " + std::to_string(device_count) +
                          " devices");
   std::vector<int> used(device_count, 0);
-  for (size_t i = 0; i < plan.stages.size(); ++i)
+  for (size_t i = 0; i < positions; ++i)
     for (size_t k = 0; k < plan.stages[i].devices.size(); ++k) {
       int d = plan.stages[i].devices[k];
       std::string at = stages + "[" + std::to_string(i) + "].devices[" + std::to_string(k) + "]";

@@ -70,7 +70,10 @@ Plan LoadPlanFile(const std::string& path);
 // first) and a cluster's device count; throws InputError
 // naming `file` ("stages[2].last_layer: expected <= 15 (the workload has 16 layers), got 20").
 // `path` is the plan's JSON path inside `file` ("plan" in a scenario, "" for a plan file).
+// Under interleaving a plan lists every model chunk as a stage (chunk c of worker position s is
+// stage c * P + s); with `chunks` > 1 only the first StageCount() / chunks stages hold workers
+// and devices.
 void ValidatePlan(const Plan& plan, const Workload& workload, int device_count,
-                  const std::string& file, const std::string& path = "");
+                  const std::string& file, const std::string& path = "", int chunks = 1);
 
 }  // namespace pipetwin

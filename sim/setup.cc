@@ -108,16 +108,8 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   const std::string path = plan_file.empty() && scenario.plan ? "plan" : "";
   const Workload& workload = scenario.workload;
   const Cluster& cluster = scenario.cluster;
-  {
-    // Interleaved plans list every model chunk as a stage; only the first `chunks`-th of them
-    // (one per worker) occupy devices.
-    Plan placed = plan;
-    const int chunks = ScheduleNameFor(scenario, plan) == "interleaved"
-                           ? std::max(scenario.training.chunks, 2) : 1;
-    for (size_t s = plan.stages.size() / chunks; s < plan.stages.size() && chunks > 1; ++s)
-      placed.stages[s].replicas = 0, placed.stages[s].devices.clear();
-    ValidatePlan(placed, workload, cluster.DeviceCount(), file, path);
-  }
+  ValidatePlan(plan, workload, cluster.DeviceCount(), file, path,
+               ChunksPerWorker(ScheduleNameFor(scenario, plan), scenario.training));
   PlannerSettings settings;
   settings.optimizer_bytes_per_parameter = scenario.training.optimizer_bytes_per_parameter;
   const PipelineCostModel validated(workload, cluster, settings);  // checks workload, cluster

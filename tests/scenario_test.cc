@@ -50,6 +50,26 @@ TEST(Scenario, ExplicitPlanIsCheckedAgainstWorkloadAndCluster) {
   EXPECT_EQ(s.plan->schedule, "gpipe");
 }
 
+// Interleaved 1F1B lists every model chunk as a stage: 4 stages on 2 workers with 2 chunks each.
+TEST(Scenario, InterleavedPlanCountsWorkersNotChunks) {
+  std::string dir = testing::TemporaryDirectory();
+  const std::string body = R"(
+    "workload": {"generator": "gpt", "layers": 6, "hidden": 64, "heads": 4, "sequence": 32,
+                 "vocabulary": 100},
+    "cluster": {"levels": [{"count": 2, "bandwidth_gbps": 10}]},
+    "plan": {"stages": [{"first_layer": 0, "last_layer": 1}, {"first_layer": 2, "last_layer": 3},
+                        {"first_layer": 4, "last_layer": 5}, {"first_layer": 6, "last_layer": 7}]},
+    "schedule": )";
+  testing::WriteFile(dir + "/i.json", "{" + body + R"("interleaved", "training": {"chunks": 2,
+      "microbatches": 4}})");
+  Scenario s = LoadScenarioFile(dir + "/i.json");
+  EXPECT_EQ(s.plan->StageCount(), 4);
+  EXPECT_EQ(ChunksPerWorker(s.schedule, s.training), 2);
+  // The same plan without interleaving needs 4 workers on 2 devices.
+  testing::WriteFile(dir + "/f.json", "{" + body + R"("flush"})");
+  EXPECT_THROW(LoadScenarioFile(dir + "/f.json"), InputError);
+}
+
 std::string ErrorOf(const std::string& text) {
   std::string dir = testing::TemporaryDirectory();
   testing::WriteFile(dir + "/scenario.json", text);

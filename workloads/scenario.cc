@@ -1,5 +1,7 @@
 #include "workloads/scenario.h"
 
+#include <algorithm>
+
 #include "partition/error.h"
 #include "partition/json_reader.h"
 #include "workloads/cluster_device.h"
@@ -11,6 +13,10 @@ const std::vector<std::string>& ScheduleNames() {
   static const std::vector<std::string> names = {"gpipe", "flush",       "pipedream",
                                                   "2bw",   "interleaved", "zb-h1"};
   return names;
+}
+
+int ChunksPerWorker(const std::string& schedule, const TrainingSettings& training) {
+  return schedule == "interleaved" ? std::max(training.chunks, 2) : 1;
 }
 
 const std::vector<std::string>& PlannerNames() {
@@ -86,10 +92,10 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
     plan_path = "";
   }
   if (s.plan) {
-    ValidatePlan(*s.plan, s.workload, s.cluster.DeviceCount(), plan_file,
-                 plan_path);
     // The scenario's schedule governs; without one, the plan's own.
     if (root.Has("schedule")) s.plan->schedule = s.schedule; else s.schedule = s.plan->schedule;
+    ValidatePlan(*s.plan, s.workload, s.cluster.DeviceCount(), plan_file, plan_path,
+                 ChunksPerWorker(s.schedule, s.training));
   }
   root.Finish();
   return s;

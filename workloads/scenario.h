@@ -59,6 +59,8 @@ const char* DefaultScenarioJson();
 Scenario DefaultScenario();
 
 const std::vector<std::string>& ScheduleNames();
+// Model chunks per worker: training.chunks (at least 2) under interleaved 1F1B, else 1.
+int ChunksPerWorker(const std::string& schedule, const TrainingSettings& training);
 const std::vector<std::string>& PlannerNames();
 
 }  // namespace pipetwin

@@ -47,7 +47,7 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
   ScheduleSpec spec;
   spec.kind = ParseScheduleKind(ScheduleNameFor(scenario, plan));
-  spec.chunks = spec.kind == ScheduleKind::kInterleaved ? std::max(scenario.training.chunks, 2) : 1;
+  spec.chunks = ChunksPerWorker(ScheduleNameFor(scenario, plan), scenario.training);
   if (plan.StageCount() % spec.chunks != 0)
     throw InputError(file, path.empty() ? "stages" : path + ".stages",
                      "interleaved 1F1B with " + std::to_string(spec.chunks) +

@@ -47,6 +47,7 @@ void ApplyLayerOrder(Model& model, const std::vector<int>& order) {
     for (int j : model.layer_inputs[layer]) inputs.push_back(j < 0 ? j : position[j]);
     out.layer_inputs.push_back(inputs);
     out.output_sample_shape.push_back(model.output_sample_shape[layer]);
+    out.workload_layer.push_back(model.workload_layer.empty() ? layer : model.workload_layer[layer]);
   }
   model = std::move(out);
 }
@@ -99,8 +100,9 @@ std::vector<std::vector<int64_t>> StageModel::OutputShapes() const {
 std::vector<torch::Tensor> StageModel::InitialParameters(int seed) const {
   std::vector<torch::Tensor> parameters;
   for (int i = first_; i <= last_; ++i) {
-    at::Generator generator =
-        at::detail::createCPUGenerator(static_cast<uint64_t>(seed) * 1000003ULL + i);
+    const int workload_layer = model_->workload_layer.empty() ? i : model_->workload_layer[i];
+    at::Generator generator = at::detail::createCPUGenerator(
+        static_cast<uint64_t>(seed) * 1000003ULL + workload_layer);
     for (auto& p : model_->layers[i]->InitialParameters(generator))
       parameters.push_back(p.contiguous());
   }

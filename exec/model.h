@@ -55,6 +55,8 @@ struct Model {
   std::vector<std::unique_ptr<LayerFunction>> layers;
   std::vector<std::vector<int>> layer_inputs;           // producing layers; -1: the model input
   std::vector<std::vector<int64_t>> output_sample_shape;  // of one sample, per layer
+  // Per layer: its index in the workload (set by ApplyLayerOrder; empty: the same as here).
+  std::vector<int> workload_layer;
 
   int LayerCount() const { return static_cast<int>(layers.size()); }
   // Mean cross-entropy of the logits (the last layer's output) against the labels.
@@ -92,8 +94,9 @@ class StageModel {
   std::vector<std::vector<int64_t>> InputShapes() const;
   std::vector<std::vector<int64_t>> OutputShapes() const;
 
-  // The stage's parameters, layer by layer; layer i is seeded with (seed, i) whatever the
-  // stage boundaries, so every partition starts from the same weights.
+  // The stage's parameters, layer by layer; workload layer i is seeded with (seed, i) whatever
+  // the stage boundaries and the plan's layer order, so every partition starts from the same
+  // weights.
   std::vector<torch::Tensor> InitialParameters(int seed) const;
   // Runs the stage on `parameters` (one version's tensors). `inputs` follow input_ids(); the
   // result follows output_ids() (the last stage: the logits alone).

@@ -133,6 +133,9 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
   c.launch_overhead_us = root.OptionalNonNegativeNumber("launch_overhead_us", c.launch_overhead_us);
   c.communication_overhead_us =
       root.OptionalNonNegativeNumber("communication_overhead_us", c.communication_overhead_us);
+  if (root.Has("shared_cores"))
+    c.shared_cores = static_cast<int>(root.OptionalPositiveInteger("shared_cores", 1));
+  if (root.Has("calibration")) c.calibration = root.Member("calibration").value();
   root.Finish();
   return c;
 }
@@ -145,7 +148,7 @@ nlohmann::json ClusterToJson(const Cluster& c) {
                       {"bandwidth_gbps", l.bandwidth_gbps},
                       {"latency_us", l.latency_us},
                       {"link", l.link}});
-  return {{"name", c.name},
+  nlohmann::json out = {{"name", c.name},
           {"device",
            {{"name", c.device.name},
             {"memory_bytes", c.device.memory_bytes},
@@ -157,6 +160,9 @@ nlohmann::json ClusterToJson(const Cluster& c) {
           {"network_model", c.network_model},
           {"launch_overhead_us", c.launch_overhead_us},
           {"communication_overhead_us", c.communication_overhead_us}};
+  if (c.shared_cores > 0) out["shared_cores"] = c.shared_cores;
+  if (!c.calibration.is_null()) out["calibration"] = c.calibration;
+  return out;
 }
 
 Cluster LoadClusterFile(const std::string& path) {

@@ -48,6 +48,14 @@ class Cluster {
   std::string network_model = "datacenter";
   double launch_overhead_us = 0;       // per compute operation
   double communication_overhead_us = 0;  // host-side cost per message
+  // 0: every device computes on its own (a GPU). > 0: the devices of one server (a level-0 unit)
+  // are worker processes sharing this many CPU cores, as on the machine `pipetwin compare` runs
+  // on: a worker computes at one core's speed while no more workers than cores are busy, and
+  // they share the cores beyond that (the simulator's multi-core host).
+  int shared_cores = 0;
+  // What `pipetwin calibrate` measured to derive this cluster (probe sizes, raw timings); kept
+  // for inspection, never read back into the model. Null when the cluster was written by hand.
+  nlohmann::json calibration;
 
   int DeviceCount() const;
   // Devices inside one unit of level `level` (level 0: a server's devices).

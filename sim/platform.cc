@@ -49,6 +49,11 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
   unit.zone = sg4::create_star_zone(name);
   if (parent) unit.zone->set_parent(parent);
   const ClusterLevel& spec = cluster.levels[level];
+  sg4::Host* shared_cpu = nullptr;
+  if (level == 0 && cluster.shared_cores > 0)
+    shared_cpu = unit.zone->create_host(name + "-cpu", kHostSpeed)
+                     ->set_core_count(cluster.shared_cores)
+                     ->seal();
   for (int c = 0; c < spec.count; ++c) {
     if (level == 0) {
       const int d = first_device + c;
@@ -56,6 +61,7 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
       sg4::Host* host = unit.zone->create_host(host_name, kHostSpeed);
       Attach(unit.zone, host->get_netpoint(), nullptr, Link(unit.zone, host_name, spec));
       platform.hosts[d] = host;
+      platform.cpus[d] = shared_cpu ? shared_cpu : host;
       continue;
     }
     const int below = cluster.DevicesPerUnit(level - 1);
@@ -74,6 +80,7 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
 Platform BuildPlatform(const Cluster& cluster) {
   Platform platform;
   platform.hosts.resize(cluster.DeviceCount());
+  platform.cpus.resize(cluster.DeviceCount());
   BuildUnit(cluster, static_cast<int>(cluster.levels.size()) - 1, 0, 0, nullptr, platform);
   return platform;
 }

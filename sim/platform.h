@@ -1,4 +1,6 @@
-// The SimGrid platform of a Cluster: one host per device, one star zone per unit of every level.
+// The SimGrid platform of a Cluster: one host per device, one star zone per unit of every level,
+// and, when the devices are processes sharing CPU cores, one multi-core host per server on which
+// they compute.
 //
 // Level 0 (a server) is a star zone whose hosts each reach the server's switch (NVSwitch, PCIe
 // switch) over a private full-duplex link of the level's bandwidth; level l >= 1 is a star zone
@@ -37,6 +39,12 @@ void ConfigureNetwork(const Cluster& cluster);
 
 struct Platform {
   std::vector<simgrid::s4u::Host*> hosts;  // by device id
+  // By device id: where its computations run. The device's own host, unless the cluster's
+  // devices share CPU cores (cluster.shared_cores > 0): then one multi-core host per server,
+  // which SimGrid's CPU model shares among the executions running on it (each gets at most one
+  // core's speed; beyond one per core they divide the cores equally), as the OS scheduler
+  // shares a machine's cores among worker processes.
+  std::vector<simgrid::s4u::Host*> cpus;
 };
 
 Platform BuildPlatform(const Cluster& cluster);

@@ -11,6 +11,7 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 #include <xbt/log.h>
@@ -85,6 +86,7 @@ class Simulation {
   // A worker's runtime: its mailboxes, its communication stream and what it waits for.
   struct Worker {
     sg4::Host* host = nullptr;
+    sg4::Host* cpu = nullptr;  // where it computes (platform.h: shared by a server's workers)
     sg4::ActorPtr actor;
     std::vector<sg4::Mailbox*> op_mailbox;  // Send/Recv ops: the pair's mailbox
     std::vector<Message> messages;          // Send ops: the payload
@@ -107,6 +109,7 @@ class Simulation {
   void Launch(int w, double bytes);
   void LaunchAll(int w);
   void WaitForJob(int w, long job);
+  void Execute(const Worker& me, double seconds);  // `seconds` of work on the worker's CPU
   void Compute(int w, size_t i);
   void Count(int level, double bytes, bool allreduce);
 
@@ -156,6 +159,7 @@ void Simulation::Prepare() {
   for (const WorkerProgram& p : s_.workers) {
     Worker& w = workers_[p.worker];
     w.host = platform.hosts[setup_.worker_device[p.worker]];
+    w.cpu = platform.cpus[setup_.worker_device[p.worker]];
     replicas[p.stage].push_back(p.worker);
     const size_t n = p.ops.size();
     w.op_mailbox.assign(n, nullptr);
@@ -262,13 +266,23 @@ void Simulation::StreamMain(int w) {
   }
 }
 
+void Simulation::Execute(const Worker& me, double seconds) {
+  if (me.cpu == me.host) {
+    sg4::this_actor::execute(seconds * kHostSpeed);
+    return;
+  }
+  sg4::ExecPtr exec = sg4::this_actor::exec_init(seconds * kHostSpeed);
+  exec->set_host(me.cpu);
+  exec->wait();
+}
+
 void Simulation::Compute(int w, size_t i) {
   Worker& me = workers_[w];
   const Op& op = s_.workers[w].ops[i];
   const double seconds = setup_.ComputeSeconds(op);
   const int allreduce = me.feeds_allreduce[i];
   if (allreduce < 0 || me.buckets.empty()) {
-    sg4::this_actor::execute(seconds * kHostSpeed);
+    Execute(me, seconds);
     ++record_.activities;
     return;
   }
@@ -277,7 +291,7 @@ void Simulation::Compute(int w, size_t i) {
   for (size_t b = 0; b < me.buckets.size(); ++b) {
     const double piece =
         work * me.buckets[b].backward_fraction + (b == 0 ? setup_.launch_overhead_s : 0);
-    sg4::this_actor::execute(piece * kHostSpeed);
+    Execute(me, piece);
     ++record_.activities;
     Launch(w, me.buckets[b].bytes);
   }

@@ -38,6 +38,13 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   EXPECT_EQ(c.levels[0].link, "pcie");  // kept from the preset
   EXPECT_DOUBLE_EQ(c.device.memory_bytes, 8e9);
   EXPECT_EQ(ClusterToJson(ClusterFromJson(ClusterToJson(c), "x")), ClusterToJson(c));
+  EXPECT_FALSE(ClusterToJson(c).contains("shared_cores"));
+  // A calibrated machine: workers sharing 2 cores, the probe's record kept as written.
+  c.shared_cores = 2;
+  c.calibration = {{"loopback", {{"fit_residual", 0.01}}}};
+  const Cluster back = ClusterFromJson(ClusterToJson(c), "x");
+  EXPECT_EQ(back.shared_cores, 2);
+  EXPECT_EQ(back.calibration, c.calibration);
 }
 
 std::string ErrorOf(const std::string& text) {
@@ -71,6 +78,8 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
             "scenario.json: cluster.device.memory_bytes: expected a number > 0, got 0");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "network_model": "udp"})"),
             "scenario.json: cluster.network_model: expected one of datacenter, tcp, got \"udp\"");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "shared_cores": 0})"),
+            "scenario.json: cluster.shared_cores: expected an integer >= 1, got 0");
 }
 
 }  // namespace

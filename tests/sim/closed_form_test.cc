@@ -114,6 +114,30 @@ TEST(SimClosedForm, AsynchronousOneFOneBRunsAtTheSlowestStage) {
   EXPECT_LT(RelativeError(r.samples_per_s, 1 / slowest), kTolerance);
 }
 
+// Workers that are processes sharing CPU cores (cluster.shared_cores): asynchronous 1F1B on 4
+// equal stages runs at one stage per core while each has a core (3 ms per minibatch on 4 cores);
+// on 2 cores the 4 workers' 12 ms of work per minibatch take 6 ms, on 1 core 12 ms.
+TEST(SimClosedForm, WorkersSharingCoresDivideThem) {
+  const int p = 4, m = 16;
+  const double f = 1e-3, b = 2e-3;
+  for (int cores : {0, 4, 2, 1}) {
+    Cluster cluster = TwoLevelCluster(p, 1, 800, 0, 0, 0);
+    cluster.shared_cores = cores;
+    const Scenario s = MakeScenario(EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6), cluster,
+                                    EvenPlan(p, 1, 1), "pipedream", m, 4);
+    const double per_minibatch = (f + b) * p / std::min(p, cores > 0 ? cores : p);
+    const Report r = simtest::Simulate(s);
+    EXPECT_LT(RelativeError(r.iteration_s, m * per_minibatch), 2e-2)
+        << cores << " cores: " << r.iteration_s << " vs " << m * per_minibatch;
+  }
+  // GPipe on 1 shared core is sequential: m (f + b) per stage, p stages, no overlap at all.
+  Cluster one = TwoLevelCluster(p, 1, 800, 0, 0, 0);
+  one.shared_cores = 1;
+  const Scenario g = MakeScenario(EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6), one,
+                                  EvenPlan(p, 1, 1), "gpipe", m, 1);
+  EXPECT_LT(RelativeError(simtest::Simulate(g).iteration_s, p * m * (f + b)), kTolerance);
+}
+
 // Pure data parallelism over r servers: forward, backward, then the ring all-reduce of the
 // gradients in one bucket: 2(r-1)/r S/B + 2(r-1) latencies.
 TEST(SimClosedForm, RingAllReduceOverServers) {

@@ -11,10 +11,15 @@
 #include <iostream>
 #include <sstream>
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "exec/data.h"
 #include "exec/job.h"
+#include "exec/launcher.h"
 #include "exec/model.h"
 #include "exec/weights.h"
 #include "exec/worker.h"
@@ -97,6 +102,142 @@ void PrintPipelineBound(std::ostream& out, const Workload& w, const Plan& plan, 
       << " samples/s (1 / slowest stage)\n" << std::defaultfloat;
 }
 
+
+// What timing one layer needs: its inputs (taken from one forward pass of the whole model), its
+// parameters, and the tensors its backward differentiates against.
+struct LayerRun {
+  std::vector<torch::Tensor> inputs, parameters, targets;
+  torch::Tensor output;
+};
+
+std::vector<LayerRun> PrepareLayers(const Model& model, int batch) {
+  auto data = MakeDataSource("synthetic", "", model, 1);
+  const Batch sample = data->Train(0, batch);
+  std::vector<LayerRun> runs(model.LayerCount());
+  std::vector<torch::Tensor> outputs;
+  {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < model.LayerCount(); ++i) {
+      at::Generator g = at::detail::createCPUGenerator(1000003ULL + i);
+      runs[i].parameters = model.layers[i]->InitialParameters(g);
+      std::vector<torch::Tensor> in;
+      for (int j : model.layer_inputs[i]) in.push_back(j < 0 ? sample.input : outputs[j]);
+      outputs.push_back(model.layers[i]->Forward(in, runs[i].parameters));
+    }
+  }
+  for (int i = 0; i < model.LayerCount(); ++i) {
+    LayerRun& r = runs[i];
+    for (int j : model.layer_inputs[i]) {
+      torch::Tensor x = j < 0 ? sample.input : outputs[j];
+      if (x.is_floating_point()) x = x.detach().requires_grad_(true), r.targets.push_back(x);
+      r.inputs.push_back(x);
+    }
+    for (auto& t : r.parameters) {
+      t = t.detach().requires_grad_(true);
+      r.targets.push_back(t);
+    }
+    r.output = outputs[i];
+  }
+  return runs;
+}
+
+// One forward of layer i with autograd recording and, when `backward`, its backward; returns the
+// backward's time in ms (the forward's graph is built outside the timed part).
+double ForwardBackward(const Model& model, const LayerRun& r, int i, bool backward) {
+  torch::Tensor y = model.layers[i]->Forward(r.inputs, r.parameters);
+  if (!backward || r.targets.empty()) return 0;
+  const torch::Tensor grad_out = torch::ones_like(y);
+  const auto start = Clock::now();
+  torch::autograd::grad({y}, r.targets, {grad_out}, false, false, /*allow_unused=*/true);
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+int CoresAvailable() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// The k-th core of this process's affinity mask.
+void PinToCore(int k) {
+  cpu_set_t allowed, one;
+  CPU_ZERO(&allowed);
+  CPU_ZERO(&one);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed) && seen++ == k) {
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+}
+
+// `--concurrent N`: the other N-1 workers of a pipeline sharing this machine. Two processes on
+// two cores of this VM each run a GEMM ~40% slower than one alone (shared caches and memory
+// bandwidth), so a layer timed on an idle machine overstates what a pipeline's workers get. Each
+// load process is this program again (`profile ... --load-cpu K`), pinned to core K, computing
+// the same layers' forwards and backwards in a loop until we kill it; it dies with us
+// (PR_SET_PDEATHSIG) and says "ready" on a pipe after its first pass, so the timing starts under
+// full load.
+class LoadProcesses {
+ public:
+  LoadProcesses(const ProfileOptions& o, int batch) {
+    for (int k = 1; k < o.concurrent; ++k) {
+      int fds[2];
+      if (::pipe(fds) != 0) throw RunError("pipetwin profile: cannot create a pipe");
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::dup2(fds[1], STDOUT_FILENO);
+        ::close(fds[0]);
+        ::close(fds[1]);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        const std::string self = SelfExecutable();
+        const std::vector<std::string> args = {
+            self, "profile", o.workload, "--batch", std::to_string(batch), "--threads",
+            std::to_string(o.threads), "--load-cpu", std::to_string(k)};
+        std::vector<char*> argv;
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(self.c_str(), argv.data());
+        ::_exit(127);
+      }
+      ::close(fds[1]);
+      if (pid < 0) {
+        ::close(fds[0]);
+        throw RunError("pipetwin profile: cannot start a load process");
+      }
+      pids_.push_back(pid);
+      char c = 0;
+      const ssize_t got = ::read(fds[0], &c, 1);
+      ::close(fds[0]);
+      if (got != 1)
+        throw RunError("pipetwin profile: load process " + std::to_string(k) +
+                       " exited before it was ready");
+    }
+  }
+  ~LoadProcesses() {
+    for (pid_t pid : pids_) ::kill(pid, SIGKILL);
+    for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  }
+  LoadProcesses(const LoadProcesses&) = delete;
+  LoadProcesses& operator=(const LoadProcesses&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// A load process: the layers' forwards and backwards in a loop, forever.
+[[noreturn]] void RunLoad(const Model& model, const std::vector<LayerRun>& runs, int cpu) {
+  PinToCore(cpu);
+  for (bool ready = false;; ready = true) {
+    for (int i = 0; i < model.LayerCount(); ++i) ForwardBackward(model, runs[i], i, true);
+    if (!ready) {
+      std::cout << "ready" << std::endl;
+    }
+  }
+}
+
 }  // namespace
 
 int RunProfile(const ProfileOptions& options) {
@@ -105,57 +246,41 @@ int RunProfile(const ProfileOptions& options) {
   at::set_num_threads(options.threads);
   SetBlasThreads(options.threads);
   const Model model = BuildModel(source.model);
-  auto data = MakeDataSource("synthetic", "", model, 1);
-  const Batch sample = data->Train(0, batch);
-
-  // One forward of the whole model gives every layer's inputs.
-  std::vector<std::vector<torch::Tensor>> parameters;
-  std::vector<torch::Tensor> outputs;
-  {
-    torch::NoGradGuard no_grad;
-    for (int i = 0; i < model.LayerCount(); ++i) {
-      at::Generator g = at::detail::createCPUGenerator(1000003ULL + i);
-      parameters.push_back(model.layers[i]->InitialParameters(g));
-      std::vector<torch::Tensor> in;
-      for (int j : model.layer_inputs[i]) in.push_back(j < 0 ? sample.input : outputs[j]);
-      outputs.push_back(model.layers[i]->Forward(in, parameters.back()));
-    }
-  }
+  const std::vector<LayerRun> runs = PrepareLayers(model, batch);
+  if (options.load_cpu >= 0) RunLoad(model, runs, options.load_cpu);
+  const int cores = CoresAvailable();
+  if (options.concurrent * options.threads > cores)
+    throw InputError(options.workload, "",
+                     "--concurrent " + std::to_string(options.concurrent) + " x --threads " +
+                         std::to_string(options.threads) + " needs more than the " +
+                         std::to_string(cores) + " cores this process may use");
+  if (options.concurrent > 1) PinToCore(0);
+  LoadProcesses load(options, batch);
 
   Workload w;
   w.name = model.name + "-measured";
   w.reference.batch_size = batch;
   w.reference.device = HostDescription(options.threads);
+  if (options.concurrent > 1)
+    w.reference.device += ", " + std::to_string(options.concurrent) + " processes computing at once";
   w.reference.source = "measured";
   w.parameter_dtype_bytes = 4;
   for (int i = 0; i < model.LayerCount(); ++i) {
-    std::vector<torch::Tensor> inputs, targets;
-    for (int j : model.layer_inputs[i]) {
-      torch::Tensor x = j < 0 ? sample.input : outputs[j];
-      if (x.is_floating_point()) x = x.detach().requires_grad_(true), targets.push_back(x);
-      inputs.push_back(x);
-    }
-    std::vector<torch::Tensor> p;
-    for (auto& t : parameters[i]) p.push_back(t.detach().requires_grad_(true)), targets.push_back(p.back());
-    const LayerFunction& layer = *model.layers[i];
+    const LayerRun& r = runs[i];
     Layer l;
     l.id = model.layer_ids[i];
     l.description = "measured with LibTorch";
-    l.forward_ms = MedianMs(options.warmup, options.repeats, [&] { layer.Forward(inputs, p); });
-    const torch::Tensor grad_out = torch::ones_like(outputs[i]);
+    l.forward_ms = MedianMs(options.warmup, options.repeats,
+                            [&] { ForwardBackward(model, r, i, /*backward=*/false); });
     // Backward alone: each repeat builds a fresh graph, then only the gradients are timed.
     std::vector<double> backward_ms;
-    for (int r = 0; r < options.warmup + options.repeats; ++r) {
-      torch::Tensor y = layer.Forward(inputs, p);
-      const auto start = Clock::now();
-      if (!targets.empty())
-        torch::autograd::grad({y}, targets, {grad_out}, false, false, /*allow_unused=*/true);
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      if (r >= options.warmup) backward_ms.push_back(ms);
+    for (int k = 0; k < options.warmup + options.repeats; ++k) {
+      const double ms = ForwardBackward(model, r, i, /*backward=*/true);
+      if (k >= options.warmup) backward_ms.push_back(ms);
     }
     l.backward_ms = Median(backward_ms);
-    l.activation_bytes = static_cast<double>(outputs[i].numel() * outputs[i].element_size());
-    l.parameter_bytes = static_cast<double>(TensorBytes(parameters[i]));
+    l.activation_bytes = static_cast<double>(r.output.numel() * r.output.element_size());
+    l.parameter_bytes = static_cast<double>(TensorBytes(r.parameters));
     l.parameters = l.parameter_bytes / 4;
     for (int j : model.layer_inputs[i])
       if (j >= 0) l.inputs.push_back(j);

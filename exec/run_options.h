@@ -126,7 +126,11 @@ inline po::options_description ProfileOptionsDescription() {
       ("json", "print the measured workload as JSON")
       ("repeats", po::value<int>()->default_value(10), "timed runs per layer (median taken)")
       ("warmup", po::value<int>()->default_value(3), "untimed runs first")
-      ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)");
+      ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)")
+      ("concurrent", po::value<int>()->default_value(1),
+       "time the layers while N-1 other processes compute the same layers on the other cores, "
+       "as N pipeline workers sharing this machine do (N <= cores)")
+      ("load-cpu", po::value<int>(), "(internal) be one of those load processes, on this core");
   return desc;
 }
 
@@ -144,6 +148,8 @@ struct ProfileOptions {
   int repeats = 10;
   int warmup = 3;
   int threads = 1;
+  int concurrent = 1;  // processes computing at once, this one included
+  int load_cpu = -1;   // >= 0: a load process of another profile, pinned to this core
 };
 
 inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
@@ -156,6 +162,11 @@ inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
   o.repeats = vm["repeats"].as<int>();
   o.warmup = vm["warmup"].as<int>();
   o.threads = vm["threads"].as<int>();
+  o.concurrent = vm["concurrent"].as<int>();
+  if (vm.count("load-cpu")) o.load_cpu = vm["load-cpu"].as<int>();
+  if (o.concurrent < 1)
+    throw InputError("pipetwin profile: --concurrent must be >= 1, got " +
+                     std::to_string(o.concurrent));
   if (vm.count("batch") && o.batch < 1)
     throw InputError("pipetwin profile: --batch must be >= 1, got " + std::to_string(o.batch));
   if (o.repeats < 1) throw InputError("pipetwin profile: --repeats must be >= 1");

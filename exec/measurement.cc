@@ -304,44 +304,39 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
   return r;
 }
 
-nlohmann::json ChromeTrace(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
-  nlohmann::json events = nlohmann::json::array();
-  for (const auto& w : workers) {
-    const std::string name = "worker " + std::to_string(w.rank) + " (stage " +
-                             std::to_string(w.stage) + ", replica " + std::to_string(w.replica) +
-                             ")";
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", w.rank},
-                      {"args", {{"name", "device " + std::to_string(w.rank)}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", w.rank}, {"tid", w.rank},
-                      {"args", {{"name", name}}}});
-    for (const auto& op : w.ops) {
-      const bool state = !IsBusy(op.kind) && !IsCommunication(op.kind);
-      if (state) continue;  // stash and release bookkeeping: memory, not time
-      Op as_op;
-      as_op.kind = op.kind;
-      as_op.stage = op.stage;
-      as_op.microbatch = op.microbatch;
-      as_op.peer_worker = op.peer;
-      as_op.weight_version = op.weight_version;
-      nlohmann::json args = {{"stage", op.stage}, {"iteration", op.iteration}};
-      if (op.microbatch >= 0) args["microbatch"] = op.microbatch;
-      if (op.weight_version >= 0) args["weight_version"] = op.weight_version;
-      if (op.peer >= 0) args["peer"] = op.peer;
-      if (op.bytes > 0) args["bytes"] = op.bytes;
-      events.push_back({{"name", ActionName(as_op)},
-                        {"cat", IsBusy(op.kind) ? "compute" : "communication"},
-                        {"ph", "X"},
-                        {"pid", w.rank},
-                        {"tid", w.rank},
-                        {"ts", op.start_s * 1e6},
-                        {"dur", (op.end_s - op.start_s) * 1e6},
-                        {"args", args}});
+Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
+  Timeline t;
+  t.label = "measured";
+  t.other_data = {{"scenario", job.scenario.name},
+                  {"schedule", job.plan.schedule},
+                  {"source", "pipetwin run (LibTorch executor)"}};
+  for (const WorkerMeasurement& w : workers) {
+    const int device = w.rank;  // one process per worker, as the Report counts devices
+    t.processes.push_back({device, w.rank, w.stage, w.replica, w.memory_timeline});
+    int buckets = 0;
+    for (const OpRecord& record : w.ops) {
+      if (record.kind == OpKind::kAllReduce) {
+        t.events.push_back(AllReduceEvent(device, w.rank, record.stage, buckets++, record.bytes,
+                                          record.start_s, record.end_s));
+        continue;
+      }
+      Op op;
+      op.kind = record.kind;
+      op.stage = record.stage;
+      op.microbatch = record.microbatch;
+      op.peer_worker = record.peer;
+      op.weight_version = record.weight_version;
+      const TimelineEvent e =
+          OpEvent(op, device, w.rank, record.start_s, record.end_s, record.bytes);
+      if (IsComputeOp(op.kind) || IsCommunicationOp(op.kind)) t.events.push_back(e);
+      if (op.kind == OpKind::kUpdate) t.updates.push_back(e);
     }
   }
-  return {{"traceEvents", events},
-          {"displayTimeUnit", "ms"},
-          {"otherData", {{"source", "executor"}, {"scenario", job.scenario.name},
-                         {"schedule", job.plan.schedule}}}};
+  return t;
+}
+
+nlohmann::json ChromeTrace(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
+  return pipetwin::ChromeTrace(MeasuredTimeline(job, workers));
 }
 
 }  // namespace pipetwin::exec

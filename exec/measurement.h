@@ -1,10 +1,11 @@
 // What a worker measures while it runs its op list, and how rank 0 merges the workers'
 // measurements into the run's Report (partition/report.h, the schema the simulator writes) and
-// into a Chrome trace.
+// into a Timeline (partition/timeline.h), whose Chrome trace has the simulator's layout.
 //
 //   WorkerMeasurement m;  ...                       // filled by the worker as it runs
 //   comm.Publish("result/3", MeasurementToJson(m).dump());
 //   Report r = MergeMeasurements(job, all);          // on rank 0
+//   nlohmann::json trace = ChromeTrace(job, all);    // --trace
 //
 // Free of LibTorch: workers hand their measurement to rank 0 as JSON through the store.
 #pragma once
@@ -18,6 +19,7 @@
 #include "exec/job.h"
 #include "partition/report.h"
 #include "partition/schedule.h"
+#include "partition/timeline.h"
 
 namespace pipetwin::exec {
 
@@ -68,8 +70,14 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j);
 // exposed communication, per-device memory, per-stage staleness; executor-only facts (overhead,
 // per micro-batch versions, losses, accuracy, peak RSS) under `details`.
 Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers);
-// Chrome trace (chrome://tracing, Perfetto): a process per device, a thread per worker, each op
-// a complete event in microseconds named by its torch.distributed.pipelining action ("1F3").
+// The run as a Timeline labelled "measured" (partition/timeline.h), in the simulator's layout:
+// worker r on device r; its compute and Send/Recv ops named by their torch.distributed.pipelining
+// action ("1F3"), with the weight version actually used, the peer and the bytes; its all-reduces
+// on lane 3; its updates (SVG ticks); its memory samples. Stash and release ops take no time
+// worth drawing and are left out.
+Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers);
+// Chrome trace (chrome://tracing, Perfetto) of the run, the layout of `pipetwin simulate
+// --trace`: ChromeTrace(MeasuredTimeline(job, workers)).
 nlohmann::json ChromeTrace(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers);
 
 }  // namespace pipetwin::exec

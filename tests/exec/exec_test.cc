@@ -17,7 +17,11 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <regex>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -556,6 +560,95 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
   int forwards = 0;
   for (const auto& e : t["traceEvents"]) forwards += e.value("name", "") == "0F0";
   EXPECT_EQ(forwards, 1);  // stage 0, micro-batch 0 of the whole run
+}
+
+// What a Chrome trace shows of a run: process names by pid, thread names by (pid, tid), and the
+// complete events as (pid, tid, name), each once per occurrence.
+struct TraceLayout {
+  std::map<int, std::string> processes;
+  std::map<std::pair<int, int>, std::string> threads;
+  std::multiset<std::tuple<int, int, std::string>> events;
+};
+
+OpKind KindOfAction(const std::string& action) {
+  if (action == "F") return OpKind::kForward;
+  if (action == "B") return OpKind::kBackward;
+  if (action == "SEND_F") return OpKind::kSendActivation;
+  if (action == "RECV_F") return OpKind::kRecvActivation;
+  if (action == "SEND_B") return OpKind::kSendGradient;
+  return OpKind::kRecvGradient;
+}
+
+TraceLayout LayoutOf(const nlohmann::json& trace) {
+  TraceLayout layout;
+  for (const auto& e : trace.at("traceEvents")) {
+    const int pid = e.at("pid").get<int>();
+    const std::string name = e.at("name").get<std::string>();
+    if (e["ph"] == "M" && name == "process_name")
+      layout.processes[pid] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "M" && name == "thread_name")
+      layout.threads[{pid, e["tid"].get<int>()}] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "X") layout.events.insert({pid, e["tid"].get<int>(), name});
+  }
+  return layout;
+}
+
+TEST(ExecReport, TraceHasTheSimulatorsLayout) {
+  ScenarioSpec s;
+  s.iterations = 2;
+  const std::string scenario = WriteScenario(s);
+  const std::string dir = TemporaryDirectory();
+  const Result run = Exec("run '" + scenario + "' --trace " + dir + "/measured.json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto simulated = pipetwin::testing::RunPipetwin("simulate '" + scenario + "' --trace " +
+                                                        dir + "/predicted.json");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  const auto measured_trace = nlohmann::json::parse(Slurp(dir + "/measured.json"));
+  const TraceLayout measured = LayoutOf(measured_trace);
+  const TraceLayout predicted = LayoutOf(nlohmann::json::parse(Slurp(dir + "/predicted.json")));
+
+  EXPECT_EQ(measured.processes, (std::map<int, std::string>{{0, "device 0: worker 0, stage 0"},
+                                                            {1, "device 1: worker 1, stage 1"}}));
+  for (int pid : {0, 1}) {
+    EXPECT_EQ(measured.threads.at({pid, 0}), "compute");
+    EXPECT_EQ(measured.threads.at({pid, 1}), "send");
+    EXPECT_EQ(measured.threads.at({pid, 2}), "receive");
+    EXPECT_EQ(measured.threads.at({pid, 3}), "all-reduce");
+  }
+  // Names are torch actions ("0F3", "1SEND_B2"); category, lane and args follow the op.
+  const std::regex action("([0-9]+)(F|B|SEND_F|RECV_F|SEND_B|RECV_B)([0-9]+)");
+  int memory_samples = 0;
+  for (const auto& e : measured_trace["traceEvents"]) {
+    memory_samples += e["ph"] == "C" && e["name"] == "memory";
+    if (e["ph"] != "X") continue;
+    std::smatch m;
+    const std::string name = e["name"];
+    ASSERT_TRUE(std::regex_match(name, m, action)) << e.dump();
+    Op op;
+    op.kind = KindOfAction(m[2]);
+    op.stage = std::stoi(m[1]);
+    op.microbatch = std::stoi(m[3]);
+    EXPECT_EQ(name, ActionName(op));
+    EXPECT_EQ(e["cat"], OpKindName(op.kind)) << e.dump();
+    EXPECT_EQ(e["args"]["stage"], op.stage) << e.dump();
+    EXPECT_EQ(e["args"]["microbatch"], op.microbatch) << e.dump();
+    if (IsComputeOp(op.kind)) {
+      EXPECT_EQ(e["tid"], 0) << e.dump();
+      // Flush: one version per iteration, the one made by the previous iteration's update.
+      EXPECT_EQ(e["args"]["weight_version"], op.microbatch / s.microbatches) << e.dump();
+    } else {
+      EXPECT_EQ(e["tid"], m[2].str().rfind("SEND", 0) == 0 ? 1 : 2) << e.dump();
+      EXPECT_EQ(e["args"]["peer_worker"], 1 - e["pid"].get<int>()) << e.dump();
+      EXPECT_GT(e["args"]["bytes"].get<double>(), 0) << e.dump();
+    }
+  }
+  EXPECT_GT(memory_samples, 0);
+  // The simulator's trace of the same scenario: the same processes, threads and events.
+  EXPECT_EQ(measured.processes, predicted.processes);
+  EXPECT_EQ(measured.threads, predicted.threads);
+  EXPECT_EQ(measured.events, predicted.events);
+  // Workers x iterations x micro-batches x (forward, backward, a send, a receive).
+  EXPECT_EQ(measured.events.size(), 2u * 2 * 4 * 4);
 }
 
 int FreePort() {

@@ -1,0 +1,384 @@
+#include "partition/timeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <utility>
+
+namespace pipetwin {
+
+namespace {
+
+// Events by worker, in their order.
+std::map<int, std::vector<const TimelineEvent*>> ByWorker(
+    const std::vector<TimelineEvent>& events) {
+  std::map<int, std::vector<const TimelineEvent*>> by_worker;
+  for (const auto& e : events) by_worker[e.worker].push_back(&e);
+  return by_worker;
+}
+
+// --- Chrome trace ---
+
+const char* const kLaneNames[] = {"compute", "send", "receive", "all-reduce"};
+
+nlohmann::json Metadata(const char* what, int pid, int tid, const std::string& name) {
+  nlohmann::json e = {{"name", what}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}};
+  if (tid >= 0) e["tid"] = tid;
+  return e;
+}
+
+int MaxDevice(const Timeline& t) {
+  int most = -1;
+  for (const auto& p : t.processes) most = std::max(most, p.device);
+  for (const auto& e : t.events) most = std::max(most, e.device);
+  return most;
+}
+
+int MaxWorker(const Timeline& t) {
+  int most = -1;
+  for (const auto& p : t.processes) most = std::max(most, p.worker);
+  return most;
+}
+
+// Appends the timeline's events with pids shifted by `pid_base`, sort indices by `sort_base`
+// and process names prefixed by `prefix`.
+void AppendTrace(const Timeline& t, int pid_base, int sort_base, const std::string& prefix,
+                 nlohmann::json& out) {
+  auto by_worker = ByWorker(t.events);
+  for (const TimelineProcess& p : t.processes) {
+    const int pid = pid_base + p.device;
+    out.push_back(Metadata("process_name", pid, -1, prefix + ProcessName(p)));
+    out.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid},
+                   {"args", {{"sort_index", sort_base + p.worker}}}});
+    for (int lane = 0; lane < 4; ++lane)
+      out.push_back(Metadata("thread_name", pid, lane, kLaneNames[lane]));
+    for (const TimelineEvent* e : by_worker[p.worker])
+      out.push_back({{"name", e->name},
+                     {"cat", e->category},
+                     {"ph", "X"},
+                     {"pid", pid_base + e->device},
+                     {"tid", e->lane},
+                     {"ts", e->start_s * 1e6},
+                     {"dur", (e->end_s - e->start_s) * 1e6},
+                     {"args", e->args}});
+    for (const MemorySample& m : p.memory)
+      out.push_back({{"name", "memory"},
+                     {"ph", "C"},
+                     {"pid", pid},
+                     {"ts", m.time_s * 1e6},
+                     {"args",
+                      {{"weights", m.bytes.weights},
+                       {"optimizer", m.bytes.optimizer},
+                       {"gradients", m.bytes.gradients},
+                       {"activations", m.bytes.activations},
+                       {"recompute", m.bytes.recompute}}}});
+  }
+}
+
+nlohmann::json TraceDocument(nlohmann::json events, nlohmann::json other_data) {
+  return {{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ms"},
+          {"otherData", std::move(other_data)}};
+}
+
+std::string LabelOf(const Timeline& t, size_t index) {
+  return t.label.empty() ? "timeline " + std::to_string(index + 1) : t.label;
+}
+
+// --- SVG ---
+
+constexpr double kMinLeft = 150;      // room for the row labels, at least
+constexpr double kCharWidth = 6.7;    // DejaVu Sans Mono at 11 px: 0.6 em per character
+constexpr double kTop = 46;           // title and time axis
+constexpr double kGroupHeader = 22;   // a timeline's label above its rows
+constexpr double kGroupGap = 10;
+constexpr double kRowHeight = 24;
+constexpr double kBoxHeight = 19;
+constexpr double kMaxPlotWidth = 7000;
+
+// The colours of `pipetwin schedule --format svg` (schedule_svg.cc): per op kind, interleaved
+// chunks alternating dark and light shades.
+const char* Fill(OpKind kind, int chunk) {
+  const bool light = chunk % 2 == 1;
+  switch (kind) {
+    case OpKind::kForward: return light ? "#9fc5e8" : "#1f5fa8";
+    case OpKind::kBackward: return light ? "#a8dba8" : "#2e7d32";
+    case OpKind::kBackwardInput: return light ? "#c5e8b7" : "#66a61e";
+    case OpKind::kBackwardWeight: return light ? "#d9b8d6" : "#8e4b8a";
+    case OpKind::kRecompute: return "#b0a8a0";
+    default: return "#000000";
+  }
+}
+
+const char* TextColour(OpKind kind, int chunk) {
+  return (chunk % 2 == 1 || kind == OpKind::kRecompute) ? "#000000" : "#ffffff";
+}
+
+std::string Num(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << v;
+  return s.str();
+}
+
+std::string Escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The heading: the first timeline's scenario and schedule, when it names them.
+std::string Title(const std::vector<Timeline>& timelines) {
+  if (timelines.empty()) return "timeline";
+  const nlohmann::json& d = timelines.front().other_data;
+  std::string title;
+  if (d.contains("scenario") && d["scenario"].is_string()) title = d["scenario"];
+  if (d.contains("schedule") && d["schedule"].is_string()) {
+    if (!title.empty()) title += ", ";
+    title += "schedule " + d["schedule"].get<std::string>();
+  }
+  return title.empty() ? "timeline" : title;
+}
+
+// The row label: "worker W (stage S)", with ", rR" when the stage has several replicas.
+std::string RowLabel(const Timeline& t, const TimelineProcess& p) {
+  int replicas = 0;
+  for (const auto& q : t.processes) replicas += q.stage == p.stage;
+  std::string label = "worker " + std::to_string(p.worker) + " (stage " + std::to_string(p.stage);
+  if (replicas > 1) label += ", r" + std::to_string(p.replica);
+  return label + ")";
+}
+
+// Grid lines and labels about every 1/20 of the span, at 1, 2 or 5 times a power of ten.
+double TickStep(double span_ms) {
+  const double raw_step = span_ms / 20;
+  const double magnitude = std::pow(10, std::floor(std::log10(std::max(raw_step, 1e-9))));
+  for (double f : {1.0, 2.0, 5.0, 10.0})
+    if (f * magnitude >= raw_step) return f * magnitude;
+  return magnitude;
+}
+
+// One worker's row: its label, the idle background, update ticks, a box per compute op.
+// `left` is where the plot starts, `scale` its pixels per ms.
+void DrawRow(const Timeline& t, const TimelineProcess& p,
+             const std::vector<const TimelineEvent*>& events,
+             const std::vector<const TimelineEvent*>& updates, double left, double y,
+             double scale, double plot_width, std::ostringstream& out) {
+  out << "<text x=\"" << Num(left - 8) << "\" y=\"" << Num(y + kBoxHeight - 5)
+      << "\" text-anchor=\"end\">" << RowLabel(t, p) << "</text>\n";
+  // The idle background: whatever no box covers is a bubble.
+  out << "<rect x=\"" << Num(left) << "\" y=\"" << Num(y) << "\" width=\"" << Num(plot_width)
+      << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"#eeeeee\"/>\n";
+  for (const TimelineEvent* update : updates) {
+    const double x = left + update->start_s * 1e3 * scale;
+    out << "<rect x=\"" << Num(x - 1) << "\" y=\"" << Num(y - 2) << "\" width=\"2\" height=\""
+        << Num(kBoxHeight + 4) << "\" fill=\"#000000\"><title>update to version "
+        << update->op.weight_version << "</title></rect>\n";
+  }
+  for (const TimelineEvent* event : events) {
+    const TimelineEvent& e = *event;
+    const double bw = (e.end_s - e.start_s) * 1e3 * scale;
+    if (!IsComputeOp(e.op.kind) || bw <= 0) continue;
+    const double x = left + e.start_s * 1e3 * scale;
+    out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y) << "\" width=\"" << Num(bw)
+        << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"" << Fill(e.op.kind, e.op.chunk)
+        << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"><title>" << OpKindName(e.op.kind)
+        << " stage " << e.op.stage << " micro-batch " << e.op.microbatch << " version "
+        << e.op.weight_version << "</title></rect>";
+    if (bw >= 12)
+      out << "<text x=\"" << Num(x + bw / 2) << "\" y=\"" << Num(y + kBoxHeight - 5)
+          << "\" text-anchor=\"middle\" fill=\"" << TextColour(e.op.kind, e.op.chunk) << "\">"
+          << e.op.microbatch << "</text>";
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+int LaneOf(OpKind kind) {
+  if (kind == OpKind::kSendActivation || kind == OpKind::kSendGradient) return kSendLane;
+  if (kind == OpKind::kRecvActivation || kind == OpKind::kRecvGradient) return kReceiveLane;
+  if (kind == OpKind::kAllReduce) return kAllReduceLane;
+  return kComputeLane;
+}
+
+TimelineEvent OpEvent(const Op& op, int device, int worker, double start_s, double end_s,
+                      double bytes) {
+  TimelineEvent e;
+  e.device = device;
+  e.worker = worker;
+  e.op = op;
+  e.name = ActionName(op);
+  e.category = OpKindName(op.kind);
+  e.lane = LaneOf(op.kind);
+  e.start_s = start_s;
+  e.end_s = end_s;
+  e.args = {{"stage", op.stage}, {"microbatch", op.microbatch}};
+  if (IsComputeOp(op.kind) || op.kind == OpKind::kUpdate)
+    e.args["weight_version"] = op.weight_version;
+  if (IsCommunicationOp(op.kind)) {
+    e.args["peer_worker"] = op.peer_worker;
+    e.args["bytes"] = bytes;
+  }
+  if (op.kind == OpKind::kAllReduce) e.args["bytes"] = bytes;
+  return e;
+}
+
+TimelineEvent AllReduceEvent(int device, int worker, int stage, int bucket, double bytes,
+                             double start_s, double end_s) {
+  TimelineEvent e;
+  e.device = device;
+  e.worker = worker;
+  e.op.kind = OpKind::kAllReduce;
+  e.op.stage = stage;
+  e.name = "all-reduce";
+  e.category = "all_reduce";
+  e.lane = kAllReduceLane;
+  e.start_s = start_s;
+  e.end_s = end_s;
+  e.args = {{"bytes", bytes}, {"bucket", bucket}};
+  return e;
+}
+
+std::string ProcessName(const TimelineProcess& p) {
+  return "device " + std::to_string(p.device) + ": worker " + std::to_string(p.worker) +
+         ", stage " + std::to_string(p.stage);
+}
+
+double Timeline::EndSeconds() const {
+  double end = 0;
+  for (const auto& e : events) end = std::max(end, e.end_s);
+  for (const auto& e : updates) end = std::max(end, e.start_s);
+  return end;
+}
+
+nlohmann::json ChromeTrace(const Timeline& timeline) {
+  nlohmann::json events = nlohmann::json::array();
+  AppendTrace(timeline, 0, 0, "", events);
+  return TraceDocument(std::move(events), timeline.other_data);
+}
+
+nlohmann::json ChromeTrace(const std::vector<Timeline>& timelines) {
+  nlohmann::json events = nlohmann::json::array();
+  nlohmann::json about = nlohmann::json::array();
+  int pid_base = 0, sort_base = 0;
+  for (size_t i = 0; i < timelines.size(); ++i) {
+    const Timeline& t = timelines[i];
+    const std::string label = LabelOf(t, i);
+    AppendTrace(t, pid_base, sort_base, label + ": ", events);
+    pid_base += MaxDevice(t) + 1;
+    sort_base += MaxWorker(t) + 1;
+    nlohmann::json entry = t.other_data.is_object() ? t.other_data : nlohmann::json::object();
+    entry["label"] = label;
+    about.push_back(entry);
+  }
+  return TraceDocument(std::move(events), {{"timelines", about}});
+}
+
+std::string TimelineSvg(const std::vector<Timeline>& timelines) {
+  // One scale for all: the shortest compute op at least 20 px wide, within a sane total width.
+  double shortest_ms = 0, end_ms = 0;
+  for (const Timeline& t : timelines) {
+    end_ms = std::max(end_ms, t.EndSeconds() * 1e3);
+    for (const auto& e : t.events) {
+      const double d = (e.end_s - e.start_s) * 1e3;
+      if (IsComputeOp(e.op.kind) && d > 0)
+        shortest_ms = shortest_ms == 0 ? d : std::min(shortest_ms, d);
+    }
+  }
+  end_ms = std::max(end_ms, 1e-9);
+  double scale = shortest_ms > 0 ? 20.0 / shortest_ms : 20.0;  // px per ms
+  scale = std::min(scale, kMaxPlotWidth / end_ms);
+  const double plot_width = end_ms * scale;
+
+  // The legend: the compute kinds present, then idle and update.
+  std::vector<std::pair<std::string, std::string>> legend;  // (fill, label)
+  bool odd_chunks = false;
+  for (auto [kind, label] : {std::pair{OpKind::kForward, "forward"},
+                             {OpKind::kBackward, "backward"},
+                             {OpKind::kBackwardInput, "backward (input)"},
+                             {OpKind::kBackwardWeight, "backward (weights)"},
+                             {OpKind::kRecompute, "recompute"}}) {
+    bool present = false;
+    for (const Timeline& t : timelines)
+      for (const auto& e : t.events) {
+        present = present || e.op.kind == kind;
+        odd_chunks = odd_chunks || (IsComputeOp(e.op.kind) && e.op.chunk % 2 == 1);
+      }
+    if (present) legend.push_back({Fill(kind, 0), label});
+  }
+  legend.push_back({"#eeeeee", "idle (bubble)"});
+  legend.push_back({"#000000", "update"});
+  if (odd_chunks) legend.push_back({Fill(OpKind::kForward, 1), "odd chunks: light"});
+  double legend_width = 0;
+  for (const auto& entry : legend) legend_width += 30 + 7.2 * entry.second.size();
+
+  double rows_height = 0;
+  size_t longest_label = 0;
+  for (const Timeline& t : timelines) {
+    rows_height += kGroupHeader + t.processes.size() * kRowHeight + kGroupGap;
+    for (const TimelineProcess& p : t.processes)
+      longest_label = std::max(longest_label, RowLabel(t, p).size());
+  }
+  const double left = std::max(kMinLeft, 18 + kCharWidth * longest_label);
+  const double width = left + std::max(plot_width, legend_width) + 20;
+  const double height = kTop + rows_height + 50;
+
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(width) << "\" height=\""
+      << Num(height) << "\" viewBox=\"0 0 " << Num(width) << " " << Num(height)
+      << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  out << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">"
+      << Escape(Title(timelines)) << " - time in ms</text>\n";
+
+  // The shared time axis, its grid lines through every group.
+  const double step = TickStep(end_ms);
+  for (int k = 0; k * step <= end_ms + 1e-9; ++k) {
+    const double x = left + k * step * scale;
+    out << "<line x1=\"" << Num(x) << "\" y1=\"" << Num(kTop - 6) << "\" x2=\"" << Num(x)
+        << "\" y2=\"" << Num(kTop + rows_height - kGroupGap) << "\" stroke=\"#dddddd\"/>"
+        << "<text x=\"" << Num(x) << "\" y=\"" << Num(kTop - 9)
+        << "\" text-anchor=\"middle\" fill=\"#555555\">" << k * step << "</text>\n";
+  }
+
+  double y = kTop;
+  for (size_t i = 0; i < timelines.size(); ++i) {
+    const Timeline& t = timelines[i];
+    out << "<text x=\"10\" y=\"" << Num(y + 15) << "\" font-weight=\"bold\">"
+        << Escape(LabelOf(t, i)) << ": makespan " << Num(t.EndSeconds() * 1e3) << " ms, "
+        << t.processes.size() << " workers</text>\n";
+    y += kGroupHeader;
+    auto events = ByWorker(t.events), updates = ByWorker(t.updates);
+    for (const TimelineProcess& p : t.processes) {
+      DrawRow(t, p, events[p.worker], updates[p.worker], left, y, scale, plot_width, out);
+      y += kRowHeight;
+    }
+    y += kGroupGap;
+  }
+
+  // Legend.
+  double x = left;
+  y += 12;
+  for (const auto& [fill, label] : legend) {
+    out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y - 11)
+        << "\" width=\"14\" height=\"14\" fill=\"" << fill
+        << "\" stroke=\"#999999\"/><text x=\"" << Num(x + 19) << "\" y=\"" << Num(y) << "\">"
+        << label << "</text>\n";
+    x += 30 + 7.2 * label.size();
+  }
+  out << "</svg>\n";
+  return out.str();
+}
+
+}  // namespace pipetwin

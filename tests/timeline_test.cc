@@ -1,0 +1,226 @@
+// Timelines and their writers: the Chrome trace layout the simulator and the executor share,
+// several timelines as process groups of one trace, and the SVG of timelines one above the other.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "partition/schedule.h"
+#include "partition/timeline.h"
+
+namespace pipetwin {
+namespace {
+
+// A replayed 2-stage schedule as a timeline: replay units as milliseconds, stretched by
+// `stretch`, worker w on device `first_device` + w, one all-reduce bucket and two memory samples
+// per worker.
+Timeline FromReplay(const std::string& label, double stretch = 1, int first_device = 0,
+                    ScheduleKind kind = ScheduleKind::kFlush) {
+  ScheduleSpec spec;
+  spec.kind = kind;
+  spec.stages = 2;
+  spec.microbatches = 3;
+  spec.costs.transfer = 0.5;
+  const PipelineSchedule s = BuildSchedule(spec);
+  const ReplayResult replay = ReplaySchedule(s, spec.costs);
+  Timeline t;
+  t.label = label;
+  t.other_data = {{"scenario", "two stages"}, {"schedule", ScheduleKindName(kind)}};
+  for (const WorkerProgram& p : s.workers) {
+    const int device = first_device + p.worker;
+    TimelineProcess process{device, p.worker, p.stage, p.replica, {}};
+    process.memory.push_back({0, {100, 200, 0, 0, 0}});
+    process.memory.push_back({stretch * 1e-3, {100, 200, 100, 50, 0}});
+    t.processes.push_back(process);
+    const WorkerTiming& timing = replay.workers[p.worker];
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      const Op& op = p.ops[i];
+      const TimelineEvent e = OpEvent(op, device, p.worker, timing.op_start[i] * stretch * 1e-3,
+                                      timing.op_end[i] * stretch * 1e-3, 4096);
+      if (IsComputeOp(op.kind) || IsCommunicationOp(op.kind)) t.events.push_back(e);
+      if (op.kind == OpKind::kUpdate) t.updates.push_back(e);
+    }
+    t.events.push_back(AllReduceEvent(device, p.worker, p.stage, 0, 8192, 0, 1e-4));
+  }
+  return t;
+}
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Timeline, LanesAreComputeSendReceiveAllReduce) {
+  EXPECT_EQ(LaneOf(OpKind::kForward), kComputeLane);
+  EXPECT_EQ(LaneOf(OpKind::kBackwardWeight), kComputeLane);
+  EXPECT_EQ(LaneOf(OpKind::kRecompute), kComputeLane);
+  EXPECT_EQ(LaneOf(OpKind::kSendActivation), kSendLane);
+  EXPECT_EQ(LaneOf(OpKind::kSendGradient), kSendLane);
+  EXPECT_EQ(LaneOf(OpKind::kRecvActivation), kReceiveLane);
+  EXPECT_EQ(LaneOf(OpKind::kRecvGradient), kReceiveLane);
+  EXPECT_EQ(LaneOf(OpKind::kAllReduce), kAllReduceLane);
+}
+
+TEST(Timeline, OpEventsAreNamedByTheirActionAndCarryTheirFacts) {
+  Op forward;
+  forward.kind = OpKind::kForward;
+  forward.stage = 1;
+  forward.microbatch = 3;
+  forward.weight_version = 2;
+  const TimelineEvent f = OpEvent(forward, 5, 1, 0.001, 0.003);
+  EXPECT_EQ(f.name, "1F3");
+  EXPECT_EQ(f.category, "forward");
+  EXPECT_EQ(f.lane, kComputeLane);
+  EXPECT_EQ(f.args, (nlohmann::json{{"stage", 1}, {"microbatch", 3}, {"weight_version", 2}}));
+
+  Op send;
+  send.kind = OpKind::kSendGradient;
+  send.stage = 1;
+  send.microbatch = 3;
+  send.peer_worker = 0;
+  const TimelineEvent s = OpEvent(send, 5, 1, 0.003, 0.004, 1024);
+  EXPECT_EQ(s.name, "1SEND_B3");
+  EXPECT_EQ(s.category, "send_gradient");
+  EXPECT_EQ(s.lane, kSendLane);
+  EXPECT_EQ(s.args, (nlohmann::json{{"stage", 1}, {"microbatch", 3}, {"peer_worker", 0},
+                                    {"bytes", 1024}}));
+
+  const TimelineEvent a = AllReduceEvent(5, 1, 1, 2, 512, 0.004, 0.005);
+  EXPECT_EQ(a.name, "all-reduce");
+  EXPECT_EQ(a.category, "all_reduce");
+  EXPECT_EQ(a.lane, kAllReduceLane);
+  EXPECT_EQ(a.args, (nlohmann::json{{"bytes", 512}, {"bucket", 2}}));
+}
+
+TEST(Timeline, ChromeTraceHasOneProcessPerDeviceWithFourThreads) {
+  const Timeline t = FromReplay("predicted", 1, 4);
+  const nlohmann::json doc = ChromeTrace(t);
+  EXPECT_EQ(doc["displayTimeUnit"], "ms");
+  EXPECT_EQ(doc["otherData"], t.other_data);
+  std::map<int, std::string> process_names;
+  std::map<int, int> sort_index;
+  std::map<int, std::map<int, std::string>> thread_names;
+  size_t complete = 0, counters = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    const int pid = e["pid"].get<int>();
+    const bool metadata = e["ph"] == "M";
+    if (metadata && e["name"] == "process_name")
+      process_names[pid] = e["args"]["name"].get<std::string>();
+    if (metadata && e["name"] == "process_sort_index")
+      sort_index[pid] = e["args"]["sort_index"].get<int>();
+    if (metadata && e["name"] == "thread_name")
+      thread_names[pid][e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "C") {
+      ++counters;
+      EXPECT_EQ(e["name"], "memory");
+      for (const char* category :
+           {"weights", "optimizer", "gradients", "activations", "recompute"})
+        EXPECT_TRUE(e["args"].contains(category)) << e.dump();
+    }
+    if (e["ph"] != "X") continue;
+    // In the timeline's order, worker by worker.
+    const TimelineEvent& source = t.events[complete++];
+    EXPECT_EQ(e["name"], source.name);
+    EXPECT_EQ(e["cat"], source.category);
+    EXPECT_EQ(pid, source.device);
+    EXPECT_EQ(e["tid"], source.lane);
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), source.start_s * 1e6);
+    EXPECT_DOUBLE_EQ(e["dur"].get<double>(), (source.end_s - source.start_s) * 1e6);
+    EXPECT_EQ(e["args"], source.args);
+  }
+  EXPECT_EQ(complete, t.events.size());
+  EXPECT_EQ(counters, 4u);  // two samples on each of two devices
+  EXPECT_EQ(process_names,
+            (std::map<int, std::string>{{4, "device 4: worker 0, stage 0"},
+                                        {5, "device 5: worker 1, stage 1"}}));
+  EXPECT_EQ(sort_index, (std::map<int, int>{{4, 0}, {5, 1}}));
+  const std::map<int, std::string> threads = {
+      {0, "compute"}, {1, "send"}, {2, "receive"}, {3, "all-reduce"}};
+  for (int pid : {4, 5}) EXPECT_EQ(thread_names[pid], threads) << pid;
+}
+
+TEST(Timeline, TwoTimelinesBecomeDisjointProcessGroupsInOrder) {
+  const Timeline predicted = FromReplay("predicted");
+  const Timeline measured = FromReplay("measured", 1.5);
+  const nlohmann::json doc = ChromeTrace(std::vector<Timeline>{predicted, measured});
+  std::map<int, std::string> names;
+  std::map<int, int> sort_index;
+  std::set<std::tuple<int, int, std::string>> first_group, second_group;  // (pid, tid, name)
+  for (const auto& e : doc["traceEvents"]) {
+    const int pid = e["pid"].get<int>();
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      names[pid] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "M" && e["name"] == "process_sort_index")
+      sort_index[pid] = e["args"]["sort_index"].get<int>();
+  }
+  ASSERT_EQ(names.size(), 4u);  // disjoint: no pid named twice
+  EXPECT_EQ(names[0], "predicted: device 0: worker 0, stage 0");
+  EXPECT_EQ(names[1], "predicted: device 1: worker 1, stage 1");
+  EXPECT_EQ(names[2], "measured: device 0: worker 0, stage 0");
+  EXPECT_EQ(names[3], "measured: device 1: worker 1, stage 1");
+  EXPECT_LT(std::max(sort_index[0], sort_index[1]), std::min(sort_index[2], sort_index[3]));
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const int pid = e["pid"].get<int>();
+    ASSERT_TRUE(names.count(pid)) << e.dump();
+    auto& group = pid < 2 ? first_group : second_group;
+    group.insert({pid % 2, e["tid"].get<int>(), e["name"].get<std::string>()});
+  }
+  EXPECT_EQ(first_group, second_group);  // the same ops, each in its own group
+  EXPECT_EQ(doc["otherData"]["timelines"][0]["label"], "predicted");
+  EXPECT_EQ(doc["otherData"]["timelines"][1]["label"], "measured");
+  EXPECT_EQ(doc["otherData"]["timelines"][1]["scenario"], "two stages");
+}
+
+TEST(Timeline, AnUnlabelledTimelineIsNamedByItsPosition) {
+  const nlohmann::json doc = ChromeTrace(std::vector<Timeline>{FromReplay(""), FromReplay("")});
+  std::set<std::string> names;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      names.insert(e["args"]["name"].get<std::string>());
+  EXPECT_TRUE(names.count("timeline 1: device 0: worker 0, stage 0"));
+  EXPECT_TRUE(names.count("timeline 2: device 1: worker 1, stage 1"));
+}
+
+TEST(Timeline, SvgDrawsTimelinesOneAboveTheOtherWithOneBoxPerComputeOp) {
+  const Timeline predicted = FromReplay("predicted");
+  const Timeline measured = FromReplay("measured", 1.5);
+  const std::string svg = TimelineSvg({predicted, measured});
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  const size_t first = svg.find(">predicted: makespan");
+  const size_t second = svg.find(">measured: makespan");
+  ASSERT_NE(first, std::string::npos);
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_LT(first, second);
+  EXPECT_EQ(CountOf(svg, ">worker 0 (stage 0)<"), 2);
+  EXPECT_EQ(CountOf(svg, ">worker 1 (stage 1)<"), 2);
+  int compute = 0;
+  for (const Timeline* t : {&predicted, &measured})
+    for (const auto& e : t->events) compute += IsComputeOp(e.op.kind);
+  EXPECT_EQ(compute, 2 * 2 * 6);  // two timelines, two workers, 3 forwards and 3 backwards
+  EXPECT_EQ(CountOf(svg, "<title>forward ") + CountOf(svg, "<title>backward "), compute);
+  EXPECT_EQ(CountOf(svg, "<title>update to version"),
+            static_cast<int>(predicted.updates.size() + measured.updates.size()));
+  // The colours of `pipetwin schedule --format svg`: forward blue, backward green.
+  EXPECT_NE(svg.find("fill=\"#1f5fa8\" stroke=\"#ffffff\""), std::string::npos);
+  EXPECT_NE(svg.find("fill=\"#2e7d32\" stroke=\"#ffffff\""), std::string::npos);
+  EXPECT_NE(svg.find("two stages, schedule flush"), std::string::npos);
+}
+
+TEST(Timeline, SvgShowsReplicasAndEscapesLabels) {
+  Timeline t = FromReplay("a<b");
+  t.processes.push_back({2, 2, 1, 1, {}});  // a second replica of stage 1, idle
+  const std::string svg = TimelineSvg({t});
+  EXPECT_NE(svg.find(">a&lt;b: makespan"), std::string::npos);
+  EXPECT_NE(svg.find(">worker 2 (stage 1, r1)<"), std::string::npos);
+  EXPECT_NE(svg.find(">worker 1 (stage 1, r0)<"), std::string::npos);
+  EXPECT_NE(svg.find(">worker 0 (stage 0)<"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pipetwin

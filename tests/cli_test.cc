@@ -53,13 +53,18 @@ TEST(Cli, UnknownCommandOrOptionIsOneLineAndExit2) {
   EXPECT_NE(r.err.find("hidden"), std::string::npos) << r.err;
 }
 
-TEST(Cli, CommandsNotBuiltYetSaySoAndExit2) {
-  for (const char* sub : {"compare"}) {
-    auto r = RunPipetwin(sub);
-    EXPECT_EQ(r.exit_code, 2) << sub;
-    EXPECT_EQ(r.err.find("not built yet"), std::string("pipetwin ").size() + strlen(sub) + 2)
-        << sub << ": " << r.err;
-  }
+TEST(Cli, CompareRejectsBadInputBeforeRunningAnything) {
+  auto r = RunPipetwin("compare");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pipetwin compare: expected a SCENARIO file\n");
+  r = RunPipetwin("compare /nonexistent/s.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err), 1);
+  EXPECT_NE(r.err.find("/nonexistent/s.json"), std::string::npos) << r.err;
+  r = RunPipetwin("compare " + std::string(PIPETWIN_SOURCE_DIR) +
+                  "/scenarios/local-mlp-2stage.json --profile /nonexistent/w.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "/nonexistent/w.json: no such file (--profile)\n");
 }
 
 TEST(Cli, WorkloadGeneratorPrintsTotalsAndParameters) {

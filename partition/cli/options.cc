@@ -46,24 +46,4 @@ void PrintUsage(std::ostream& out, const std::string& command, const std::string
       << desc << "  -h [ --help ]          print this help\n";
 }
 
-int NotBuiltYet(const std::string& command, const std::string& usage,
-                const std::string& description, const po::options_description& desc,
-                const Args& args) {
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-  po::options_description with_positional = desc;
-  with_positional.add_options()("scenario", po::value<std::vector<std::string>>(),
-                                "positional arguments");
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      PrintUsage(std::cout, command, usage, description, desc);
-      return 0;
-    }
-  }
-  ParseCommandLine(command, with_positional, positional, args);  // unknown options still fail
-  std::cerr << "pipetwin " << command << ": not built yet (see `pipetwin " << command
-            << " --help` for what it will do)\n";
-  return 2;
-}
-
 }  // namespace pipetwin::cli

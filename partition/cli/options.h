@@ -32,10 +32,4 @@ void PrintUsage(std::ostream& out, const std::string& command, const std::string
 // "0-3,8,10-11": device ids with consecutive runs shortened, for tables.
 std::string FormatDeviceList(const std::vector<int>& devices);
 
-// For subcommands a later piece of work fills in: prints their help on --help (exit 0), else
-// says plainly that the command is not built yet (exit 2).
-int NotBuiltYet(const std::string& command, const std::string& usage,
-                const std::string& description, const po::options_description& desc,
-                const Args& args);
-
 }  // namespace pipetwin::cli

@@ -1,0 +1,162 @@
+// partition/compare.h: relative errors figure by figure, staleness matched stage by stage, runs
+// that differ refused, and timelines read back from the Chrome traces both back ends write.
+#include "partition/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "partition/error.h"
+#include "partition/json_reader.h"
+#include "test_support.h"
+
+namespace pipetwin {
+namespace {
+
+Report TwoWorkerReport(double samples_per_s, double peak0, double bubble1, double mean1) {
+  Report r;
+  r.scenario = "s";
+  r.schedule = "2bw";
+  r.pipeline_depth = 2;
+  r.worker_count = 2;
+  r.samples_per_iteration = 64;
+  r.samples_per_s = samples_per_s;
+  r.iteration_s = 64 / samples_per_s;
+  for (int w = 0; w < 2; ++w) {
+    WorkerReport wr;
+    wr.worker = wr.device = wr.stage = w;
+    wr.bubble_fraction = w == 1 ? bubble1 : 0.1;
+    r.workers.push_back(wr);
+    DeviceReport d;
+    d.device = d.worker = w;
+    d.peak_memory_bytes = w == 0 ? peak0 : 1e6;
+    r.devices.push_back(d);
+    StageSummary s;
+    s.stage = w;
+    s.staleness_min = 0;
+    s.staleness_mean = w == 1 ? mean1 : 0.75;
+    s.staleness_max = 1;
+    s.max_weight_versions = 2;
+    s.updates = 4;
+    r.stages.push_back(s);
+  }
+  r.peak_memory_bytes = std::max(peak0, 1e6);
+  return r;
+}
+
+TEST(Compare, RelativeErrorsAreAgainstTheMeasurement) {
+  const Report predicted = TwoWorkerReport(1100, 2.2e6, 0.25, 0.75);
+  const Report measured = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  const Comparison c = CompareReports(predicted, measured);
+  EXPECT_NEAR(c.samples_per_s.relative_error, 0.1, 1e-12);
+  EXPECT_NEAR(c.iteration_s.relative_error, 1000.0 / 1100 - 1, 1e-12);
+  EXPECT_NEAR(c.peak_memory_bytes.relative_error, 0.1, 1e-12);
+  ASSERT_EQ(c.worker_bubble.size(), 2u);
+  EXPECT_NEAR(c.worker_bubble[1].absolute_error, 0.05, 1e-12);
+  EXPECT_NEAR(c.worker_bubble[1].relative_error, 0.25, 1e-12);
+  ASSERT_EQ(c.device_peak_memory.size(), 2u);
+  EXPECT_NEAR(c.device_peak_memory[0].relative_error, 0.1, 1e-12);
+  EXPECT_EQ(c.device_peak_memory[1].relative_error, 0);
+  EXPECT_TRUE(c.staleness_match);
+
+  const nlohmann::json j = ComparisonToJson(c);
+  EXPECT_NEAR(j["relative_error"]["samples_per_s"].get<double>(), 0.1, 1e-12);
+  EXPECT_EQ(j["predicted"]["samples_per_s"], 1100);
+  EXPECT_EQ(j["measured"]["samples_per_s"], 1000);
+  EXPECT_EQ(j["relative_error"]["bubble_fraction"].size(), 2u);
+  EXPECT_TRUE(j["staleness_match"].get<bool>());
+  const std::string text = ComparisonToText(c);
+  EXPECT_NE(text.find("+10.0%"), std::string::npos) << text;
+}
+
+TEST(Compare, StalenessMustBeIdenticalStageByStage) {
+  const Comparison c = CompareReports(TwoWorkerReport(1000, 2e6, 0.2, 0.5),
+                                      TwoWorkerReport(1000, 2e6, 0.2, 0.75));
+  EXPECT_FALSE(c.staleness_match);
+  EXPECT_TRUE(c.staleness[0].match);
+  EXPECT_FALSE(c.staleness[1].match);
+  EXPECT_NE(ComparisonToText(c).find("NO"), std::string::npos);
+}
+
+TEST(Compare, ReportsOfDifferentRunsAreRefused) {
+  Report other = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  other.schedule = "flush";
+  try {
+    CompareReports(TwoWorkerReport(1000, 2e6, 0.2, 0.75), other);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "compare: the reports describe different runs: schedule 2bw predicted, flush "
+              "measured");
+  }
+  EXPECT_TRUE(std::isinf(RelativeError(1, 0)));
+  EXPECT_EQ(RelativeError(0, 0), 0);
+}
+
+TEST(Compare, TimelineRoundTripsThroughTheChromeTrace) {
+  Timeline t;
+  TimelineProcess p0, p1;
+  p1.device = p1.worker = p1.stage = 1;
+  MemorySample m;
+  m.time_s = 0.5;
+  m.bytes.weights = 123;
+  m.bytes.activations = 7;
+  p0.memory.push_back(m);
+  t.processes = {p0, p1};
+  Op f;
+  f.kind = OpKind::kForward;
+  f.stage = 0;
+  f.microbatch = 3;
+  f.weight_version = 2;
+  t.events.push_back(OpEvent(f, 0, 0, 0.001, 0.002));
+  Op send;
+  send.kind = OpKind::kSendActivation;
+  send.stage = 0;
+  send.microbatch = 3;
+  send.peer_worker = 1;
+  t.events.push_back(OpEvent(send, 0, 0, 0.002, 0.0025, 4096));
+  Op b = f;
+  b.kind = OpKind::kBackward;
+  b.stage = 1;
+  t.events.push_back(OpEvent(b, 1, 1, 0.003, 0.005));
+  t.events.push_back(AllReduceEvent(1, 1, 1, 0, 1e6, 0.005, 0.006));
+
+  const Timeline back = TimelineFromChromeTrace(ChromeTrace(t), "t.json");
+  ASSERT_EQ(back.processes.size(), 2u);
+  EXPECT_EQ(back.processes[1].stage, 1);
+  ASSERT_EQ(back.processes[0].memory.size(), 1u);
+  EXPECT_EQ(back.processes[0].memory[0].bytes.weights, 123);
+  ASSERT_EQ(back.events.size(), t.events.size());
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    EXPECT_EQ(back.events[i].name, t.events[i].name) << i;
+    EXPECT_EQ(back.events[i].lane, t.events[i].lane) << i;
+    EXPECT_EQ(back.events[i].worker, t.events[i].worker) << i;
+    EXPECT_NEAR(back.events[i].start_s, t.events[i].start_s, 1e-9) << i;
+    EXPECT_NEAR(back.events[i].end_s, t.events[i].end_s, 1e-9) << i;
+  }
+  EXPECT_EQ(back.events[0].op.kind, OpKind::kForward);
+  EXPECT_EQ(back.events[0].op.microbatch, 3);
+  EXPECT_EQ(back.events[0].op.weight_version, 2);
+  EXPECT_EQ(back.events[2].op.kind, OpKind::kBackward);
+  // Written again, the trace is the same.
+  EXPECT_EQ(ChromeTrace(back)["traceEvents"], ChromeTrace(t)["traceEvents"]);
+}
+
+TEST(Compare, ATraceInAnotherLayoutIsAnInputError) {
+  const auto error = [](const char* text) {
+    try {
+      TimelineFromChromeTrace(nlohmann::json::parse(text), "t.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error("[]"), "t.json: traceEvents: expected an array of trace events");
+  EXPECT_EQ(error(R"({"traceEvents": [{"ph": "M", "name": "process_name", "pid": 0,
+                                       "args": {"name": "rank 0"}}]})"),
+            "t.json: traceEvents: expected process names \"device D: worker W, stage S\", got "
+            "\"rank 0\"");
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -136,6 +136,7 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     CheckNumber(l.parameters, file, at + ".parameters", false);
     if (l.forward_flops) CheckNumber(*l.forward_flops, file, at + ".forward_flops", false);
     if (l.stash_bytes) CheckNumber(*l.stash_bytes, file, at + ".stash_bytes", false);
+    if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (l.inputs[k] < 0 || l.inputs[k] >= n)
         throw InputError(file, at + ".inputs[" + std::to_string(k) + "]", "dangling edge");
@@ -195,6 +196,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (!l.output_bytes.empty()) j["output_bytes"] = l.output_bytes;
     if (l.forward_flops) j["forward_flops"] = *l.forward_flops;
     if (l.stash_bytes) j["stash_bytes"] = *l.stash_bytes;
+    if (l.update_ms) j["update_ms"] = *l.update_ms;
     nlohmann::json inputs = nlohmann::json::array();
     for (int in : l.inputs) inputs.push_back(w.layers[in].id);
     j["inputs"] = inputs;
@@ -241,6 +243,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.parameters = e.OptionalNonNegativeNumber("parameters", l.parameter_bytes / w.parameter_dtype_bytes);
     l.forward_flops = e.MaybeNonNegativeNumber("forward_flops");
     l.stash_bytes = e.MaybeNonNegativeNumber("stash_bytes");
+    l.update_ms = e.MaybeNonNegativeNumber("update_ms");
     if (auto outs = e.OptionalMember("output_bytes")) {
       double sum = 0;
       for (const JsonReader& o : outs->Elements()) {

@@ -32,6 +32,9 @@ struct Layer {
   std::optional<double> forward_flops;   // forward FLOPs at the reference batch size
   // Bytes the layer keeps for its backward at the reference batch (absent: activation_bytes).
   std::optional<double> stash_bytes;
+  // The optimizer step of this layer's parameters, once per weight update (`pipetwin profile`
+  // measures it for the scenario's optimizer on CPUs, where it is not negligible); absent: 0.
+  std::optional<double> update_ms;
   std::vector<int> inputs;               // indices of the layers feeding this one (all < own)
 };
 

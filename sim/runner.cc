@@ -340,6 +340,17 @@ void Simulation::WorkerMain(int w) {
       if (!me.launched[i]) LaunchAll(w);
     } else if (op.kind == OpKind::kUpdate) {
       me.version_job[op.weight_version] = me.phases.empty() ? -1 : me.last_allreduce_job;
+      // A measured optimizer step (CPU workers) runs on the worker once its gradients are
+      // summed; on GPUs it is left out (Layer::update_ms absent), as in the papers' models.
+      double update_s = 0;
+      for (int g : s_.workers[w].model_stages) update_s += setup_.model_stages[g].update_s;
+      if (update_s > 0) {
+        WaitForJob(w, me.version_job[op.weight_version]);
+        start = Now();
+        Execute(me, update_s);
+        ++record_.activities;
+        rec.busy_s += Now() - start;
+      }
     }
     rec.op_start_s[i] = start;
     rec.op_end_s[i] = Now();

@@ -54,6 +54,7 @@ std::vector<StageCost> StageCosts(const Scenario& scenario, const Plan& plan, in
           layer.parameters > 0 ? layer.parameters : layer.parameter_bytes / w.parameter_dtype_bytes;
       cost.forward_s += layer.forward_ms * per_ms;
       cost.backward_s += layer.backward_ms * per_ms;
+      cost.update_s += layer.update_ms.value_or(0) * per_ms;
       cost.stash_bytes += w.StashBytes(i) * per_sample;
       cost.parameters += parameters;
       cost.layer_backward_s.push_back(layer.backward_ms * per_ms);

@@ -51,6 +51,7 @@ struct StageCost {
   int last_layer = 0;
   double forward_s = 0;   // one micro-batch, without launch overhead
   double backward_s = 0;
+  double update_s = 0;    // the optimizer step, once per weight update (Layer::update_ms)
   double parameters = 0;
   double weight_bytes = 0;      // one version: parameters x parameter dtype bytes
   double gradient_bytes = 0;    // parameters x gradient dtype bytes

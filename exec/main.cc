@@ -4,6 +4,7 @@
 //   pipetwin-exec run SCENARIO [options]      launch one process per worker here, or, with
 //                                             RANK/WORLD_SIZE (torchrun, Slurm) set, be one
 //   pipetwin-exec profile WORKLOAD [options]  measure a workload's layers
+//   pipetwin-exec calibrate [options]         measure this machine as a cluster file
 //
 // Exit status: 0 success, 2 bad input (one line naming file and field), 1 a failed run (a lost
 // worker, an unreachable store), 3 an internal error.
@@ -13,6 +14,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "exec/calibrate.h"
 #include "exec/job.h"
 #include "exec/launcher.h"
 #include "exec/run_options.h"
@@ -52,6 +54,22 @@ int Profile(const std::vector<std::string>& args) {
   return RunProfile(ReadProfileOptions(vm));
 }
 
+int Calibrate(const std::vector<std::string>& args) {
+  const auto vm = cli::ParseCommandLine("calibrate", CalibrateOptionsDescription(), {}, args);
+  if (vm.count("help")) {
+    cli::PrintUsage(std::cout, "calibrate", CalibrateUsage(), CalibrateDescription(),
+                    CalibrateOptionsDescription());
+    return 0;
+  }
+  const CalibrateOptions options = ReadCalibrateOptions(vm);
+  if (IsCalibrationWorker()) {
+    if (auto env = ProcessEnvFromEnvironment()) return RunCalibrateWorker(options, *env);
+  }
+  std::vector<std::string> worker_args = {"calibrate"};
+  worker_args.insert(worker_args.end(), args.begin(), args.end());
+  return RunCalibrate(options, SelfExecutable(), worker_args);
+}
+
 // "pipetwin run: " or "pipetwin run: rank 2: " before a runtime error.
 std::string Prefix(const std::string& command) {
   std::string prefix = "pipetwin " + command + ": ";
@@ -64,7 +82,7 @@ std::string Prefix(const std::string& command) {
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
   if (argc < 2) {
-    std::cerr << "usage: pipetwin-exec run|profile ARGS (see pipetwin run --help)\n";
+    std::cerr << "usage: pipetwin-exec run|profile|calibrate ARGS (see pipetwin run --help)\n";
     return 2;
   }
   const std::string command = argv[1];
@@ -72,7 +90,9 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") return Run(args);
     if (command == "profile") return Profile(args);
-    std::cerr << "pipetwin-exec: unknown command '" << command << "' (run or profile)\n";
+    if (command == "calibrate") return Calibrate(args);
+    std::cerr << "pipetwin-exec: unknown command '" << command
+              << "' (run, profile or calibrate)\n";
     return 2;
   } catch (const InputError& e) {
     std::cout.flush();

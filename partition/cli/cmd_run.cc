@@ -1,12 +1,14 @@
-// `pipetwin run` and `pipetwin profile`: handed to pipetwin-exec, the LibTorch back end beside
-// this program, so that `pipetwin` never loads LibTorch. Help and bad words are answered here
-// (the options are defined once, in exec/run_options.h); everything else is pipetwin-exec's.
+// `pipetwin run`, `pipetwin profile` and `pipetwin calibrate`: handed to pipetwin-exec, the
+// LibTorch back end beside this program, so that `pipetwin` never loads LibTorch. Help and bad
+// words are answered here (the options are defined once, in exec/run_options.h and
+// exec/calibrate_options.h); everything else is pipetwin-exec's.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 
+#include "exec/calibrate_options.h"
 #include "exec/run_options.h"
 #include "partition/cli/options.h"
 #include "partition/error.h"
@@ -67,6 +69,17 @@ int RunProfileCommand(const Args& args) {
   }
   exec::ReadProfileOptions(vm);
   return ExecBackEnd("profile", args);
+}
+
+int RunCalibrateCommand(const Args& args) {
+  const auto vm = ParseCommandLine("calibrate", exec::CalibrateOptionsDescription(), {}, args);
+  if (vm.count("help")) {
+    PrintUsage(std::cout, "calibrate", exec::CalibrateUsage(), exec::CalibrateDescription(),
+               exec::CalibrateOptionsDescription());
+    return 0;
+  }
+  exec::CheckCalibrationOutput(exec::ReadCalibrateOptions(vm));
+  return ExecBackEnd("calibrate", args);
 }
 
 }  // namespace pipetwin::cli

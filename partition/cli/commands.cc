@@ -14,6 +14,8 @@ const std::vector<Command>& Commands() {
       {"run", "train the plan for real with LibTorch and measure it", RunRunCommand},
       {"profile", "measure a workload's per-layer times and sizes on this machine",
        RunProfileCommand},
+      {"calibrate", "measure this machine (cores, loopback, Gloo) as a cluster file",
+       RunCalibrateCommand},
       {"compare", "predicted against measured for one scenario", RunCompareCommand},
   };
   return commands;

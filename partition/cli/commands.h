@@ -25,6 +25,7 @@ int RunSimulateCommand(const Args& args);
 int RunSweepCommand(const Args& args);
 int RunRunCommand(const Args& args);
 int RunProfileCommand(const Args& args);
+int RunCalibrateCommand(const Args& args);
 int RunCompareCommand(const Args& args);
 
 }  // namespace pipetwin::cli

@@ -1,0 +1,382 @@
+// `pipetwin calibrate`: the probes (calibrate.h lists them) and the command around them. The
+// model fitted to the probes is in calibration.cc.
+#include "exec/calibrate.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "exec/calibration.h"
+#include "exec/communicator.h"
+#include "exec/launcher.h"
+#include "exec/worker.h"
+#include "partition/json_reader.h"
+
+namespace pipetwin::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kMegabyte = 1 << 20;
+
+// How much each probe measures: about 2 s in all here, most of it starting LibTorch processes and
+// the full ping-pong. --quick: message sizes 4^k instead of 2^k and fewer repeats, about 1 s.
+struct ProbePlan {
+  std::vector<double> sizes;   // ping-pong message bytes, 4 B to 16 MB
+  int warmup = 2;              // untimed round trips per size and sweep
+  int small_repeats = 0;       // timed round trips below 1 MB, per sweep (there are two)
+  int large_repeats = 0;       // from 1 MB, per sweep
+  int tcp_round_trips = 0;
+  int gemm_n = 256;            // 33.5 MFLOP: 0.3 ms on one core here
+  int gemm_warmup = 3;
+  int gemm_repeats = 0;
+  double copy_bytes = 32 * kMegabyte;  // well beyond the last-level cache of one core
+  int copy_repeats = 0;
+
+  int RepeatsOf(double bytes) const { return bytes < kMegabyte ? small_repeats : large_repeats; }
+};
+
+ProbePlan PlanFor(bool quick) {
+  ProbePlan p;
+  for (double s = 4; s <= 16 * kMegabyte; s *= quick ? 4 : 2) p.sizes.push_back(s);
+  p.small_repeats = quick ? 8 : 25;
+  p.large_repeats = quick ? 4 : 8;
+  p.tcp_round_trips = quick ? 200 : 1000;
+  p.gemm_repeats = quick ? 10 : 30;
+  p.copy_repeats = quick ? 3 : 7;
+  return p;
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The CPUs this process may run on, in order.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
+}
+
+void PinToCpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ::sched_setaffinity(0, sizeof set, &set);
+}
+
+double MemTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kilobytes = 0;
+  while (in >> key >> kilobytes) {
+    if (key == "MemTotal:") return kilobytes * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+}
+
+double LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double one_minute = 0;
+  in >> one_minute;
+  return one_minute;
+}
+
+std::string HostName() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc;
+  ::gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// --- 1. Raw TCP ping-pong over loopback -----------------------------------------------------
+
+// A socket, closed when it goes out of scope.
+class Socket {
+ public:
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+int CheckSocketCall(int result, const char* call) {
+  if (result < 0)
+    throw RunError(std::string("loopback TCP probe: ") + call + ": " + std::strerror(errno));
+  return result;
+}
+
+void NoDelay(int fd) {
+  const int on = 1;
+  CheckSocketCall(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on), "setsockopt");
+}
+
+void SendAll(int fd, const char* data, size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t n = ::send(fd, data, bytes, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    CheckSocketCall(static_cast<int>(n), "send");
+    data += n, bytes -= static_cast<size_t>(n);
+  }
+}
+
+void RecvAll(int fd, char* data, size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t n = ::recv(fd, data, bytes, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) throw RunError("loopback TCP probe: the peer closed the connection");
+    CheckSocketCall(static_cast<int>(n), "recv");
+    data += n, bytes -= static_cast<size_t>(n);
+  }
+}
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+// Rank 1: listens on a free loopback port (announced through the store) and echoes `round_trips`
+// messages of `bytes` back to rank 0.
+void EchoTcp(Communicator& comm, int bytes, int round_trips) {
+  Socket listener(CheckSocketCall(::socket(AF_INET, SOCK_STREAM, 0), "socket"));
+  sockaddr_in address = Loopback(0);
+  socklen_t length = sizeof address;
+  CheckSocketCall(::bind(listener.fd(), reinterpret_cast<sockaddr*>(&address), length), "bind");
+  CheckSocketCall(::listen(listener.fd(), 1), "listen");
+  CheckSocketCall(::getsockname(listener.fd(), reinterpret_cast<sockaddr*>(&address), &length),
+                  "getsockname");
+  comm.Publish("calibrate/tcp-port", std::to_string(ntohs(address.sin_port)));
+  Socket peer(CheckSocketCall(::accept(listener.fd(), nullptr, nullptr), "accept"));
+  NoDelay(peer.fd());
+  std::vector<char> message(bytes);
+  for (int i = 0; i < round_trips; ++i) {
+    RecvAll(peer.fd(), message.data(), message.size());
+    SendAll(peer.fd(), message.data(), message.size());
+  }
+}
+
+// Rank 0: the median round trip / 2 of `repeats` messages of `bytes` to rank 1 and back.
+double TcpOneWaySeconds(Communicator& comm, int bytes, int warmup, int repeats) {
+  const int port = std::stoi(comm.Fetch("calibrate/tcp-port"));
+  Socket peer(CheckSocketCall(::socket(AF_INET, SOCK_STREAM, 0), "socket"));
+  const sockaddr_in address = Loopback(port);
+  CheckSocketCall(
+      ::connect(peer.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof address),
+      "connect");
+  NoDelay(peer.fd());
+  std::vector<char> message(bytes, 'p');
+  std::vector<double> round_trips;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    const auto start = Clock::now();
+    SendAll(peer.fd(), message.data(), message.size());
+    RecvAll(peer.fd(), message.data(), message.size());
+    if (i >= warmup) round_trips.push_back(SecondsSince(start));
+  }
+  return Median(round_trips) / 2;
+}
+
+// --- 2. c10d Gloo ping-pong -------------------------------------------------------------------
+
+// Ranks 0 and 1: every size of the plan sent to the peer and back; rank 0 times the round trips.
+// Two sweeps, up the sizes then down, each size's round trips back to back (steady state, as a
+// pipeline repeats its few message sizes), half of the repeats in each: a drift of the machine
+// over the probe (a program starting, the clock changing) adds about the same to every size
+// instead of bending the curve the fit sees. (Sizes interleaved round by round were tried: a
+// message after a much larger one then often stalls for about 1.5 ms on this VM.)
+std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan) {
+  const int peer = 1 - comm.rank();
+  const size_t n = plan.sizes.size();
+  std::vector<std::vector<double>> round_trips(n);
+  auto sweep = [&](size_t i) {
+    const auto elements = static_cast<int64_t>(plan.sizes[i]);
+    torch::Tensor outgoing = torch::ones({elements}, torch::kUInt8);
+    torch::Tensor incoming = torch::empty({elements}, torch::kUInt8);
+    const std::string what = "calibration ping-pong of " + std::to_string(elements) + " bytes";
+    const int tag = static_cast<int>(i);
+    for (int r = 0; r < plan.warmup + plan.RepeatsOf(plan.sizes[i]); ++r) {
+      const auto start = Clock::now();
+      if (comm.rank() == 0) {
+        comm.Send(outgoing, peer, tag, what);
+        comm.Recv(incoming, peer, tag, what);
+      } else {
+        comm.Recv(incoming, peer, tag, what);
+        comm.Send(outgoing, peer, tag, what);
+      }
+      if (r >= plan.warmup) round_trips[i].push_back(SecondsSince(start));
+    }
+    comm.FinishSends();
+  };
+  for (size_t i = 0; i < n; ++i) sweep(i);
+  for (size_t i = n; i-- > 0;) sweep(i);
+  std::vector<PingPongRow> rows;
+  for (size_t i = 0; i < n; ++i) {
+    PingPongRow row;
+    row.bytes = plan.sizes[i];
+    row.repeats = static_cast<int>(round_trips[i].size());
+    row.one_way_s = Median(round_trips[i]) / 2;
+    row.fastest_one_way_s = *std::min_element(round_trips[i].begin(), round_trips[i].end()) / 2;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// --- 3. Compute ---------------------------------------------------------------------------------
+
+// The median time of one n x n by n x n fp32 GEMM on this process's one thread.
+double GemmSeconds(int n, int warmup, int repeats) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
+  torch::Tensor c = torch::empty({n, n});
+  std::vector<double> seconds;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    const auto start = Clock::now();
+    at::mm_out(c, a, b);
+    if (i >= warmup) seconds.push_back(SecondsSince(start));
+  }
+  return Median(seconds);
+}
+
+// The median time of copying `bytes` of fp32 from one tensor to another.
+double CopySeconds(double bytes, int repeats) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor from = torch::rand({static_cast<int64_t>(bytes / 4)});
+  torch::Tensor to = torch::empty_like(from);
+  std::vector<double> seconds;
+  for (int i = 0; i < 1 + repeats; ++i) {
+    const auto start = Clock::now();
+    to.copy_(from);
+    if (i >= 1) seconds.push_back(SecondsSince(start));
+  }
+  return Median(seconds);
+}
+
+// `seconds` as text that reads back to the same double (std::to_string keeps 6 decimals).
+std::string Exactly(double seconds) {
+  std::ostringstream text;
+  text << std::setprecision(17) << seconds;
+  return text.str();
+}
+
+// Rank 0 prints the cluster and writes --output.
+void Report(const CalibrateOptions& options, const Cluster& cluster) {
+  if (!options.output_file.empty()) {
+    CheckCalibrationOutput(options);  // again: it may have appeared while the probes ran
+    WriteTextFileAtomically(options.output_file, ClusterToJson(cluster).dump(1) + "\n");
+  }
+  if (options.json) {
+    std::cout << ClusterToJson(cluster).dump(1) << "\n";
+  } else {
+    std::cout << CalibrationSummary(cluster);
+    if (!options.output_file.empty()) std::cout << "\nwrote " << options.output_file << "\n";
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+bool IsCalibrationWorker() {
+  const char* hosted = std::getenv("PIPETWIN_STORE_HOSTED");
+  return hosted && std::string(hosted) == "1" && std::getenv("RANK");
+}
+
+int RunCalibrate(const CalibrateOptions& options, const std::string& program,
+                 const std::vector<std::string>& args) {
+  CheckCalibrationOutput(options);
+  const int workers = std::max(2, static_cast<int>(AllowedCpus().size()));
+  return LaunchLocalWorkers(workers, program, args);
+}
+
+int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
+  const ProbePlan plan = PlanFor(options.quick);
+  CalibrationProbes probes;
+  probes.load_average = LoadAverage();  // before the probes add to it
+  probes.cpus = AllowedCpus();          // before this process pins itself
+  const int cores = probes.cores();
+  // As `pipetwin run` places its workers: one core each, one intra-op thread.
+  PinToCpu(probes.cpus[env.rank % cores]);
+  at::set_num_threads(1);
+  SetBlasThreads(1);
+  Communicator comm(env, options.timeout_s, {},
+                    std::string("calibrate ") + (options.quick ? "quick" : "full"));
+  if (env.rank == 1) EchoTcp(comm, probes.tcp_message_bytes, plan.warmup + plan.tcp_round_trips);
+  if (env.rank == 0)
+    probes.tcp_one_way_s =
+        TcpOneWaySeconds(comm, probes.tcp_message_bytes, plan.warmup, plan.tcp_round_trips);
+  if (env.rank < 2) probes.ping_pong = GlooPingPong(comm, plan);
+
+  comm.Barrier();
+  if (env.rank == 0) {
+    probes.compute.gemm_n = plan.gemm_n;
+    probes.compute.alone_s = GemmSeconds(plan.gemm_n, plan.gemm_warmup, plan.gemm_repeats);
+    probes.compute.copy_bytes = 2 * plan.copy_bytes;  // read and written
+    probes.compute.copy_s = CopySeconds(plan.copy_bytes, plan.copy_repeats);
+  }
+  comm.Barrier();  // the others wait while rank 0 computes alone
+  if (env.rank < cores)
+    comm.Publish("calibrate/busy/" + std::to_string(env.rank),
+                 Exactly(GemmSeconds(plan.gemm_n, plan.gemm_warmup, plan.gemm_repeats)));
+  if (env.rank != 0) return 0;
+
+  for (int r = 0; r < cores; ++r)
+    probes.compute.busy_s.push_back(std::stod(comm.Fetch("calibrate/busy/" + std::to_string(r))));
+  probes.host = HostName();
+  probes.when = UtcNow();
+  probes.memory_bytes = MemTotalBytes();
+  probes.probe_workers = env.world_size;
+  probes.quick = options.quick;
+  probes.tcp_round_trips = plan.tcp_round_trips;
+  Cluster cluster;
+  try {
+    cluster = CalibratedCluster(probes, options.workers > 0 ? options.workers : cores);
+  } catch (const std::invalid_argument& e) {
+    throw RunError(std::string("the loopback probe cannot be fitted: ") + e.what());
+  }
+  Report(options, cluster);
+  return 0;
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,93 @@
+// The options of `pipetwin calibrate`, defined once for the front end (which prints the help and
+// rejects bad words before LibTorch loads) and for pipetwin-exec (which measures). Header-only
+// and free of LibTorch, like run_options.h.
+//
+//   po::variables_map vm = ParseCommandLine("calibrate", CalibrateOptionsDescription(), {}, args);
+//   CalibrateOptions o = ReadCalibrateOptions(vm);   // throws InputError on out-of-range values
+//   CheckCalibrationOutput(o);                       // throws InputError: the file exists
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <boost/program_options.hpp>
+
+#include "partition/error.h"
+
+namespace pipetwin::exec {
+
+namespace po = boost::program_options;
+
+inline const char* CalibrateUsage() {
+  return "[--workers N] [--output FILE [--force]] [--json] [--quick]";
+}
+inline const char* CalibrateDescription() {
+  return "Measure this machine and write it as a cluster the simulator takes: the cores this\n"
+         "process may use (sched_getaffinity), one core's GEMM speed alone and with every core\n"
+         "busy, and a c10d Gloo ping-pong between two worker processes over loopback (4 B to\n"
+         "16 MB) fitted as one-way time = latency + per-message overhead + bytes / bandwidth.\n"
+         "The cluster has one server of N workers sharing the cores (shared_cores); the raw\n"
+         "probes are kept in its \"calibration\" member for inspection. About 2 s;\n"
+         "--quick about 1 s.";
+}
+
+inline po::options_description CalibrateOptionsDescription() {
+  po::options_description desc("options");
+  desc.add_options()
+      ("workers", po::value<int>(), "workers (devices) of the calibrated server (default: cores)")
+      ("output", po::value<std::string>(), "cluster file to write (never replaced without --force)")
+      ("force", "replace an existing --output file")
+      ("json", "print the calibrated cluster as JSON")
+      ("quick", "fewer sizes and repeats (about 1 s)")
+      ("timeout", po::value<double>()->default_value(30),
+       "seconds a probe worker waits for a peer");
+  return desc;
+}
+
+// What a calibration was asked to do.
+struct CalibrateOptions {
+  int workers = 0;           // 0: one per core
+  std::string output_file;   // empty: none
+  bool force = false;
+  bool json = false;
+  bool quick = false;
+  double timeout_s = 30;
+};
+
+// Reads the parsed options. Throws InputError on bad values.
+inline CalibrateOptions ReadCalibrateOptions(const po::variables_map& vm) {
+  CalibrateOptions o;
+  if (vm.count("workers")) o.workers = vm["workers"].as<int>();
+  if (vm.count("output")) o.output_file = vm["output"].as<std::string>();
+  o.force = vm.count("force") > 0;
+  o.json = vm.count("json") > 0;
+  o.quick = vm.count("quick") > 0;
+  o.timeout_s = vm["timeout"].as<double>();
+  if (vm.count("workers") && o.workers < 1)
+    throw InputError("pipetwin calibrate: --workers must be >= 1, got " +
+                     std::to_string(o.workers));
+  if (vm.count("output") && o.output_file.empty())
+    throw InputError("pipetwin calibrate: --output must name a file");
+  if (o.force && o.output_file.empty())
+    throw InputError("pipetwin calibrate: --force only goes with --output FILE");
+  if (!(o.timeout_s > 0)) throw InputError("pipetwin calibrate: --timeout must be > 0 seconds");
+  return o;
+}
+
+// Refuses, before anything is measured, an --output file that already exists unless --force was
+// given (a calibration must never replace what a user wrote by accident), and one whose folder
+// cannot be written.
+inline void CheckCalibrationOutput(const CalibrateOptions& o) {
+  if (o.output_file.empty()) return;
+  struct stat info;
+  if (!o.force && ::stat(o.output_file.c_str(), &info) == 0)
+    throw InputError(o.output_file, "", "exists; expected a new file (--force replaces it)");
+  const size_t slash = o.output_file.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : o.output_file.substr(0, slash + 1);
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw InputError(o.output_file, "", "expected a file in a folder that exists and is writable");
+}
+
+}  // namespace pipetwin::exec

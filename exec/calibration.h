@@ -1,0 +1,107 @@
+// From the probes of `pipetwin calibrate` to a cluster the simulator takes. Free of LibTorch: the
+// probes themselves run in calibrate.cc; this file holds the model fitted to them.
+//
+// The simulator charges a message of S bytes between two workers of one server
+//   communication_overhead_us (a sleep of the sender, sim/runner.cc)
+//   + latency_us (half on each of the two host links, sim/platform.cc)
+//   + S / bandwidth (the links' bandwidth; network_model "datacenter": no TCP factors),
+// so the loopback ping-pong is fitted as one-way time = a + S / B and a is split in two:
+//   latency_us                 the one-way time of a 4-byte raw TCP ping-pong between the same
+//                              two processes (the kernel's loopback path and two wake-ups),
+//   communication_overhead_us  a - latency_us: what c10d Gloo adds per message on top of it
+//                              (0, and latency_us = a, when the raw TCP time exceeds a).
+//
+//   CalibrationProbes probes = ...;                  // measured (calibrate.cc)
+//   Cluster c = CalibratedCluster(probes, /*workers=*/2);
+//   std::cout << CalibrationSummary(c);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partition/cluster.h"
+
+namespace pipetwin::exec {
+
+// One message size of the c10d Gloo ping-pong.
+struct PingPongRow {
+  double bytes = 0;
+  int repeats = 0;        // timed round trips (after warm-up)
+  double one_way_s = 0;   // median round trip / 2
+  // The fastest round trip / 2, kept for inspection: far below the median, the probe shared the
+  // cores with other work.
+  double fastest_one_way_s = 0;
+};
+
+// The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.
+struct ComputeProbe {
+  int gemm_n = 256;
+  double alone_s = 0;            // median time of one GEMM while no other process computes
+  std::vector<double> busy_s;    // the same, per process, while one process per core computes
+  double copy_bytes = 0;         // a tensor copy on one core: bytes read plus bytes written
+  double copy_s = 0;             // its median time
+};
+
+// Everything `pipetwin calibrate` measured.
+struct CalibrationProbes {
+  std::string host;
+  std::string when;              // ISO 8601, UTC
+  std::vector<int> cpus;         // the CPUs this process may run on (sched_getaffinity)
+  double memory_bytes = 0;       // MemTotal
+  int probe_workers = 2;         // processes started for the probes
+  bool quick = false;
+  double load_average = 0;       // /proc/loadavg (1 minute) when the probes began
+  int tcp_message_bytes = 4;
+  int tcp_round_trips = 0;
+  double tcp_one_way_s = 0;      // median round trip / 2 of the raw TCP ping-pong
+  std::vector<PingPongRow> ping_pong;
+  ComputeProbe compute;
+
+  int cores() const { return static_cast<int>(cpus.size()); }
+};
+
+// one_way_s = intercept_s + bytes * seconds_per_byte.
+struct LinearFit {
+  double intercept_s = 0;
+  double seconds_per_byte = 0;
+
+  double Predict(double bytes) const { return intercept_s + bytes * seconds_per_byte; }
+  double bandwidth_bytes_per_s() const { return 1 / seconds_per_byte; }
+};
+
+// Fits one_way_s = a + bytes / B in the two regimes where each term dominates (Hockney's
+// t = t0 + n / r_inf, as ping-pong benchmarks report latency from the smallest messages and
+// bandwidth from the largest):
+//   a    the mean of one_way_s - bytes / B over the sizes up to kLatencyRegimeBytes (4 KB:
+//        bytes / B is a few percent of the time there),
+//   1/B  the least-squares slope of (one_way_s - a) against bytes, through the origin, over the
+//        sizes from kBandwidthRegimeBytes (1 MB: bytes / B is most of the time there).
+// Unweighted, so that the largest messages, whose seconds weigh most in a simulated pipeline,
+// are fitted best. The sizes in between (copies that stay in a core's cache, faster per byte)
+// and the pathologies of single sizes are left to the residuals. A joint fit over all sizes
+// cannot serve both ends on a loaded machine: there the median 16 MB transfer, spanning several
+// scheduler slices, was measured up to 2.5x slower per byte than a 1 MB one, and a line follows
+// that curve wherever its weights put it. Requires sizes in both regimes with positive times;
+// throws std::invalid_argument otherwise or when the time does not grow with the size.
+constexpr double kLatencyRegimeBytes = 4096;
+constexpr double kBandwidthRegimeBytes = 1 << 20;
+LinearFit FitOneWayTime(const std::vector<PingPongRow>& rows);
+
+// The cluster of this machine: one server ("host") of `workers` devices joined by loopback, with
+// the fitted bandwidth, latency and per-message overhead, shared_cores = the probes' cores, the
+// device's memory, GEMM rate and copy bandwidth, and every probe in `calibration`.
+Cluster CalibratedCluster(const CalibrationProbes& probes, int workers);
+
+// How much other work slowed the probes down: the largest, over the sizes up to 4 KB, of median /
+// fastest round trip (1.6 at most in calibrations of an idle machine here; a round trip of a
+// tiny message is a pair of wake-ups, which wait for a time slice when other work holds the
+// cores: 10x to 60x with two busy loops beside the probes). 0 when no fastest times are known.
+double SmallMessageSpread(const std::vector<PingPongRow>& rows);
+// Above this spread the probes measured the machine under other work, not the machine itself.
+constexpr double kContendedSpread = 2;
+
+// A few readable lines about a calibrated cluster (read from its `calibration` member), with a
+// warning when the probes were contended.
+std::string CalibrationSummary(const Cluster& cluster);
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,265 @@
+// `pipetwin calibrate`: the fit and the cluster built from probes (exact, on synthetic
+// measurements), then real calibrations of this machine (`--quick`, two or more LibTorch worker
+// processes): the file loads back, the fitted line predicts what was measured, a user's file is
+// never replaced without --force.
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "exec/calibration.h"
+#include "partition/cluster.h"
+#include "partition/json_reader.h"
+#include "test_support.h"
+
+namespace pipetwin::exec {
+namespace {
+
+using pipetwin::testing::RunPipetwin;
+using pipetwin::testing::TemporaryDirectory;
+using pipetwin::testing::WriteFile;
+
+constexpr double kMegabyte = 1 << 20;
+
+int AllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Rows of one_way = a + S / B exactly, 4 B to 16 MB.
+std::vector<PingPongRow> ExactRows(double a_s, double bytes_per_s) {
+  std::vector<PingPongRow> rows;
+  for (double s = 4; s <= 16 * kMegabyte; s *= 4) rows.push_back({s, 10, a_s + s / bytes_per_s});
+  return rows;
+}
+
+CalibrationProbes SyntheticProbes() {
+  CalibrationProbes p;
+  p.host = "testhost";
+  p.when = "2026-11-30T12:00:00Z";
+  p.cpus = {0, 1, 2, 3};
+  p.memory_bytes = 8e9;
+  p.probe_workers = 4;
+  p.tcp_round_trips = 100;
+  p.tcp_one_way_s = 12e-6;
+  p.ping_pong = ExactRows(40e-6, 2e9);
+  p.compute.gemm_n = 256;
+  p.compute.alone_s = 1e-3;
+  p.compute.busy_s = {1.2e-3, 1.3e-3, 1.2e-3, 1.3e-3};
+  p.compute.copy_bytes = 64 * kMegabyte;
+  p.compute.copy_s = 8e-3;
+  return p;
+}
+
+TEST(ExecCalibrateFit, RecoversTheLineOfExactTimes) {
+  const LinearFit fit = FitOneWayTime(ExactRows(40e-6, 2e9));
+  EXPECT_NEAR(fit.intercept_s, 40e-6, 1e-12);
+  EXPECT_NEAR(fit.bandwidth_bytes_per_s() / 2e9, 1, 1e-9);
+}
+
+// The intercept comes from the sizes up to 4 KB, the bandwidth from those from 1 MB: a size in
+// between changes nothing, and a small size moves the intercept by its share of the mean.
+TEST(ExecCalibrateFit, TakesEachTermFromItsOwnRegime) {
+  std::vector<PingPongRow> rows = ExactRows(40e-6, 2e9);
+  for (PingPongRow& r : rows)
+    if (r.bytes == 256 * 1024) r.one_way_s *= 10;  // a pathology of one size
+  LinearFit fit = FitOneWayTime(rows);
+  EXPECT_NEAR(fit.intercept_s, 40e-6, 1e-12);
+  EXPECT_NEAR(fit.bandwidth_bytes_per_s() / 2e9, 1, 1e-9);
+  rows[0].one_way_s += 6e-6;  // 4 B: one of the six sizes up to 4 KB
+  fit = FitOneWayTime(rows);
+  EXPECT_NEAR(fit.intercept_s, 41e-6, 1e-9);
+  EXPECT_NEAR(fit.Predict(16 * kMegabyte) / rows.back().one_way_s, 1, 1e-3);
+}
+
+TEST(ExecCalibrateFit, RefusesWhatCannotBeFitted) {
+  EXPECT_THROW(FitOneWayTime({{1024, 5, 1e-5}, {64 * 1024, 5, 2e-5}}), std::invalid_argument);
+  EXPECT_THROW(FitOneWayTime({{64 * 1024, 5, 2e-5}, {kMegabyte, 5, 1e-4}}), std::invalid_argument);
+  EXPECT_THROW(FitOneWayTime({{4, 5, 2e-5}, {kMegabyte, 5, 1e-5}}), std::invalid_argument);
+  EXPECT_THROW(FitOneWayTime({{4, 5, 0}, {kMegabyte, 5, 1e-3}}), std::invalid_argument);
+}
+
+// The simulator's time for a message inside a server (latency + overhead + S / bandwidth) is the
+// fitted line, and the split of the intercept follows calibration.h.
+TEST(ExecCalibrateFit, TheClusterChargesAMessageWhatTheFitPredicts) {
+  const CalibrationProbes probes = SyntheticProbes();
+  const Cluster c = ClusterFromJson(ClusterToJson(CalibratedCluster(probes, 3)), "calibrated");
+  ASSERT_EQ(c.levels.size(), 1u);
+  const ClusterLevel& host = c.levels[0];
+  EXPECT_EQ(host.count, 3);
+  EXPECT_EQ(host.link, "loopback");
+  EXPECT_EQ(c.shared_cores, 4);
+  EXPECT_EQ(c.network_model, "datacenter");
+  EXPECT_NEAR(host.latency_us, 12, 1e-6);
+  EXPECT_NEAR(c.communication_overhead_us, 28, 1e-6);
+  EXPECT_NEAR(host.bandwidth_bytes_per_s(), 2e9, 1e-3);
+  for (const PingPongRow& row : probes.ping_pong) {
+    const double simulated_s = (host.latency_us + c.communication_overhead_us) * 1e-6 +
+                               row.bytes / host.bandwidth_bytes_per_s();
+    EXPECT_NEAR(simulated_s / row.one_way_s, 1, 1e-9) << row.bytes << " bytes";
+  }
+  EXPECT_EQ(c.device.name, "CPU (testhost)");
+  EXPECT_EQ(c.device.memory_bytes, 8e9);
+  EXPECT_NEAR(c.device.peak_flops, 2.0 * 256 * 256 * 256 / 1e-3, 1);
+  EXPECT_NEAR(c.calibration["compute"]["contention_slowdown"].get<double>(), 1.25, 1e-9);
+  EXPECT_EQ(c.calibration["ping_pong"].size(), probes.ping_pong.size());
+  EXPECT_NE(CalibrationSummary(c).find("1.25x slower"), std::string::npos)
+      << CalibrationSummary(c);
+}
+
+TEST(ExecCalibrateFit, AnInterceptBelowTheTcpLatencyIsAllLatency) {
+  CalibrationProbes probes = SyntheticProbes();
+  probes.tcp_one_way_s = 50e-6;  // more than the 40 us intercept
+  const Cluster c = CalibratedCluster(probes, 2);
+  EXPECT_NEAR(c.levels[0].latency_us, 40, 1e-6);
+  EXPECT_EQ(c.communication_overhead_us, 0);
+}
+
+TEST(ExecCalibrateFit, TheSpreadOfTinyMessagesTellsAContendedProbe) {
+  CalibrationProbes probes = SyntheticProbes();
+  for (PingPongRow& r : probes.ping_pong) r.fastest_one_way_s = r.one_way_s / 1.1;
+  EXPECT_NEAR(SmallMessageSpread(probes.ping_pong), 1.1, 1e-9);
+  EXPECT_EQ(CalibrationSummary(CalibratedCluster(probes, 4)).find("warning"), std::string::npos);
+  probes.ping_pong[2].fastest_one_way_s = probes.ping_pong[2].one_way_s / 50;  // 64 B
+  EXPECT_NEAR(SmallMessageSpread(probes.ping_pong), 50, 1e-9);
+  const std::string summary = CalibrationSummary(CalibratedCluster(probes, 4));
+  EXPECT_NE(summary.find("warning      other work held the cores"), std::string::npos) << summary;
+}
+
+// The fit's tolerances hold when the probes had the cores to themselves; with other work holding
+// them (SmallMessageSpread above kContendedSpread: seen here with two busy loops beside the
+// probes, tiny messages taking 2 ms instead of 30 us) the numbers describe that load instead:
+// the structural checks stay, the tolerances are reported as not checked.
+bool Contended(const Cluster& c) {
+  return c.calibration["small_message_spread"].get<double>() > kContendedSpread;
+}
+
+std::string ContentionNote(const Cluster& c) {
+  return "other work held the cores (tiny messages took " +
+         std::to_string(c.calibration["small_message_spread"].get<double>()) +
+         "x their fastest time, load average " +
+         std::to_string(c.calibration["load_average"].get<double>()) +
+         "): the fit's tolerances were not checked";
+}
+
+// A real calibration of this machine. The bandwidth is fitted mostly to the 16 MB message (the
+// largest of the least-squares sizes): its prediction must be within 25% of its median.
+TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
+  const std::string file = TemporaryDirectory() + "/here.json";
+  const auto r = RunPipetwin("calibrate --quick --output '" + file + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote " + file), std::string::npos) << r.out;
+  std::cout << r.out;
+  const Cluster c = LoadClusterFile(file);
+  const int cores = AllowedCores();
+  ASSERT_EQ(c.levels.size(), 1u);
+  EXPECT_EQ(c.levels[0].count, cores);  // --workers defaults to the cores
+  EXPECT_EQ(c.levels[0].link, "loopback");
+  EXPECT_GT(c.levels[0].bandwidth_gbps, 0);
+  EXPECT_GE(c.levels[0].latency_us, 0);
+  EXPECT_GE(c.communication_overhead_us, 0);
+  EXPECT_EQ(c.shared_cores, cores);
+  EXPECT_GT(c.device.memory_bytes, 0);
+  EXPECT_EQ(c.calibration["cores"].get<int>(), cores);
+  EXPECT_GT(c.calibration["compute"]["contention_slowdown"].get<double>(), 0);
+  const auto& table = c.calibration["ping_pong"];
+  ASSERT_FALSE(table.empty());
+  EXPECT_EQ(table.front()["bytes"].get<double>(), 4);
+  EXPECT_EQ(table.back()["bytes"].get<double>(), 16 * kMegabyte);
+  if (Contended(c)) GTEST_SKIP() << ContentionNote(c);
+  EXPECT_LT(std::abs(table.back()["residual"].get<double>()), 0.25) << table.back().dump();
+}
+
+// Every probe size, predicted from the cluster's numbers as the simulator charges a message
+// between two workers of one server (latency + overhead + S / bandwidth), against what was
+// measured. Tolerances, from about thirty quick calibrations of the 2-core development VM, idle,
+// with other builds running, and with one busy loop beside the probes:
+//   up to 4 KB    within 35% of the median: the intercept is their mean (worst seen: 20%);
+//   16 MB         within 25% of the median: the bandwidth is fitted mostly to it (worst: 6%);
+//   every size    at least 0.75 x its fastest round trip: the model never promises a message
+//                 much faster than the machine ever delivered it (worst: 1.02 x); and at most
+//                 4 x its median (worst: 3.0 x): messages of 64 KB to 1 MB, short enough to
+//                 finish within a time slice and copied within a core's cache, run faster per
+//                 byte than the 16 MB transfers the bandwidth comes from, which share the cores
+//                 with whatever else runs. A single size stalling (512 KB, 1.5 ms instead of
+//                 0.1 ms, seen in full calibrations) only lowers the prediction's ratio.
+TEST(ExecCalibrate, TheFittedModelPredictsEveryProbeSize) {
+  const auto r = RunPipetwin("calibrate --quick --json --workers 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Cluster c = ClusterFromJson(ParseJsonText(r.out, "stdout"), "stdout");
+  ASSERT_EQ(c.levels.size(), 1u);
+  const ClusterLevel& host = c.levels[0];
+  EXPECT_EQ(host.count, 3);
+  const bool contended = Contended(c);
+  for (const auto& row : c.calibration["ping_pong"]) {
+    const double bytes = row["bytes"].get<double>();
+    const double median_us = row["one_way_us"].get<double>();
+    const double fastest_us = row["fastest_us"].get<double>();
+    const double simulated_us = host.latency_us + c.communication_overhead_us +
+                                bytes / host.bandwidth_bytes_per_s() * 1e6;
+    const std::string what = std::to_string(static_cast<long>(bytes)) + " bytes: simulated " +
+                             std::to_string(simulated_us) + " us, median " +
+                             std::to_string(median_us) + " us, fastest " +
+                             std::to_string(fastest_us) + " us";
+    EXPECT_NEAR(simulated_us / row["predicted_us"].get<double>(), 1, 1e-6) << what;
+    if (contended) continue;  // skipped below
+    if (bytes <= 4096) {
+      EXPECT_NEAR(simulated_us / median_us, 1, 0.35) << what;
+    }
+    if (bytes == 16 * kMegabyte) {
+      EXPECT_NEAR(simulated_us / median_us, 1, 0.25) << what;
+    }
+    EXPECT_GE(simulated_us, 0.75 * fastest_us) << what;
+    EXPECT_LE(simulated_us, 4 * median_us) << what;
+  }
+  if (contended) GTEST_SKIP() << ContentionNote(c);
+}
+
+TEST(ExecCalibrate, NeverReplacesAnExistingFileWithoutForce) {
+  const std::string file = TemporaryDirectory() + "/mine.json";
+  WriteFile(file, "{\"precious\": true}\n");
+  const auto refused = RunPipetwin("calibrate --quick --output '" + file + "'");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err, file + ": exists; expected a new file (--force replaces it)\n");
+  EXPECT_EQ(Slurp(file), "{\"precious\": true}\n");
+  const auto forced = RunPipetwin("calibrate --quick --force --output '" + file + "'");
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_GT(LoadClusterFile(file).levels.at(0).bandwidth_gbps, 0);
+}
+
+TEST(ExecCalibrate, BadOptionsGetOneLineAndExitTwo) {
+  const auto zero = RunPipetwin("calibrate --workers 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_EQ(zero.err, "pipetwin calibrate: --workers must be >= 1, got 0\n");
+  const auto stray = RunPipetwin("calibrate here.json");
+  EXPECT_EQ(stray.exit_code, 2);
+  EXPECT_EQ(std::count(stray.err.begin(), stray.err.end(), '\n'), 1) << stray.err;
+  const auto force = RunPipetwin("calibrate --force");
+  EXPECT_EQ(force.exit_code, 2);
+  EXPECT_NE(force.err.find("--force only goes with --output"), std::string::npos) << force.err;
+  const auto nowhere = RunPipetwin("calibrate --quick --output /nonexistent-folder/here.json");
+  EXPECT_EQ(nowhere.exit_code, 2);
+  EXPECT_EQ(nowhere.err, "/nonexistent-folder/here.json: expected a file in a folder that exists "
+                         "and is writable\n");
+  const auto help = RunPipetwin("calibrate --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("usage: pipetwin calibrate"), std::string::npos) << help.out;
+}
+
+}  // namespace
+}  // namespace pipetwin::exec

@@ -37,10 +37,28 @@ void SetBlasThreads(int threads) {
 
 namespace {
 
-// Intra-op threads: the machine's cores shared among the workers on it, each worker pinned to
-// its own cores when there are enough (no oversubscription, no migration).
+// The cores this process may run on, in order: its affinity mask as set by `taskset`, Slurm,
+// cgroups or `ip netns exec` under taskset; all of the machine's when the mask cannot be read.
+std::vector<int> AllowedCores() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &mask)) cores.push_back(c);
+  if (cores.empty())
+    for (int c = 0; c < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++c)
+      cores.push_back(c);
+  return cores;
+}
+
+// Intra-op threads: the cores this process is allowed (its affinity mask) shared among the
+// workers on this host, each worker pinned to its own cores within that mask when there are
+// enough (no oversubscription, no migration). Workers started one per network namespace each see
+// LOCAL_RANK=0; started under `taskset -c K` each gets core K, not all core 0.
 int ConfigureThreads(int requested, const ProcessEnv& env) {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::vector<int> allowed = AllowedCores();
+  const int cores = static_cast<int>(allowed.size());
   const int threads = requested > 0 ? requested : std::max(1, cores / env.local_world_size);
   at::set_num_threads(threads);
   SetBlasThreads(threads);
@@ -52,7 +70,8 @@ int ConfigureThreads(int requested, const ProcessEnv& env) {
   if (threads * env.local_world_size <= cores) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    for (int t = 0; t < threads; ++t) CPU_SET((env.local_rank * threads + t) % cores, &set);
+    for (int t = 0; t < threads; ++t)
+      CPU_SET(allowed[(env.local_rank * threads + t) % cores], &set);
     sched_setaffinity(0, sizeof set, &set);
   }
   return threads;

@@ -1,0 +1,429 @@
+#!/usr/bin/env bash
+# Several hosts on one machine: network namespaces joined by shaped veth links, and the workers of
+# a pipetwin plan started across them the way torchrun would start them on separate hosts.
+#
+#   scripts/netns.sh up N --rate RATE [--delay D]   N hosts pipetwin-h0..h(N-1) at 10.77.0.1..N/24
+#   scripts/netns.sh run SCENARIO [pipetwin run options]
+#                                                   one `pipetwin-exec run` per rank, rank k in
+#                                                   host k mod N, pinned to core k mod cores;
+#                                                   rank 0's output is the result
+#   scripts/netns.sh once N --rate RATE [--delay D] SCENARIO [options]
+#                                                   up, run, down (down also on INT/TERM/errors)
+#   scripts/netns.sh probe [--json]                 the effective link h0 -> h1: TCP round trip
+#                                                   and bulk throughput
+#   scripts/netns.sh status                         the hosts and their qdiscs
+#   scripts/netns.sh down                           removes every namespace `up` made
+#
+# Topology: every host namespace holds one veth end, pt-eth0, whose peer pt-hK sits in a switch
+# namespace pipetwin-sw on a bridge pt-br. Nothing is created in the root namespace, so the
+# machine's own interfaces, routes and firewall are never touched. Both ends of every veth get a
+# tbf of RATE on their egress, so each direction of a host's link is shaped to RATE (a transfer
+# h0 -> h1 crosses h0's pt-eth0 and the switch's pt-h1, both at RATE). --delay D adds a netem
+# one-way delay D on each host's egress (round trip 2D plus the veth's own) when the kernel has
+# netem; without it the delay cannot be applied here, a warning says so, and the veth's measured
+# latency (`probe`) is the link's.
+#
+# RATE: a number with bit, kbit, mbit, gbit (tc's units, powers of 1000), e.g. 1gbit, 300mbit.
+# D: a number with us, ms or s.
+#
+# Environment:
+#   PIPETWIN_BUILD_DIR       build folder holding bin/pipetwin and bin/pipetwin-exec (default build/)
+#   PIPETWIN_NETNS_ID        0..254: a separate set of hosts (pipetwin<ID>-h0.., 10.77.<ID>.0/24),
+#                            so that a test and an experiment do not meet; default 0 (pipetwin-h0..)
+#   PIPETWIN_NETNS_TIMEOUT   seconds a `run` may take before its workers are killed (default 900)
+#
+# Exit status: 0 success; 2 refused (no rights, no `ip netns`, bad arguments); 1 a failed run
+# (the rank that failed named on stderr), 124 a run over PIPETWIN_NETNS_TIMEOUT.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${PIPETWIN_BUILD_DIR:-$root/build}
+id=${PIPETWIN_NETNS_ID:-0}
+me="netns.sh"
+
+die() {  # STATUS MESSAGE: one line on stderr
+  echo "$me: $2" >&2
+  exit "$1"
+}
+
+[[ $id =~ ^[0-9]+$ ]] && ((id <= 254)) || die 2 "PIPETWIN_NETNS_ID must be 0..254, got '$id'"
+if ((id == 0)); then ns_prefix=pipetwin; else ns_prefix=pipetwin$id; fi
+subnet=10.77.$id
+switch=$ns_prefix-sw
+
+host_ns() { echo "$ns_prefix-h$1"; }
+host_addr() { echo "$subnet.$(($1 + 1))"; }
+
+# The host namespaces that exist now, h0 first (none: empty).
+hosts_up() {
+  ip netns list 2>/dev/null | awk -v p="^$ns_prefix-h[0-9]+$" '$1 ~ p {print $1}' | sort -t h -k2 -n -u
+}
+
+host_count() { hosts_up | grep -c . || true; }
+
+# Refuses (exit 2, one line) without the rights to make namespaces and shape links: CAP_NET_ADMIN
+# (links, qdiscs) and CAP_SYS_ADMIN (`ip netns add` mounts the namespace under /run/netns).
+require_rights() {
+  command -v ip >/dev/null && command -v tc >/dev/null ||
+    die 2 "needs iproute2 (ip and tc); install it (apt-get install iproute2)"
+  local caps
+  caps=$(awk '/^CapEff:/ {print $2}' /proc/self/status 2>/dev/null || echo 0)
+  if (((16#${caps:-0} >> 12 & 1) == 0 || (16#${caps:-0} >> 21 & 1) == 0)); then
+    die 2 "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces and shape links; run it as root or with sudo"
+  fi
+  local probe_ns="$ns_prefix-check$$" out
+  if ! out=$(ip netns add "$probe_ns" 2>&1); then
+    die 2 "'ip netns' does not work here ($(echo "$out" | head -1)); network namespaces are needed"
+  fi
+  ip netns del "$probe_ns" 2>/dev/null || true
+}
+
+# RATE (tc units) -> bits per second, integer.
+rate_bits_per_s() {
+  local text=${1,,}
+  [[ $text =~ ^([0-9]+(\.[0-9]+)?)(bit|kbit|mbit|gbit|tbit)$ ]] ||
+    die 2 "--rate: expected a number with bit, kbit, mbit, gbit or tbit (e.g. 1gbit, 300mbit), got '$1'"
+  local factor
+  case ${BASH_REMATCH[3]} in
+    bit) factor=1 ;; kbit) factor=1e3 ;; mbit) factor=1e6 ;; gbit) factor=1e9 ;; tbit) factor=1e12 ;;
+  esac
+  awk -v n="${BASH_REMATCH[1]}" -v f="$factor" 'BEGIN { printf "%.0f", n * f }'
+}
+
+# D -> microseconds (a number).
+delay_us() {
+  local text=${1,,}
+  [[ $text =~ ^([0-9]+(\.[0-9]+)?)(us|ms|s)$ ]] ||
+    die 2 "--delay: expected a number with us, ms or s (e.g. 100us), got '$1'"
+  local factor
+  case ${BASH_REMATCH[3]} in us) factor=1 ;; ms) factor=1e3 ;; s) factor=1e6 ;; esac
+  awk -v n="${BASH_REMATCH[1]}" -v f="$factor" 'BEGIN { printf "%g", n * f }'
+}
+
+# Shapes the egress of DEV in namespace NS: tbf at RATE_BITS (and netem DELAY_US before it when
+# the kernel has netem and DELAY_US > 0). Prints "nodelay" when the delay could not be applied.
+shape() {  # NS DEV RATE_BITS DELAY_US
+  local ns=$1 dev=$2 rate=$3 delay=$4
+  # tbf: the bucket holds 1 ms of traffic (at least 16 KB), the queue 20 ms. A smaller bucket
+  # loses rate to timer granularity and GSO segmentation (64 KB at 1gbit passes 430 Mbit/s on
+  # this machine, 125 KB 910-950); a larger one lets whole messages through unshaped.
+  local burst limit
+  burst=$(awk -v r="$rate" 'BEGIN { b = r / 8 * 1e-3; printf "%d", b < 16384 ? 16384 : b }')
+  limit=$(awk -v r="$rate" -v b="$burst" 'BEGIN { printf "%d", r / 8 * 0.02 + b }')
+  local tbf=(tbf rate "${rate}bit" burst "$burst" limit "$limit")
+  if [[ $delay != 0 ]] &&
+    tc -n "$ns" qdisc add dev "$dev" root handle 1: netem delay "${delay}us" 2>/dev/null; then
+    tc -n "$ns" qdisc add dev "$dev" parent 1:1 handle 10: "${tbf[@]}"
+  else
+    tc -n "$ns" qdisc add dev "$dev" root "${tbf[@]}"
+    [[ $delay == 0 ]] || echo nodelay
+  fi
+}
+
+cmd_up() {
+  local n="" rate="" delay=0
+  while (($#)); do
+    case $1 in
+      --rate) (($# >= 2)) || die 2 "up: --rate needs a value"; rate=$2; shift 2 ;;
+      --delay) (($# >= 2)) || die 2 "up: --delay needs a value"; delay=$(delay_us "$2"); shift 2 ;;
+      -*) die 2 "up: unknown option '$1' (up N --rate RATE [--delay D])" ;;
+      *) [[ -z $n ]] || die 2 "up: one host count expected, got '$n' and '$1'"; n=$1; shift ;;
+    esac
+  done
+  [[ $n =~ ^[0-9]+$ ]] && ((n >= 2 && n <= 64)) || die 2 "up: expected a host count 2..64, got '${n}'"
+  [[ -n $rate ]] || die 2 "up: --rate RATE is required (e.g. --rate 1gbit)"
+  local rate_bits
+  rate_bits=$(rate_bits_per_s "$rate")
+  require_rights
+  if [[ -n $(hosts_up) ]] || ip netns list 2>/dev/null | grep -qx "$switch\( .*\)\?"; then
+    die 1 "hosts $ns_prefix-* are already up ($me down removes them)"
+  fi
+  trap 'cmd_down >/dev/null 2>&1 || true' EXIT  # a half-built set is removed, not left behind
+  ip netns add "$switch"
+  ip -n "$switch" link add pt-br type bridge
+  ip -n "$switch" link set pt-br up
+  local k nodelay=""
+  for ((k = 0; k < n; ++k)); do
+    local ns
+    ns=$(host_ns "$k")
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip link add "pt-h$k" netns "$switch" type veth peer name pt-eth0 netns "$ns"
+    ip -n "$switch" link set "pt-h$k" master pt-br up
+    ip -n "$ns" addr add "$(host_addr "$k")/24" dev pt-eth0
+    ip -n "$ns" link set pt-eth0 up
+    nodelay+=$(shape "$ns" pt-eth0 "$rate_bits" "$delay")
+    shape "$switch" "pt-h$k" "$rate_bits" 0 >/dev/null
+  done
+  trap - EXIT
+  local delay_text=""
+  [[ $delay == 0 ]] || delay_text=", one-way delay ${delay} us"
+  [[ -z $nodelay ]] || delay_text=", no delay (no netem)"
+  echo "$me: $n hosts $(host_ns 0)..$(host_ns $((n - 1))) at $subnet.1..$n/24, links $rate" \
+    "each way$delay_text"
+  if [[ -n $nodelay ]]; then
+    echo "$me: warning: this kernel has no netem (sch_netem), so the delay of ${delay} us" \
+      "cannot be applied; the links keep the veth's own latency (measure it with '$me probe')" >&2
+  fi
+}
+
+cmd_down() {
+  (($# == 0)) || die 2 "down takes no arguments"
+  require_rights
+  local ns
+  # Processes still inside (a killed run's workers) keep a namespace alive after `ip netns del`.
+  for ns in $(hosts_up) $(ip netns list 2>/dev/null | awk -v s="$switch" '$1 == s {print $1}'); do
+    local pids
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -z $pids ]] || kill -KILL $pids 2>/dev/null || true
+    ip netns del "$ns"
+  done
+  echo "$me: down"
+}
+
+cmd_status() {
+  local ns
+  for ns in $(hosts_up); do
+    echo "$ns: $(ip -n "$ns" -4 -o addr show dev pt-eth0 2>/dev/null | awk '{print $4}')" \
+      "$(tc -n "$ns" qdisc show dev pt-eth0 2>/dev/null | head -2 | tr '\n' ' ')"
+  done
+  [[ -n $(hosts_up) ]] || echo "$me: no hosts up"
+}
+
+# The number of workers of a run: the plan's replicas summed (a --plan file, else the scenario's
+# plan or planner, through `pipetwin plan --json`).
+worker_count() {  # SCENARIO [options]
+  local scenario=$1 plan_file=""
+  shift
+  while (($#)); do
+    case $1 in
+      --plan) plan_file=${2:-}; shift 2 || shift ;;
+      --plan=*) plan_file=${1#--plan=}; shift ;;
+      *) shift ;;
+    esac
+  done
+  local json
+  if [[ -n $plan_file ]]; then
+    json=$(cat "$plan_file") || die 2 "cannot read plan file $plan_file"
+  else
+    json=$("$build/bin/pipetwin" plan "$scenario" --json) || exit 2
+  fi
+  python3 -c '
+import json, sys
+plan = json.loads(sys.stdin.read())
+print(sum(s.get("replicas", len(s.get("devices", [])) or 1) for s in plan["stages"]))' <<<"$json"
+}
+
+# The cores this script may use (its affinity mask), one per line.
+allowed_cores() {
+  python3 -c 'import os; print("\n".join(str(c) for c in sorted(os.sched_getaffinity(0))))'
+}
+
+cmd_run() {
+  (($# >= 1)) || die 2 "run: expected a SCENARIO (run SCENARIO [pipetwin run options])"
+  local scenario=$1
+  shift
+  [[ -f $scenario ]] || die 2 "run: no scenario file $scenario"
+  require_rights
+  [[ -x $build/bin/pipetwin-exec ]] ||
+    die 2 "no $build/bin/pipetwin-exec (build it, or set PIPETWIN_BUILD_DIR)"
+  local hosts
+  hosts=$(host_count)
+  ((hosts > 0)) || die 2 "run: no hosts up ($me up N --rate RATE first)"
+  local workers
+  workers=$(worker_count "$scenario" "$@")
+  mapfile -t cores < <(allowed_cores)
+  local ncores=${#cores[@]}
+  # One intra-op thread per worker when the workers fill the cores; else each gets a share.
+  local per=$((ncores / workers))
+  ((per >= 1)) || per=1
+  local extra=()
+  if ((per == 1)) && [[ " $* " != *" --threads"* ]]; then extra=(--threads 1); fi
+  local port=$((29500 + RANDOM % 2000)) timeout_s=${PIPETWIN_NETNS_TIMEOUT:-900}
+  local work
+  work=$(mktemp -d)
+  declare -gA rank_of=()
+  run_pids=()
+  # shellcheck disable=SC2064
+  trap "stop_workers; rm -rf '$work'" EXIT
+  trap 'stop_workers; echo "$me: interrupted; stopped the workers" >&2; exit 130' INT TERM
+  local k
+  for ((k = 0; k < workers; ++k)); do
+    local host=$((k % hosts)) cpus="" j
+    for ((j = 0; j < per; ++j)); do cpus+="${cpus:+,}${cores[$(((k * per + j) % ncores))]}"; done
+    local local_world=$(((workers - host + hosts - 1) / hosts))
+    timeout --kill-after=5 "$timeout_s" taskset -c "$cpus" ip netns exec "$(host_ns "$host")" \
+      env RANK="$k" WORLD_SIZE="$workers" LOCAL_RANK=$((k / hosts)) LOCAL_WORLD_SIZE="$local_world" \
+      MASTER_ADDR="$(host_addr 0)" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=pt-eth0 \
+      OMP_WAIT_POLICY=PASSIVE \
+      "$build/bin/pipetwin-exec" run "$scenario" "$@" "${extra[@]}" \
+      >"$work/out.$k" 2>"$work/err.$k" &
+    rank_of[$!]=$k
+    run_pids+=("$!")
+  done
+  local failed="" failed_status=0 started=$SECONDS
+  while ((${#run_pids[@]} > 0)); do
+    local pid="" status=0
+    wait -n -p pid "${run_pids[@]}" 2>/dev/null || status=$?  # 2>: no "Killed" job notice
+    [[ -n $pid && -n ${rank_of[$pid]:-} ]] || continue
+    forget "$pid"
+    ((status != 0)) || continue
+    failed=${rank_of[$pid]}
+    failed_status=$status
+    # Peers of a dead worker fail a moment later, reporting the lost peer: look for a second
+    # while, and name a worker killed by a signal (the cause) before them.
+    local deadline=$((SECONDS + 2)) other
+    while ((failed_status <= 128 && ${#run_pids[@]} > 0 && SECONDS < deadline)); do
+      for other in "${run_pids[@]}"; do
+        finished "$other" || continue
+        local other_status=0
+        wait "$other" 2>/dev/null || other_status=$?
+        forget "$other"
+        if ((other_status > 128 && other_status != 124)); then
+          failed=${rank_of[$other]}
+          failed_status=$other_status
+        fi
+      done
+      sleep 0.05
+    done
+    break
+  done
+  if [[ -n $failed ]]; then
+    local others
+    others=$(count_running)
+    stop_workers
+    cat "$work/out.0" 2>/dev/null || true
+    local why
+    # timeout(1) exits 124 when it stopped the worker, 137 when it had to kill it, and a worker
+    # killed by a signal shows as 128 + the signal.
+    local timed_out=0
+    ((failed_status == 124 || (failed_status == 137 && SECONDS - started >= timeout_s))) && timed_out=1
+    if ((timed_out)); then
+      why="did not finish within $timeout_s s (PIPETWIN_NETNS_TIMEOUT)"
+    elif ((failed_status > 128)); then
+      why="died (signal $((failed_status - 128)))"
+    else
+      why="failed (exit status $failed_status)"
+    fi
+    local last
+    last=$(grep -v '^\s*$' "$work/err.$failed" 2>/dev/null | tail -1 || true)
+    local stopped=""
+    ((others == 0)) || stopped="; stopped the other $others worker$( ((others == 1)) || echo s)"
+    echo "$me: rank $failed in $(host_ns $((failed % hosts))) $why${last:+: $last}$stopped" >&2
+    ((timed_out)) && exit 124
+    ((failed_status == 2)) && exit 2
+    exit 1
+  fi
+  cat "$work/out.0"
+  cat "$work/err.0" >&2
+}
+
+# Drops PID from the workers still awaited.
+forget() {
+  local pid keep=()
+  for pid in "${run_pids[@]}"; do [[ $pid == "$1" ]] || keep+=("$pid"); done
+  run_pids=("${keep[@]}")
+}
+
+# Whether the child PID has ended (gone, or a zombie not yet reaped).
+finished() {
+  [[ ! -e /proc/$1/stat ]] || [[ $(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1) == Z ]]
+}
+
+count_running() {
+  local n=0 pid
+  for pid in "${run_pids[@]}"; do [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && n=$((n + 1)); done
+  echo "$n"
+}
+
+# Stops the workers still running: TERM (timeout passes it on to its worker), KILL after 3 s.
+stop_workers() {
+  local pid live=()
+  for pid in "${run_pids[@]}"; do [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && live+=("$pid"); done
+  ((${#live[@]})) || return 0
+  kill -TERM "${live[@]}" 2>/dev/null || true
+  local deadline=$((SECONDS + 3))
+  while ((SECONDS < deadline)); do
+    local any=0
+    for pid in "${live[@]}"; do kill -0 "$pid" 2>/dev/null && any=1; done
+    ((any)) || break
+    sleep 0.05
+  done
+  for pid in "${live[@]}"; do
+    kill -0 "$pid" 2>/dev/null || continue
+    pkill -KILL -P "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  wait "${live[@]}" 2>/dev/null || true
+}
+
+cmd_once() {
+  local up_args=()
+  (($# >= 1)) || die 2 "once: expected N --rate RATE [--delay D] SCENARIO [options]"
+  up_args+=("$1")
+  shift
+  while (($#)); do
+    case $1 in
+      --rate | --delay) (($# >= 2)) || die 2 "once: $1 needs a value"; up_args+=("$1" "$2"); shift 2 ;;
+      *) break ;;
+    esac
+  done
+  (($# >= 1)) || die 2 "once: expected a SCENARIO after N --rate RATE [--delay D]"
+  cmd_up "${up_args[@]}" >&2
+  trap 'cmd_down >/dev/null 2>&1 || true' EXIT
+  # The run in a child that we wait for: `wait` returns at once on a signal, a foreground child
+  # would hold the trap until it ends. The child stops its workers on TERM.
+  (cmd_run "$@") &
+  once_runner=$!
+  trap 'kill -TERM "$once_runner" 2>/dev/null; wait "$once_runner" 2>/dev/null; exit 130' INT TERM
+  local status=0
+  wait "$once_runner" || status=$?
+  exit "$status"
+}
+
+cmd_probe() {
+  local json=0
+  while (($#)); do
+    case $1 in --json) json=1; shift ;; *) die 2 "probe: unknown option '$1' (probe [--json])" ;; esac
+  done
+  require_rights
+  (($(host_count) >= 2)) || die 2 "probe: needs at least 2 hosts up ($me up 2 --rate RATE)"
+  local port=$((31000 + RANDOM % 2000)) probe=$root/scripts/netns_probe.py
+  ip netns exec "$(host_ns 1)" python3 "$probe" serve --address "$(host_addr 1)" --port "$port" &
+  local server=$!
+  local status=0
+  ip netns exec "$(host_ns 0)" python3 "$probe" measure --address "$(host_addr 1)" --port "$port" \
+    --rate-bits "$(configured_rate_bits)" $( ((json)) && echo --json) || status=$?
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  return "$status"
+}
+
+# The tbf rate on h0's egress, in bits per second (0 when unknown).
+configured_rate_bits() {
+  tc -n "$(host_ns 0)" -j qdisc show dev pt-eth0 2>/dev/null | python3 -c '
+import json, sys
+try:
+    rates = [q["options"]["rate"] for q in json.load(sys.stdin) if q.get("kind") == "tbf"]
+    print(int(rates[0]) * 8 if rates else 0)
+except Exception:
+    print(0)'
+}
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+(($# >= 1)) || { usage >&2; exit 2; }
+command=$1
+shift
+case $command in
+  up) cmd_up "$@" ;;
+  down) cmd_down "$@" ;;
+  run) cmd_run "$@" ;;
+  once) cmd_once "$@" ;;
+  probe) cmd_probe "$@" ;;
+  status) cmd_status "$@" ;;
+  -h | --help | help) usage ;;
+  *) die 2 "unknown command '$command' (up, run, once, probe, status, down; --help)" ;;
+esac

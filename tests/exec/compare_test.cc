@@ -1,0 +1,92 @@
+// `pipetwin compare` end to end on this machine: profile, calibrate, simulate, run, compare. The
+// figures' accuracy is the validation matrix's business (scripts/validate.sh); here: the chain
+// runs, memory and staleness (which do not depend on timing) agree, both timelines land in one
+// trace, intermediate files are kept and never replaced, and given files are reused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace pipetwin {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunPipetwin;
+using testing::TemporaryDirectory;
+using testing::WriteFile;
+
+std::string Scenario() { return std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/local-mlp-2stage.json"; }
+
+TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
+  const std::string dir = TemporaryDirectory();
+  const std::string keep = dir + "/keep";
+  const auto r = RunPipetwin("compare " + Scenario() + " --json --keep " + keep + " --trace " +
+                             dir + "/both.json --svg " + dir + "/both.svg --repeats 5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["predicted"]["source"], "simulator");
+  EXPECT_EQ(j["measured"]["source"], "executor");
+  EXPECT_EQ(j["predicted"]["samples_per_iteration"], j["measured"]["samples_per_iteration"]);
+  const double rate_error = j["relative_error"]["samples_per_s"].get<double>();
+  EXPECT_TRUE(std::isfinite(rate_error));
+  // Throughput within a factor of two even on a loaded machine; the matrix holds the real bar.
+  EXPECT_LT(std::fabs(rate_error), 1.0) << rate_error;
+  // Tensor bytes do not depend on timing: weights, gradients, Adam's moments and stashes.
+  EXPECT_LT(std::fabs(j["relative_error"]["peak_memory_bytes"].get<double>()), 0.05);
+  EXPECT_TRUE(j["staleness_match"].get<bool>());
+  ASSERT_EQ(j["relative_error"]["bubble_fraction"].size(), 2u);
+  for (const char* f : {"profile.json", "cluster.json", "predicted-scenario.json",
+                        "predicted.json", "measured.json", "predicted-trace.json",
+                        "measured-trace.json"})
+    EXPECT_TRUE(fs::exists(keep + "/" + f)) << f;
+  // The calibrated cluster: two workers sharing this process's cores.
+  const nlohmann::json cluster = nlohmann::json::parse(std::ifstream(keep + "/cluster.json"));
+  EXPECT_GE(cluster["shared_cores"].get<int>(), 1);
+  EXPECT_EQ(cluster["levels"][0]["count"], 2);
+
+  const nlohmann::json trace = nlohmann::json::parse(std::ifstream(dir + "/both.json"));
+  int predicted = 0, measured = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["name"] == "process_name") {
+      const std::string name = e["args"]["name"];
+      predicted += name.rfind("predicted: device ", 0) == 0;
+      measured += name.rfind("measured: device ", 0) == 0;
+    }
+  EXPECT_EQ(predicted, 2);
+  EXPECT_EQ(measured, 2);
+  std::stringstream svg;
+  svg << std::ifstream(dir + "/both.svg").rdbuf();
+  EXPECT_LT(svg.str().find("predicted"), svg.str().find("measured"));
+
+  // The kept files are never replaced.
+  const auto again = RunPipetwin("compare " + Scenario() + " --keep " + keep);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("is already there"), std::string::npos) << again.err;
+
+  // Given a profile and a calibration, compare neither profiles nor calibrates.
+  const auto reuse = RunPipetwin("compare " + Scenario() + " --profile " + keep +
+                                 "/profile.json --calibration " + keep + "/cluster.json");
+  ASSERT_EQ(reuse.exit_code, 0) << reuse.err;
+  EXPECT_EQ(reuse.err.find("profiling"), std::string::npos) << reuse.err;
+  EXPECT_EQ(reuse.err.find("calibrating"), std::string::npos) << reuse.err;
+  EXPECT_NE(reuse.out.find("(given)"), std::string::npos);
+}
+
+TEST(ExecCompare, ABadScenarioIsRefusedBeforeAnythingRuns) {
+  const std::string dir = TemporaryDirectory();
+  nlohmann::json s = nlohmann::json::parse(std::ifstream(Scenario()));
+  s["schedule"] = "zb-h1-unknown";
+  WriteFile(dir + "/bad.json", s.dump());
+  const auto r = RunPipetwin("compare " + dir + "/bad.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pipetwin

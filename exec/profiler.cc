@@ -22,6 +22,7 @@
 #include "exec/job.h"
 #include "exec/launcher.h"
 #include "exec/model.h"
+#include "exec/stage_executor.h"
 #include "exec/weights.h"
 #include "exec/worker.h"
 #include "partition/error.h"
@@ -33,6 +34,17 @@ namespace pipetwin::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The mean of the runs without the slowest tenth: a pipeline's throughput follows the mean time
+// of its ops (the median left out ~10-20% of tail on this machine's shared vCPUs), while a rare
+// stall from another program should not move the profile.
+double TrimmedMean(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t kept = std::max<size_t>(1, v.size() - v.size() / 10);
+  double sum = 0;
+  for (size_t i = 0; i < kept; ++i) sum += v[i];
+  return sum / kept;
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -142,18 +154,32 @@ struct PassTimes {
   std::vector<double> forward_ms, backward_ms;
 };
 
+// With `allocator` (and `stash_bytes`), also the tensor bytes each layer's forward leaves
+// allocated until its backward: its output and what autograd saved for the backward, as the
+// executor counts a stage's stash (stage_executor.cc).
 PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs,
-                       const torch::Tensor& input,
-                       std::vector<std::vector<torch::Tensor>>& gradient_sums) {
+                       const Batch& sample,
+                       std::vector<std::vector<torch::Tensor>>& gradient_sums,
+                       const AllocatorProbe* allocator = nullptr,
+                       std::vector<double>* stash_bytes = nullptr) {
   const int n = model.LayerCount();
   PassTimes times{std::vector<double>(n), std::vector<double>(n)};
   std::vector<std::vector<torch::Tensor>> inputs(n);
   std::vector<torch::Tensor> graph_outputs(n), outputs(n), output_grads(n);
   for (int i = 0; i < n; ++i) {
-    for (int j : model.layer_inputs[i]) inputs[i].push_back(j < 0 ? input : outputs[j]);
+    double data_bytes = 0;  // a data batch is new every micro-batch: the first layer keeps it
+    for (int j : model.layer_inputs[i]) {
+      inputs[i].push_back(j < 0 ? sample.input : outputs[j]);
+      if (j < 0) data_bytes += static_cast<double>(sample.input.nbytes());
+    }
+    const int64_t before = allocator ? allocator->allocated() : 0;
     const auto start = Clock::now();
     graph_outputs[i] = model.layers[i]->Forward(inputs[i], runs[i].parameters);
+    // The last layer's forward ends in the loss, as the last stage's does in the executor.
+    if (i == n - 1) graph_outputs[i] = model.Loss(graph_outputs[i], sample.labels);
     times.forward_ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (allocator && stash_bytes)
+      (*stash_bytes)[i] = static_cast<double>(allocator->allocated() - before) + data_bytes;
     outputs[i] = graph_outputs[i].detach();
     if (outputs[i].is_floating_point()) outputs[i].requires_grad_(true);
   }
@@ -172,7 +198,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs,
     targets.insert(targets.end(), runs[i].parameters.begin(), runs[i].parameters.end());
     if (targets.empty()) continue;
     const torch::Tensor grad_out =
-        output_grads[i].defined() ? output_grads[i] : torch::ones_like(graph_outputs[i]);
+        output_grads[i].defined() ? output_grads[i] : torch::ones_like(graph_outputs[i]);  // loss: 1
     const auto start = Clock::now();
     const auto grads = torch::autograd::grad({graph_outputs[i]}, targets, {grad_out}, false,
                                              false, /*allow_unused=*/true);
@@ -304,11 +330,11 @@ class LoadProcesses {
 
 // A load process: the layers' forwards and backwards in a loop, forever.
 [[noreturn]] void RunLoad(const Model& model, const std::vector<LayerRun>& runs,
-                          const torch::Tensor& input, int cpu) {
+                          const Batch& sample, int cpu) {
   PinToCore(cpu);
   auto sums = GradientSums(runs);
   for (bool ready = false;; ready = true) {
-    TrainingPass(model, runs, input, sums);
+    TrainingPass(model, runs, sample, sums);
     if (!ready) {
       std::cout << "ready" << std::endl;
     }
@@ -322,11 +348,12 @@ int RunProfile(const ProfileOptions& options) {
   const int batch = options.batch > 0 ? options.batch : source.reference_batch;
   at::set_num_threads(options.threads);
   SetBlasThreads(options.threads);
+  KeepFreedMemory();
   const Model model = BuildModel(source.model);
   auto data = MakeDataSource("synthetic", "", model, 1);
   const Batch sample = data->Train(0, batch);
   const std::vector<LayerRun> runs = PrepareLayers(model, sample);
-  if (options.load_cpu >= 0) RunLoad(model, runs, sample.input, options.load_cpu);
+  if (options.load_cpu >= 0) RunLoad(model, runs, sample, options.load_cpu);
   const int cores = CoresAvailable();
   if (options.concurrent * options.threads > cores)
     throw InputError(options.workload, "",
@@ -346,9 +373,14 @@ int RunProfile(const ProfileOptions& options) {
   w.reference.source = "measured";
   w.parameter_dtype_bytes = 4;
   auto sums = GradientSums(runs);
+  std::vector<double> stash_bytes(model.LayerCount(), 0);
+  {
+    const AllocatorProbe allocator;
+    TrainingPass(model, runs, sample, sums, &allocator, &stash_bytes);
+  }
   std::vector<PassTimes> passes;
   for (int k = 0; k < options.warmup + options.repeats; ++k) {
-    PassTimes t = TrainingPass(model, runs, sample.input, sums);
+    PassTimes t = TrainingPass(model, runs, sample, sums);
     if (k >= options.warmup) passes.push_back(std::move(t));
   }
   const std::vector<double> update_ms =
@@ -364,9 +396,10 @@ int RunProfile(const ProfileOptions& options) {
       forward_ms.push_back(t.forward_ms[i]);
       backward_ms.push_back(t.backward_ms[i]);
     }
-    l.forward_ms = Median(forward_ms);
-    l.backward_ms = Median(backward_ms);
+    l.forward_ms = TrimmedMean(forward_ms);
+    l.backward_ms = TrimmedMean(backward_ms);
     if (update_ms[i] > 0) l.update_ms = update_ms[i];
+    if (stash_bytes[i] > 0) l.stash_bytes = stash_bytes[i];
     l.activation_bytes = static_cast<double>(r.output.numel() * r.output.element_size());
     l.parameter_bytes = static_cast<double>(TensorBytes(r.parameters));
     l.parameters = l.parameter_bytes / 4;

@@ -1,6 +1,7 @@
 // RunWorker: one worker process of a run, from its environment to its measurement; rank 0 also
 // gathers every worker's measurement and prints the report.
 #include <dlfcn.h>
+#include <malloc.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -21,6 +22,12 @@ namespace pipetwin::exec {
 namespace {
 
 }  // namespace
+
+void KeepFreedMemory() {
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc takes on 64-bit builds
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ::mallopt(M_TOP_PAD, 256 << 20);
+}
 
 void SetBlasThreads(int threads) {
   // OpenBLAS (Debian's libopenblas0-pthread) keeps a thread pool of its own, as large as the
@@ -159,6 +166,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
                      " workers (one process per worker)");
   WorkerMeasurement measurement;
   measurement.rank = env.rank;
+  KeepFreedMemory();
   measurement.threads = ConfigureThreads(options.threads, env);
   measurement.host = HostName();
   measurement.capacity_bytes = MemoryShareBytes(env);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "partition/svg_style.h"
 #include "partition/schedule.h"
 
 namespace pipetwin {
@@ -20,29 +21,6 @@ constexpr double kTop = 46;        // title and time axis
 constexpr double kRowHeight = 24;
 constexpr double kBoxHeight = 19;
 constexpr double kMaxPlotWidth = 7000;
-
-// Colours per op kind; interleaved chunks alternate dark and light shades.
-const char* Fill(OpKind kind, int chunk) {
-  const bool light = chunk % 2 == 1;
-  switch (kind) {
-    case OpKind::kForward: return light ? "#9fc5e8" : "#1f5fa8";
-    case OpKind::kBackward: return light ? "#a8dba8" : "#2e7d32";
-    case OpKind::kBackwardInput: return light ? "#c5e8b7" : "#66a61e";
-    case OpKind::kBackwardWeight: return light ? "#d9b8d6" : "#8e4b8a";
-    case OpKind::kRecompute: return "#b0a8a0";
-    default: return "#000000";
-  }
-}
-
-const char* TextColour(OpKind kind, int chunk) {
-  return (chunk % 2 == 1 || kind == OpKind::kRecompute) ? "#000000" : "#ffffff";
-}
-
-std::string Num(double v) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(1) << v;
-  return s.str();
-}
 
 }  // namespace
 
@@ -70,11 +48,11 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
     bool present = false;
     for (const auto& w : s.workers)
       for (const Op& op : w.ops) present = present || op.kind == kind;
-    if (present) legend.push_back({Fill(kind, 0), label});
+    if (present) legend.push_back({OpFill(kind, 0), label});
   }
   legend.push_back({"#eeeeee", "idle (bubble)"});
   legend.push_back({"#000000", "update"});
-  if (s.chunks > 1) legend.push_back({Fill(OpKind::kForward, 1), "odd chunks: light"});
+  if (s.chunks > 1) legend.push_back({OpFill(OpKind::kForward, 1), "odd chunks: light"});
   double legend_width = 0;
   for (const auto& entry : legend) legend_width += 30 + 7.2 * entry.second.size();
   const double width = kLeft + std::max(plot_width, legend_width) + 20;
@@ -83,15 +61,15 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
 
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(width) << "\" height=\""
-      << Num(height) << "\" viewBox=\"0 0 " << Num(width) << " " << Num(height)
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << SvgNumber(width) << "\" height=\""
+      << SvgNumber(height) << "\" viewBox=\"0 0 " << SvgNumber(width) << " " << SvgNumber(height)
       << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   out << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" << ScheduleKindName(s.kind)
       << ": " << s.stages << " stages, " << s.WorkerCount() << " workers, " << s.microbatches
       << " micro-batches" << (s.chunks > 1 ? ", " + std::to_string(s.chunks) + " chunks" : "")
-      << " - makespan " << Num(replay.makespan) << ", bubble "
-      << Num(100 * replay.bubble_fraction) << "%</text>\n";
+      << " - makespan " << SvgNumber(replay.makespan) << ", bubble "
+      << SvgNumber(100 * replay.bubble_fraction) << "%</text>\n";
 
   // Time axis: about 20 ticks.
   const double raw_step = makespan / 20;
@@ -101,23 +79,23 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
     if (f * magnitude >= raw_step) { step = f * magnitude; break; }
   for (double t = 0; t <= makespan + 1e-9; t += step) {
     const double x = kLeft + t * scale;
-    out << "<line x1=\"" << Num(x) << "\" y1=\"" << Num(kTop - 6) << "\" x2=\"" << Num(x)
-        << "\" y2=\"" << Num(kTop + rows_height) << "\" stroke=\"#dddddd\"/>"
-        << "<text x=\"" << Num(x) << "\" y=\"" << Num(kTop - 9)
+    out << "<line x1=\"" << SvgNumber(x) << "\" y1=\"" << SvgNumber(kTop - 6) << "\" x2=\"" << SvgNumber(x)
+        << "\" y2=\"" << SvgNumber(kTop + rows_height) << "\" stroke=\"#dddddd\"/>"
+        << "<text x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(kTop - 9)
         << "\" text-anchor=\"middle\" fill=\"#555555\">" << t << "</text>\n";
   }
 
   for (size_t w = 0; w < s.workers.size(); ++w) {
     const auto& program = s.workers[w];
     const double y = kTop + w * kRowHeight;
-    out << "<text x=\"" << Num(kLeft - 8) << "\" y=\"" << Num(y + kBoxHeight - 5)
+    out << "<text x=\"" << SvgNumber(kLeft - 8) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
         << "\" text-anchor=\"end\">worker " << program.worker << " (stage " << program.stage;
     if (s.replicas.size() > static_cast<size_t>(program.stage) && s.replicas[program.stage] > 1)
       out << ", r" << program.replica;
     out << ")</text>\n";
     // The idle background: whatever no box covers is a bubble.
-    out << "<rect x=\"" << Num(kLeft) << "\" y=\"" << Num(y) << "\" width=\"" << Num(plot_width)
-        << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"#eeeeee\"/>\n";
+    out << "<rect x=\"" << SvgNumber(kLeft) << "\" y=\"" << SvgNumber(y) << "\" width=\"" << SvgNumber(plot_width)
+        << "\" height=\"" << SvgNumber(kBoxHeight) << "\" fill=\"#eeeeee\"/>\n";
     if (w >= replay.workers.size()) continue;
     const auto& timing = replay.workers[w];
     for (size_t i = 0; i < program.ops.size(); ++i) {
@@ -125,20 +103,20 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
       const double x = kLeft + timing.op_start[i] * scale;
       const double bw = (timing.op_end[i] - timing.op_start[i]) * scale;
       if (op.kind == OpKind::kUpdate) {
-        out << "<rect x=\"" << Num(x - 1) << "\" y=\"" << Num(y - 2) << "\" width=\"2\" height=\""
-            << Num(kBoxHeight + 4) << "\" fill=\"#000000\"><title>update to version "
+        out << "<rect x=\"" << SvgNumber(x - 1) << "\" y=\"" << SvgNumber(y - 2) << "\" width=\"2\" height=\""
+            << SvgNumber(kBoxHeight + 4) << "\" fill=\"#000000\"><title>update to version "
             << op.weight_version << "</title></rect>\n";
         continue;
       }
       if (!IsComputeOp(op.kind) || bw <= 0) continue;
-      out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y) << "\" width=\"" << Num(bw)
-          << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"" << Fill(op.kind, op.chunk)
+      out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y) << "\" width=\"" << SvgNumber(bw)
+          << "\" height=\"" << SvgNumber(kBoxHeight) << "\" fill=\"" << OpFill(op.kind, op.chunk)
           << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"><title>" << OpKindName(op.kind)
           << " stage " << op.stage << " micro-batch " << op.microbatch << " version "
           << op.weight_version << "</title></rect>";
       if (bw >= 12)
-        out << "<text x=\"" << Num(x + bw / 2) << "\" y=\"" << Num(y + kBoxHeight - 5)
-            << "\" text-anchor=\"middle\" fill=\"" << TextColour(op.kind, op.chunk) << "\">"
+        out << "<text x=\"" << SvgNumber(x + bw / 2) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
+            << "\" text-anchor=\"middle\" fill=\"" << OpTextColour(op.kind, op.chunk) << "\">"
             << op.microbatch << "</text>";
       out << "\n";
     }
@@ -148,9 +126,9 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
   double x = kLeft;
   const double y = kTop + rows_height + 22;
   for (const auto& [fill, label] : legend) {
-    out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y - 11)
+    out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y - 11)
         << "\" width=\"14\" height=\"14\" fill=\"" << fill
-        << "\" stroke=\"#999999\"/><text x=\"" << Num(x + 19) << "\" y=\"" << Num(y) << "\">"
+        << "\" stroke=\"#999999\"/><text x=\"" << SvgNumber(x + 19) << "\" y=\"" << SvgNumber(y) << "\">"
         << label << "</text>\n";
     x += 30 + 7.2 * label.size();
   }

@@ -1,3 +1,4 @@
+#include "partition/svg_style.h"
 #include "partition/timeline.h"
 
 #include <algorithm>
@@ -98,29 +99,6 @@ constexpr double kRowHeight = 24;
 constexpr double kBoxHeight = 19;
 constexpr double kMaxPlotWidth = 7000;
 
-// The colours of `pipetwin schedule --format svg` (schedule_svg.cc): per op kind, interleaved
-// chunks alternating dark and light shades.
-const char* Fill(OpKind kind, int chunk) {
-  const bool light = chunk % 2 == 1;
-  switch (kind) {
-    case OpKind::kForward: return light ? "#9fc5e8" : "#1f5fa8";
-    case OpKind::kBackward: return light ? "#a8dba8" : "#2e7d32";
-    case OpKind::kBackwardInput: return light ? "#c5e8b7" : "#66a61e";
-    case OpKind::kBackwardWeight: return light ? "#d9b8d6" : "#8e4b8a";
-    case OpKind::kRecompute: return "#b0a8a0";
-    default: return "#000000";
-  }
-}
-
-const char* TextColour(OpKind kind, int chunk) {
-  return (chunk % 2 == 1 || kind == OpKind::kRecompute) ? "#000000" : "#ffffff";
-}
-
-std::string Num(double v) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(1) << v;
-  return s.str();
-}
 
 std::string Escape(const std::string& text) {
   std::string out;
@@ -173,15 +151,15 @@ void DrawRow(const Timeline& t, const TimelineProcess& p,
              const std::vector<const TimelineEvent*>& events,
              const std::vector<const TimelineEvent*>& updates, double left, double y,
              double scale, double plot_width, std::ostringstream& out) {
-  out << "<text x=\"" << Num(left - 8) << "\" y=\"" << Num(y + kBoxHeight - 5)
+  out << "<text x=\"" << SvgNumber(left - 8) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
       << "\" text-anchor=\"end\">" << RowLabel(t, p) << "</text>\n";
   // The idle background: whatever no box covers is a bubble.
-  out << "<rect x=\"" << Num(left) << "\" y=\"" << Num(y) << "\" width=\"" << Num(plot_width)
-      << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"#eeeeee\"/>\n";
+  out << "<rect x=\"" << SvgNumber(left) << "\" y=\"" << SvgNumber(y) << "\" width=\"" << SvgNumber(plot_width)
+      << "\" height=\"" << SvgNumber(kBoxHeight) << "\" fill=\"#eeeeee\"/>\n";
   for (const TimelineEvent* update : updates) {
     const double x = left + update->start_s * 1e3 * scale;
-    out << "<rect x=\"" << Num(x - 1) << "\" y=\"" << Num(y - 2) << "\" width=\"2\" height=\""
-        << Num(kBoxHeight + 4) << "\" fill=\"#000000\"><title>update to version "
+    out << "<rect x=\"" << SvgNumber(x - 1) << "\" y=\"" << SvgNumber(y - 2) << "\" width=\"2\" height=\""
+        << SvgNumber(kBoxHeight + 4) << "\" fill=\"#000000\"><title>update to version "
         << update->op.weight_version << "</title></rect>\n";
   }
   for (const TimelineEvent* event : events) {
@@ -189,14 +167,14 @@ void DrawRow(const Timeline& t, const TimelineProcess& p,
     const double bw = (e.end_s - e.start_s) * 1e3 * scale;
     if (!IsComputeOp(e.op.kind) || bw <= 0) continue;
     const double x = left + e.start_s * 1e3 * scale;
-    out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y) << "\" width=\"" << Num(bw)
-        << "\" height=\"" << Num(kBoxHeight) << "\" fill=\"" << Fill(e.op.kind, e.op.chunk)
+    out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y) << "\" width=\"" << SvgNumber(bw)
+        << "\" height=\"" << SvgNumber(kBoxHeight) << "\" fill=\"" << OpFill(e.op.kind, e.op.chunk)
         << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"><title>" << OpKindName(e.op.kind)
         << " stage " << e.op.stage << " micro-batch " << e.op.microbatch << " version "
         << e.op.weight_version << "</title></rect>";
     if (bw >= 12)
-      out << "<text x=\"" << Num(x + bw / 2) << "\" y=\"" << Num(y + kBoxHeight - 5)
-          << "\" text-anchor=\"middle\" fill=\"" << TextColour(e.op.kind, e.op.chunk) << "\">"
+      out << "<text x=\"" << SvgNumber(x + bw / 2) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
+          << "\" text-anchor=\"middle\" fill=\"" << OpTextColour(e.op.kind, e.op.chunk) << "\">"
           << e.op.microbatch << "</text>";
     out << "\n";
   }
@@ -314,11 +292,11 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
         present = present || e.op.kind == kind;
         odd_chunks = odd_chunks || (IsComputeOp(e.op.kind) && e.op.chunk % 2 == 1);
       }
-    if (present) legend.push_back({Fill(kind, 0), label});
+    if (present) legend.push_back({OpFill(kind, 0), label});
   }
   legend.push_back({"#eeeeee", "idle (bubble)"});
   legend.push_back({"#000000", "update"});
-  if (odd_chunks) legend.push_back({Fill(OpKind::kForward, 1), "odd chunks: light"});
+  if (odd_chunks) legend.push_back({OpFill(OpKind::kForward, 1), "odd chunks: light"});
   double legend_width = 0;
   for (const auto& entry : legend) legend_width += 30 + 7.2 * entry.second.size();
 
@@ -335,8 +313,8 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
 
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << Num(width) << "\" height=\""
-      << Num(height) << "\" viewBox=\"0 0 " << Num(width) << " " << Num(height)
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << SvgNumber(width) << "\" height=\""
+      << SvgNumber(height) << "\" viewBox=\"0 0 " << SvgNumber(width) << " " << SvgNumber(height)
       << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   out << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">"
@@ -346,17 +324,17 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
   const double step = TickStep(end_ms);
   for (int k = 0; k * step <= end_ms + 1e-9; ++k) {
     const double x = left + k * step * scale;
-    out << "<line x1=\"" << Num(x) << "\" y1=\"" << Num(kTop - 6) << "\" x2=\"" << Num(x)
-        << "\" y2=\"" << Num(kTop + rows_height - kGroupGap) << "\" stroke=\"#dddddd\"/>"
-        << "<text x=\"" << Num(x) << "\" y=\"" << Num(kTop - 9)
+    out << "<line x1=\"" << SvgNumber(x) << "\" y1=\"" << SvgNumber(kTop - 6) << "\" x2=\"" << SvgNumber(x)
+        << "\" y2=\"" << SvgNumber(kTop + rows_height - kGroupGap) << "\" stroke=\"#dddddd\"/>"
+        << "<text x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(kTop - 9)
         << "\" text-anchor=\"middle\" fill=\"#555555\">" << k * step << "</text>\n";
   }
 
   double y = kTop;
   for (size_t i = 0; i < timelines.size(); ++i) {
     const Timeline& t = timelines[i];
-    out << "<text x=\"10\" y=\"" << Num(y + 15) << "\" font-weight=\"bold\">"
-        << Escape(LabelOf(t, i)) << ": makespan " << Num(t.EndSeconds() * 1e3) << " ms, "
+    out << "<text x=\"10\" y=\"" << SvgNumber(y + 15) << "\" font-weight=\"bold\">"
+        << Escape(LabelOf(t, i)) << ": makespan " << SvgNumber(t.EndSeconds() * 1e3) << " ms, "
         << t.processes.size() << " workers</text>\n";
     y += kGroupHeader;
     auto events = ByWorker(t.events), updates = ByWorker(t.updates);
@@ -371,9 +349,9 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
   double x = left;
   y += 12;
   for (const auto& [fill, label] : legend) {
-    out << "<rect x=\"" << Num(x) << "\" y=\"" << Num(y - 11)
+    out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y - 11)
         << "\" width=\"14\" height=\"14\" fill=\"" << fill
-        << "\" stroke=\"#999999\"/><text x=\"" << Num(x + 19) << "\" y=\"" << Num(y) << "\">"
+        << "\" stroke=\"#999999\"/><text x=\"" << SvgNumber(x + 19) << "\" y=\"" << SvgNumber(y) << "\">"
         << label << "</text>\n";
     x += 30 + 7.2 * label.size();
   }

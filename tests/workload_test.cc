@@ -59,6 +59,13 @@ TEST(Workload, JsonRoundTripIsExact) {
   std::string dir = testing::TemporaryDirectory();
   SaveWorkloadFile(w, dir + "/saved.json");
   EXPECT_EQ(WorkloadToJson(LoadWorkloadFile(dir + "/saved.json")), WorkloadToJson(w));
+  // What `pipetwin profile` adds: the optimizer step and the stash of each layer.
+  w.layers[1].update_ms = 0.25;
+  w.layers[1].stash_bytes = 4096;
+  const Workload profiled = WorkloadFromJson(WorkloadToJson(w), "p.json");
+  EXPECT_EQ(profiled.layers[1].update_ms, 0.25);
+  EXPECT_EQ(profiled.StashBytes(1), 4096);
+  EXPECT_FALSE(profiled.layers[0].update_ms.has_value());
 }
 
 TEST(Workload, LayersWithoutInputsFormAChain) {
@@ -89,6 +96,9 @@ TEST(WorkloadBadInput, EachFaultNamesItsJsonPath) {
           "parameter_bytes": 1, "colour": "red"}]})",
        "w.json: layers[0].colour: unknown key"},
       {R"({"layerz": []})", "w.json: layers: missing (required)"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "update_ms": -1}]})",
+       "w.json: layers[0].update_ms: expected a number >= 0, got -1"},
       {R"({"layers": []})", "w.json: layers: expected at least one layer, got none"},
       {R"({"layers": [{"id": "a", "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1}]})",
        "w.json: layers[0].forward_ms: missing (required)"},

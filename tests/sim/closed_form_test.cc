@@ -138,6 +138,27 @@ TEST(SimClosedForm, WorkersSharingCoresDivideThem) {
   EXPECT_LT(RelativeError(simtest::Simulate(g).iteration_s, p * m * (f + b)), kTolerance);
 }
 
+// A measured optimizer step (Layer::update_ms, CPU workers) runs on the worker at each Update:
+// GPipe's iteration grows by the slowest stage's step (the last stage's comes last); without
+// update_ms (GPUs) nothing is charged.
+TEST(SimClosedForm, TheOptimizerStepIsChargedAtEachUpdate) {
+  const int p = 2, m = 4;
+  const double f = 1e-3, b = 2e-3, update = 0.5e-3;
+  Workload w = EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6);
+  const Scenario without = MakeScenario(w, TwoLevelCluster(p, 1, 800, 0, 0, 0), EvenPlan(p, 1, 1),
+                                        "gpipe", m, 3);
+  const double base = (m + p - 1) * (f + b);
+  EXPECT_LT(RelativeError(simtest::Simulate(without).iteration_s, base), kTolerance);
+  for (Layer& l : w.layers) l.update_ms = update * 1e3;
+  const Scenario with = MakeScenario(w, TwoLevelCluster(p, 1, 800, 0, 0, 0), EvenPlan(p, 1, 1),
+                                     "gpipe", m, 3);
+  const Report r = simtest::Simulate(with);
+  // Stage 0 updates after its last backward, which ends the iteration; stage 1's update
+  // overlaps stage 0's last backward.
+  EXPECT_LT(RelativeError(r.iteration_s, base + update), kTolerance) << r.iteration_s;
+  EXPECT_NEAR(r.workers[0].busy_s, 3 * (m * (f + b) + update), 1e-9);
+}
+
 // Pure data parallelism over r servers: forward, backward, then the ring all-reduce of the
 // gradients in one bucket: 2(r-1)/r S/B + 2(r-1) latencies.
 TEST(SimClosedForm, RingAllReduceOverServers) {

@@ -1,0 +1,69 @@
+// `pipetwin profile`: layers timed inside training steps, with the optimizer step and the stash of
+// each layer, and `--concurrent N` timing them while load processes use the other cores.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace pipetwin {
+namespace {
+
+using testing::RunPipetwin;
+
+std::string Scenario() {
+  return std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/local-mlp-2stage.json";
+}
+
+// Processes whose command line holds `needle` (the load processes run `profile ... --load-cpu`).
+int ProcessesWith(const std::string& needle) {
+  int found = 0;
+  DIR* proc = opendir("/proc");
+  for (dirent* e; proc && (e = readdir(proc));) {
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    found += cmdline.find("pipetwin-exec profile") != std::string::npos &&
+             cmdline.find(needle) != std::string::npos;
+  }
+  if (proc) closedir(proc);
+  return found;
+}
+
+TEST(ExecProfile, MeasuresUpdateAndStashAndLeavesNoLoadBehind) {
+  const auto r = RunPipetwin("profile " + Scenario() + " --repeats 3 --warmup 1 --concurrent 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json w = nlohmann::json::parse(r.out);
+  EXPECT_NE(w["reference"]["device"].get<std::string>().find("2 processes computing at once"),
+            std::string::npos);
+  ASSERT_EQ(w["layers"].size(), 4u);
+  for (const auto& l : w["layers"]) {
+    EXPECT_GT(l["forward_ms"].get<double>(), 0);
+    EXPECT_GT(l["backward_ms"].get<double>(), 0);
+    // Adam (the scenario's optimizer) over the layer's parameters.
+    EXPECT_GT(l["update_ms"].get<double>(), 0);
+    // At least the output (batch 32 x width) stays for the backward.
+    EXPECT_GE(l["stash_bytes"].get<double>(), l["activation_bytes"].get<double>());
+  }
+  // The first layer keeps the data batch too: 32 samples x 784 floats.
+  EXPECT_GE(w["layers"][0]["stash_bytes"].get<double>(),
+            w["layers"][0]["activation_bytes"].get<double>() + 32 * 784 * 4);
+  EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
+}
+
+TEST(ExecProfile, MoreConcurrentProcessesThanCoresIsOneLineAndExit2) {
+  const auto r = RunPipetwin("profile " + Scenario() + " --concurrent 4096");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--concurrent 4096"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -179,6 +180,36 @@ nlohmann::json PredictionCluster(const std::string& calibration_file, int device
   return ClusterToJson(cluster);
 }
 
+// Physical memory of this machine, from /proc/meminfo (0 when unknown).
+double MachineMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kilobytes = 0;
+  while (in >> key >> kilobytes) {
+    if (key == "MemTotal:") return kilobytes * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+// compare trains the scenario here for real: refuse, before anything starts, a model whose
+// weights, gradients and optimizer state alone (every worker's share together, one version)
+// would not fit in half this machine's memory (the default scenario's GPT 1.3B: 14.7 GiB).
+void CheckFitsThisMachine(const Scenario& scenario) {
+  const double memory = MachineMemoryBytes();
+  const double per_parameter = 2 * scenario.workload.parameter_dtype_bytes +
+                               scenario.training.optimizer_bytes_per_parameter;
+  const double need = scenario.workload.TotalParameters() * per_parameter;
+  if (memory > 0 && need > memory / 2) {
+    std::ostringstream what;
+    what << "expected a model this machine can train for real (compare runs it here): "
+         << scenario.workload.TotalParameters() / 1e6 << "M parameters need "
+         << need / (1 << 30) << " GiB for weights, gradients and optimizer state, more than half of "
+         << memory / (1 << 30) << " GiB";
+    throw InputError(scenario.file, "workload", what.str());
+  }
+}
+
 // Reads a back end's JSON report from its standard output.
 Report ReportFrom(const std::string& text, const std::string& what) {
   nlohmann::json doc;
@@ -250,6 +281,7 @@ int Compare(const po::variables_map& vm) {
   if (!vm.count("scenario")) throw InputError("pipetwin compare: expected a SCENARIO file");
   const std::string scenario_file = vm["scenario"].as<std::string>();
   const Scenario scenario = LoadScenarioFile(scenario_file);
+  if (!vm.count("measured")) CheckFitsThisMachine(scenario);
   const int warmup = vm["warmup"].as<int>(), repeats = vm["repeats"].as<int>();
   if (warmup < 0) throw InputError("pipetwin compare: --warmup must be >= 0");
   if (repeats < 1) throw InputError("pipetwin compare: --repeats must be >= 1");

@@ -59,6 +59,9 @@ struct Source {
   int reference_batch = 1;
   std::string optimizer = "sgd";  // a scenario's, for the optimizer step's time
   double learning_rate = 1e-3;
+  // Weight versions kept (PipeDream's stashing, 2BW's two buffers): each update then writes new
+  // tensors (StageWeights::Update) instead of stepping in place.
+  bool versioned_weights = false;
 };
 
 Source ReadSource(const std::string& path) {
@@ -71,6 +74,7 @@ Source ReadSource(const std::string& path) {
     s.plan = scenario.plan;
     s.reference_batch = scenario.training.microbatch_size;
     s.optimizer = scenario.training.optimizer;
+    s.versioned_weights = scenario.schedule == "pipedream" || scenario.schedule == "2bw";
     s.learning_rate = scenario.training.learning_rate;
   } else {
     s.model = ModelSpecFromSource(doc, path, "");
@@ -220,7 +224,8 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs,
 // Adam step over a 1024 x 1024 layer takes about as long as its forward at batch 32.
 std::vector<double> UpdateMs(const std::vector<LayerRun>& runs,
                              const std::vector<std::vector<torch::Tensor>>& gradients,
-                             const OptimizerSettings& settings, int warmup, int repeats) {
+                             const OptimizerSettings& settings, bool versioned_weights,
+                             int warmup, int repeats) {
   torch::NoGradGuard no_grad;
   std::vector<double> ms;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -234,6 +239,8 @@ std::vector<double> UpdateMs(const std::vector<LayerRun>& runs,
     std::vector<double> times;
     for (int k = 0; k < warmup + repeats; ++k) {
       const auto start = Clock::now();
+      if (versioned_weights)  // the stashed version stays; the new one is a copy stepped
+        for (auto& p : parameters) p = p.clone();
       optimizer.Step(parameters, gradients[i], 0.125);
       if (k >= warmup)
         times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -385,7 +392,7 @@ int RunProfile(const ProfileOptions& options) {
   }
   const std::vector<double> update_ms =
       UpdateMs(runs, sums, OptimizerFromName(source.optimizer, source.learning_rate),
-               options.warmup, options.repeats);
+               source.versioned_weights, options.warmup, options.repeats);
   for (int i = 0; i < model.LayerCount(); ++i) {
     const LayerRun& r = runs[i];
     Layer l;

@@ -38,23 +38,11 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
   double scale = shortest > 0 ? 20.0 / shortest : 20.0;
   scale = std::min(scale, kMaxPlotWidth / makespan);
   const double plot_width = makespan * scale;
-  // The legend: the compute kinds present, then idle and update.
-  std::vector<std::pair<std::string, std::string>> legend;  // (fill, label)
-  for (auto [kind, label] : {std::pair{OpKind::kForward, "forward"},
-                             {OpKind::kBackward, "backward"},
-                             {OpKind::kBackwardInput, "backward (input)"},
-                             {OpKind::kBackwardWeight, "backward (weights)"},
-                             {OpKind::kRecompute, "recompute"}}) {
-    bool present = false;
-    for (const auto& w : s.workers)
-      for (const Op& op : w.ops) present = present || op.kind == kind;
-    if (present) legend.push_back({OpFill(kind, 0), label});
-  }
-  legend.push_back({"#eeeeee", "idle (bubble)"});
-  legend.push_back({"#000000", "update"});
-  if (s.chunks > 1) legend.push_back({OpFill(OpKind::kForward, 1), "odd chunks: light"});
-  double legend_width = 0;
-  for (const auto& entry : legend) legend_width += 30 + 7.2 * entry.second.size();
+  std::set<OpKind> present;
+  for (const auto& w : s.workers)
+    for (const Op& op : w.ops) present.insert(op.kind);
+  const SvgLegend legend(present, s.chunks > 1);
+  const double legend_width = legend.Width();
   const double width = kLeft + std::max(plot_width, legend_width) + 20;
   const double rows_height = s.WorkerCount() * kRowHeight;
   const double height = kTop + rows_height + 60;
@@ -122,16 +110,7 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
     }
   }
 
-  // Legend.
-  double x = kLeft;
-  const double y = kTop + rows_height + 22;
-  for (const auto& [fill, label] : legend) {
-    out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y - 11)
-        << "\" width=\"14\" height=\"14\" fill=\"" << fill
-        << "\" stroke=\"#999999\"/><text x=\"" << SvgNumber(x + 19) << "\" y=\"" << SvgNumber(y) << "\">"
-        << label << "</text>\n";
-    x += 30 + 7.2 * label.size();
-  }
+  legend.Write(out, kLeft, kTop + rows_height + 22);
   out << "</svg>\n";
   return out.str();
 }

@@ -5,8 +5,12 @@
 #pragma once
 
 #include <iomanip>
+#include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "partition/schedule.h"
 
@@ -36,5 +40,42 @@ inline std::string SvgNumber(double v) {
   s << std::fixed << std::setprecision(1) << v;
   return s.str();
 }
+
+// The legend under a timeline picture: the compute kinds present, then idle and update, and the
+// light shade of odd chunks under interleaving.
+class SvgLegend {
+ public:
+  SvgLegend(const std::set<OpKind>& present, bool odd_chunks) {
+    for (auto [kind, label] : {std::pair{OpKind::kForward, "forward"},
+                               {OpKind::kBackward, "backward"},
+                               {OpKind::kBackwardInput, "backward (input)"},
+                               {OpKind::kBackwardWeight, "backward (weights)"},
+                               {OpKind::kRecompute, "recompute"}})
+      if (present.count(kind)) entries_.push_back({OpFill(kind, 0), label});
+    entries_.push_back({"#eeeeee", "idle (bubble)"});
+    entries_.push_back({"#000000", "update"});
+    if (odd_chunks) entries_.push_back({OpFill(OpKind::kForward, 1), "odd chunks: light"});
+  }
+
+  double Width() const {
+    double width = 0;
+    for (const auto& entry : entries_) width += EntryWidth(entry.second);
+    return width;
+  }
+
+  // One row of swatches from (x, y), y the text's baseline.
+  void Write(std::ostream& out, double x, double y) const {
+    for (const auto& [fill, label] : entries_) {
+      out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y - 11)
+          << "\" width=\"14\" height=\"14\" fill=\"" << fill << "\" stroke=\"#999999\"/><text x=\""
+          << SvgNumber(x + 19) << "\" y=\"" << SvgNumber(y) << "\">" << label << "</text>\n";
+      x += EntryWidth(label);
+    }
+  }
+
+ private:
+  static double EntryWidth(const std::string& label) { return 30 + 7.2 * label.size(); }
+  std::vector<std::pair<std::string, std::string>> entries_;  // (fill, label)
+};
 
 }  // namespace pipetwin

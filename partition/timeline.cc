@@ -278,27 +278,15 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
   scale = std::min(scale, kMaxPlotWidth / end_ms);
   const double plot_width = end_ms * scale;
 
-  // The legend: the compute kinds present, then idle and update.
-  std::vector<std::pair<std::string, std::string>> legend;  // (fill, label)
+  std::set<OpKind> present;
   bool odd_chunks = false;
-  for (auto [kind, label] : {std::pair{OpKind::kForward, "forward"},
-                             {OpKind::kBackward, "backward"},
-                             {OpKind::kBackwardInput, "backward (input)"},
-                             {OpKind::kBackwardWeight, "backward (weights)"},
-                             {OpKind::kRecompute, "recompute"}}) {
-    bool present = false;
-    for (const Timeline& t : timelines)
-      for (const auto& e : t.events) {
-        present = present || e.op.kind == kind;
-        odd_chunks = odd_chunks || (IsComputeOp(e.op.kind) && e.op.chunk % 2 == 1);
-      }
-    if (present) legend.push_back({OpFill(kind, 0), label});
-  }
-  legend.push_back({"#eeeeee", "idle (bubble)"});
-  legend.push_back({"#000000", "update"});
-  if (odd_chunks) legend.push_back({OpFill(OpKind::kForward, 1), "odd chunks: light"});
-  double legend_width = 0;
-  for (const auto& entry : legend) legend_width += 30 + 7.2 * entry.second.size();
+  for (const Timeline& t : timelines)
+    for (const auto& e : t.events) {
+      present.insert(e.op.kind);
+      odd_chunks = odd_chunks || (IsComputeOp(e.op.kind) && e.op.chunk % 2 == 1);
+    }
+  const SvgLegend legend(present, odd_chunks);
+  const double legend_width = legend.Width();
 
   double rows_height = 0;
   size_t longest_label = 0;
@@ -345,16 +333,7 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
     y += kGroupGap;
   }
 
-  // Legend.
-  double x = left;
-  y += 12;
-  for (const auto& [fill, label] : legend) {
-    out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y - 11)
-        << "\" width=\"14\" height=\"14\" fill=\"" << fill
-        << "\" stroke=\"#999999\"/><text x=\"" << SvgNumber(x + 19) << "\" y=\"" << SvgNumber(y) << "\">"
-        << label << "</text>\n";
-    x += 30 + 7.2 * label.size();
-  }
+  legend.Write(out, left, y + 12);
   out << "</svg>\n";
   return out.str();
 }

@@ -12,6 +12,7 @@
 //   6. compare the two reports (partition/compare.h).
 // Nothing is fitted to the measured run: the prediction uses only the profile and calibration.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -180,16 +181,10 @@ nlohmann::json PredictionCluster(const std::string& calibration_file, int device
   return ClusterToJson(cluster);
 }
 
-// Physical memory of this machine, from /proc/meminfo (0 when unknown).
+// Physical memory of this machine (0 when unknown).
 double MachineMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kilobytes = 0;
-  while (in >> key >> kilobytes) {
-    if (key == "MemTotal:") return kilobytes * 1024;
-    in.ignore(1 << 10, '\n');
-  }
-  return 0;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_bytes = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_bytes > 0 ? static_cast<double>(pages) * page_bytes : 0;
 }
 
 // compare trains the scenario here for real: refuse, before anything starts, a model whose

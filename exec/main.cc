@@ -38,6 +38,7 @@ int Run(const std::vector<std::string>& args) {
   if (auto env = ProcessEnvFromEnvironment()) return RunWorker(options, *env);
   // Launcher: refuse what the executor cannot run before any worker starts.
   const ExecutorJob job = PrepareJob(options);
+  if (options.check_only) return 0;
   std::vector<std::string> worker_args = {"run"};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
   return LaunchLocalWorkers(job.WorkerCount(), SelfExecutable(), worker_args);

@@ -43,7 +43,8 @@ inline po::options_description RunOptionsDescription() {
       ("no-weight-stashing", "pipedream only: backwards use the latest weights (for comparison)")
       ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
       ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer")
-      ("dump-weights", po::value<std::string>(), "write every weight version to DIR (tests)");
+      ("dump-weights", po::value<std::string>(), "write every weight version to DIR (tests)")
+      ("check", "only check that the executor can run the scenario (exit 0) or say why not (2)");
   return desc;
 }
 
@@ -65,6 +66,7 @@ struct RunOptions {
   std::string plan_file;        // empty: the scenario's
   bool json = false;
   std::string trace_file;       // empty: none
+  bool check_only = false;      // --check: refuse or accept, run nothing
   int iterations = 0;           // 0: the scenario's
   int warmup_iterations = 1;
   int seed = 1;
@@ -85,6 +87,7 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
   if (vm.count("plan")) o.plan_file = vm["plan"].as<std::string>();
   o.json = vm.count("json") > 0;
   if (vm.count("trace")) o.trace_file = vm["trace"].as<std::string>();
+  o.check_only = vm.count("check") > 0;
   if (vm.count("iterations")) o.iterations = vm["iterations"].as<int>();
   o.warmup_iterations = vm["warmup"].as<int>();
   o.seed = vm["seed"].as<int>();

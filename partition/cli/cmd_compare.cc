@@ -137,8 +137,10 @@ std::string Step(const std::string& what, const std::string& program,
   std::string out;
   const int status = RunBackEnd(program, args, &out);
   if (status != 0) {
-    std::cerr << "pipetwin compare: " << what << " failed (" << program << " exited with "
-              << status << ")\n";
+    // Bad input (2) was said in one line by the back end; anything else gets a line saying where.
+    if (status != 2)
+      std::cerr << "pipetwin compare: " << what << " failed (" << program << " exited with "
+                << status << ")\n";
     throw StepFailed{status};
   }
   return out;
@@ -291,6 +293,10 @@ int Compare(const po::variables_map& vm) {
   const auto say = [&](const std::string& line) {
     if (!quiet) std::cerr << "compare: " << line << "\n";
   };
+
+  // What the executor cannot run is refused before anything is profiled or calibrated.
+  if (!vm.count("measured"))
+    Step("the executor's check", "pipetwin-exec", {"run", scenario_file, "--check"});
 
   // The plan both back ends run (a planner's choice depends on the workload's times, so it is
   // made once, on the profiled workload, and handed to both).

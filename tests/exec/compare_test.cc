@@ -4,6 +4,7 @@
 // trace, intermediate files are kept and never replaced, and given files are reused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -86,6 +87,18 @@ TEST(ExecCompare, ABadScenarioIsRefusedBeforeAnythingRuns) {
   const auto r = RunPipetwin("compare " + dir + "/bad.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
+  // A valid scenario the executor cannot run (interleaved 1F1B): one line, nothing profiled.
+  s = nlohmann::json::parse(std::ifstream(Scenario()));
+  s["schedule"] = "interleaved";
+  s["plan"]["schedule"] = "interleaved";
+  s["training"]["chunks"] = 2;
+  WriteFile(dir + "/interleaved.json", s.dump());
+  const auto i = RunPipetwin("compare " + dir + "/interleaved.json");
+  EXPECT_EQ(i.exit_code, 2);
+  EXPECT_EQ(std::count(i.err.begin(), i.err.end(), '\n'), 1) << i.err;
+  EXPECT_NE(i.err.find("interleaved.json: schedule: the executor does not run interleaved"),
+            std::string::npos)
+      << i.err;
 }
 
 }  // namespace

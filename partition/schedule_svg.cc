@@ -48,11 +48,7 @@ std::string ScheduleToSvg(const PipelineSchedule& s, const ReplayResult& replay)
   const double height = kTop + rows_height + 60;
 
   std::ostringstream out;
-  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << SvgNumber(width) << "\" height=\""
-      << SvgNumber(height) << "\" viewBox=\"0 0 " << SvgNumber(width) << " " << SvgNumber(height)
-      << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  WriteSvgHeader(out, width, height);
   out << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" << ScheduleKindName(s.kind)
       << ": " << s.stages << " stages, " << s.WorkerCount() << " workers, " << s.microbatches
       << " micro-batches" << (s.chunks > 1 ? ", " + std::to_string(s.chunks) + " chunks" : "")

@@ -41,6 +41,16 @@ inline std::string SvgNumber(double v) {
   return s.str();
 }
 
+// The opening of a pipetwin SVG: the XML declaration, the <svg> element of this size in the
+// monospace font every picture uses, and a white background.
+inline void WriteSvgHeader(std::ostream& out, double width, double height) {
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << SvgNumber(width) << "\" height=\""
+      << SvgNumber(height) << "\" viewBox=\"0 0 " << SvgNumber(width) << " " << SvgNumber(height)
+      << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+}
+
 // The legend under a timeline picture: the compute kinds present, then idle and update, and the
 // light shade of odd chunks under interleaving.
 class SvgLegend {

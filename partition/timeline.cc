@@ -300,11 +300,7 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
   const double height = kTop + rows_height + 50;
 
   std::ostringstream out;
-  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << SvgNumber(width) << "\" height=\""
-      << SvgNumber(height) << "\" viewBox=\"0 0 " << SvgNumber(width) << " " << SvgNumber(height)
-      << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  WriteSvgHeader(out, width, height);
   out << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">"
       << Escape(Title(timelines)) << " - time in ms</text>\n";
 

@@ -223,8 +223,8 @@ cmd_run() {
   (($# >= 1)) || die 2 "run: expected a SCENARIO (run SCENARIO [pipetwin run options])"
   local scenario=$1
   shift
+  require_rights  # first, as every subcommand: without rights nothing else is worth checking
   [[ -f $scenario ]] || die 2 "run: no scenario file $scenario"
-  require_rights
   [[ -x $build/bin/pipetwin-exec ]] ||
     die 2 "no $build/bin/pipetwin-exec (build it, or set PIPETWIN_BUILD_DIR)"
   local hosts

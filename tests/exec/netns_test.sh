@@ -96,16 +96,23 @@ PY
 
 test_refuse() {
   # As nobody, without capabilities: each subcommand must refuse with exit 2 and one line.
-  local as_nobody=()
+  local as_nobody=() script=$netns
   if (($(id -u) == 0)); then
     command -v setpriv >/dev/null || { echo "SKIP: no setpriv to drop root"; exit 77; }
     as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
+    # nobody must be able to read the script: a checkout inside a private folder (mktemp -d is
+    # 0700) is out of its reach, so it runs a world-readable copy.
+    chmod 755 "$work"
+    mkdir -p "$work/scripts"
+    cp "$netns" "$work/scripts/netns.sh"
+    chmod 755 "$work/scripts" "$work/scripts/netns.sh"
+    script=$work/scripts/netns.sh
   fi
   local args
   for args in "up 2 --rate 1gbit" "down" "probe" "run $source_dir/scenarios/local-mlp-2stage.json"; do
     local status=0
     # shellcheck disable=SC2086
-    (cd / && "${as_nobody[@]}" "$netns" $args) >"$work/out.txt" 2>"$work/err.txt" || status=$?
+    (cd / && "${as_nobody[@]}" "$script" $args) >"$work/out.txt" 2>"$work/err.txt" || status=$?
     ((status == 2)) || fail "'netns.sh $args' without rights exited $status: $(cat "$work/err.txt")"
     (($(wc -l <"$work/err.txt") == 1)) || fail "'netns.sh $args': not one line: $(cat "$work/err.txt")"
     grep -q "needs root" "$work/err.txt" || fail "'netns.sh $args': $(cat "$work/err.txt")"

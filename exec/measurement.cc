@@ -127,7 +127,9 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
           {"threads", m.threads}, {"ops", ops}, {"end_s", m.end_s}, {"memory", memory},
           {"max_weight_versions", m.max_weight_versions},
           {"max_in_flight_microbatches", m.max_in_flight_microbatches},
-          {"allocator_peak_bytes", m.allocator_peak_bytes}, {"peak_rss_bytes", m.peak_rss_bytes},
+          {"allocator_peak_bytes", m.allocator_peak_bytes},
+          {"allocator_reserved_bytes", m.allocator_reserved_bytes},
+          {"peak_rss_bytes", m.peak_rss_bytes},
           {"capacity_bytes", m.capacity_bytes}, {"versions", versions},
           {"update_staleness", m.update_staleness}, {"losses", m.losses},
           {"test_accuracy", m.test_accuracy}, {"test_samples", m.test_samples}};
@@ -148,6 +150,7 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.max_weight_versions = j.at("max_weight_versions");
   m.max_in_flight_microbatches = j.at("max_in_flight_microbatches");
   m.allocator_peak_bytes = j.at("allocator_peak_bytes");
+  m.allocator_reserved_bytes = j.value("allocator_reserved_bytes", 0.0);
   m.peak_rss_bytes = j.at("peak_rss_bytes");
   m.capacity_bytes = j.at("capacity_bytes");
   for (const auto& v : j.at("versions")) m.versions.push_back({v[0], v[1], v[2]});
@@ -217,6 +220,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
                         {"overhead_fraction", w.end_s > 0 ? own / w.end_s : 0},
                         {"communication_calls_s", communication},
                         {"allocator_peak_bytes", w.allocator_peak_bytes},
+                        {"allocator_reserved_bytes", w.allocator_reserved_bytes},
                         {"peak_rss_bytes", w.peak_rss_bytes}, {"threads", w.threads},
                         {"host", w.host}});
     r.devices.push_back(Device(w));

@@ -54,6 +54,7 @@ struct WorkerMeasurement {
   int max_weight_versions = 1;
   int max_in_flight_microbatches = 0;
   double allocator_peak_bytes = 0;  // every live CPU tensor of the process, at its peak
+  double allocator_reserved_bytes = 0;  // what the caching allocator holds (cpu_allocator.h)
   double peak_rss_bytes = 0;        // the process's peak resident set
   double capacity_bytes = 0;        // this worker's share of the machine's memory
   std::vector<VersionUse> versions;

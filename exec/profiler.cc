@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec/cpu_allocator.h"
 #include "exec/data.h"
 #include "exec/job.h"
 #include "exec/launcher.h"
@@ -355,7 +356,7 @@ int RunProfile(const ProfileOptions& options) {
   const int batch = options.batch > 0 ? options.batch : source.reference_batch;
   at::set_num_threads(options.threads);
   SetBlasThreads(options.threads);
-  KeepFreedMemory();
+  UseCachingCpuAllocator();  // the executor's allocator (cpu_allocator.h)
   const Model model = BuildModel(source.model);
   auto data = MakeDataSource("synthetic", "", model, 1);
   const Batch sample = data->Train(0, batch);

@@ -3,12 +3,10 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <optional>
 
-#include <c10/core/Allocator.h>
-#include <c10/util/ThreadLocalDebugInfo.h>
+#include "exec/cpu_allocator.h"
 
 namespace pipetwin::exec {
 
@@ -33,24 +31,9 @@ int FailAtOp(int rank) {
 
 // --- AllocatorProbe ---
 
-struct AllocatorProbe::Impl {
-  struct Reporter : c10::MemoryReportingInfoBase {
-    std::atomic<int64_t> total{0}, peak{0};
-    void reportMemoryUsage(void*, int64_t, int64_t total_allocated, int64_t,
-                           c10::Device) override {
-      total = total_allocated;
-      if (total_allocated > peak) peak = total_allocated;
-    }
-    bool memoryProfilingEnabled() const override { return true; }
-  };
-  std::shared_ptr<Reporter> reporter = std::make_shared<Reporter>();
-  c10::DebugInfoGuard guard{c10::DebugInfoKind::PROFILER_STATE, reporter};
-};
-
-AllocatorProbe::AllocatorProbe() : impl_(std::make_unique<Impl>()) {}
-AllocatorProbe::~AllocatorProbe() = default;
-int64_t AllocatorProbe::allocated() const { return impl_->reporter->total; }
-int64_t AllocatorProbe::peak() const { return impl_->reporter->peak; }
+AllocatorProbe::AllocatorProbe() { UseCachingCpuAllocator(); }
+int64_t AllocatorProbe::allocated() const { return CachingCpuAllocatorStats().live_bytes; }
+int64_t AllocatorProbe::peak() const { return CachingCpuAllocatorStats().peak_live_bytes; }
 
 // --- StageExecutor ---
 

@@ -40,20 +40,13 @@
 
 namespace pipetwin::exec {
 
-// Tensor bytes the process's CPU allocator holds, as LibTorch reports them (c10's memory
-// reporting hook, enabled for the constructing thread while the probe lives).
+// Tensor bytes of the process, as the executor's CPU allocator counts them (cpu_allocator.h; the
+// probe installs it): every thread's live tensors, in bytes as requested.
 class AllocatorProbe {
  public:
   AllocatorProbe();
-  ~AllocatorProbe();
-  AllocatorProbe(const AllocatorProbe&) = delete;
-  AllocatorProbe& operator=(const AllocatorProbe&) = delete;
-  int64_t allocated() const;
-  int64_t peak() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  int64_t allocated() const;  // live now
+  int64_t peak() const;       // the most live since the allocator was installed
 };
 
 class StageExecutor {

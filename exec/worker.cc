@@ -1,7 +1,6 @@
 // RunWorker: one worker process of a run, from its environment to its measurement; rank 0 also
 // gathers every worker's measurement and prints the report.
 #include <dlfcn.h>
-#include <malloc.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,22 +11,13 @@
 #include <iostream>
 #include <thread>
 
+#include "exec/cpu_allocator.h"
 #include "exec/stage_executor.h"
 #include "exec/worker.h"
 #include "partition/error.h"
 #include "partition/json_reader.h"
 
 namespace pipetwin::exec {
-
-namespace {
-
-}  // namespace
-
-void KeepFreedMemory() {
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc takes on 64-bit builds
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  ::mallopt(M_TOP_PAD, 256 << 20);
-}
 
 void SetBlasThreads(int threads) {
   // OpenBLAS (Debian's libopenblas0-pthread) keeps a thread pool of its own, as large as the
@@ -166,7 +156,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
                      " workers (one process per worker)");
   WorkerMeasurement measurement;
   measurement.rank = env.rank;
-  KeepFreedMemory();
+  UseCachingCpuAllocator();  // before the first tensor (cpu_allocator.h)
   measurement.threads = ConfigureThreads(options.threads, env);
   measurement.host = HostName();
   measurement.capacity_bytes = MemoryShareBytes(env);
@@ -200,6 +190,8 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
                       FirstReplica(job.schedule, program.stage + 1),
                       TestBatchCount(options.data, job.microbatch_size));
   measurement.allocator_peak_bytes = static_cast<double>(allocator.peak());
+  measurement.allocator_reserved_bytes =
+      static_cast<double>(CachingCpuAllocatorStats().system_bytes);
   measurement.peak_rss_bytes = PeakRssBytes();
   comm.Publish("result/" + std::to_string(env.rank), MeasurementToJson(measurement).dump());
   if (env.rank != 0) return 0;

@@ -33,12 +33,6 @@ int RunProfile(const ProfileOptions& options);
 // Sets the threads of the BLAS library behind LibTorch (OpenBLAS keeps its own pool).
 void SetBlasThreads(int threads);
 
-// Keeps freed memory in the process instead of giving it back to the kernel (glibc's mmap and
-// trim thresholds raised). A training step frees and reallocates the same large tensors every
-// micro-batch; returned to the kernel, each comes back as fresh pages to fault in and zero:
-// backwards here ran ~13% slower on average, with a long tail (a 2-stage GPipe MLP at batch 32
-// went from 3,975 to 4,823 samples/s). The profiler runs with the same setting.
-void KeepFreedMemory();
 
 // A TCPStore served by the local launcher on 127.0.0.1 (any free port), so that no worker has to
 // find a free port; the workers connect as clients.

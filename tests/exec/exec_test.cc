@@ -562,6 +562,36 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
   EXPECT_EQ(forwards, 1);  // stage 0, micro-batch 0 of the whole run
 }
 
+// A worker's memory must not grow with the length of the run. It did: c10d's Gloo send work says
+// isCompleted() only after wait(), so polling it freed no sent buffer before the end of the run.
+TEST(ExecReport, WorkersHoldTheSameMemoryHoweverLongTheyRun) {
+  ScenarioSpec s;
+  s.model = {{"generator", "mlp"}, {"layers", 4}, {"input", 256}, {"width", 256},
+             {"classes", 8}, {"batch", 16}};
+  s.microbatch_size = 16;  // 16 KiB per message
+  auto peaks = [&](int iterations) {
+    s.iterations = iterations;
+    const Result r = Exec("run '" + WriteScenario(s) + "' --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<int, std::pair<double, double>> by_rank;  // rank -> (live peak, reserved)
+    const auto report = nlohmann::json::parse(r.out);
+    for (const auto& w : report["details"]["workers"])
+      by_rank[w["worker"].get<int>()] = {w["allocator_peak_bytes"].get<double>(),
+                                         w["allocator_reserved_bytes"].get<double>()};
+    return by_rank;
+  };
+  const auto short_run = peaks(10), long_run = peaks(40);  // 40 and 160 messages each way
+  ASSERT_EQ(short_run.size(), 2u);
+  ASSERT_EQ(long_run.size(), 2u);
+  for (const auto& [rank, p] : long_run) {
+    const auto& [live, reserved] = p;
+    SCOPED_TRACE("worker " + std::to_string(rank));
+    EXPECT_GT(live, 0);
+    EXPECT_LE(live, short_run.at(rank).first + 64 * 1024);  // 120 more messages: 1.9 MiB
+    EXPECT_LE(reserved, short_run.at(rank).second + 64 * 1024);
+  }
+}
+
 // What a Chrome trace shows of a run: process names by pid, thread names by (pid, tid), and the
 // complete events as (pid, tid, name), each once per occurrence.
 struct TraceLayout {

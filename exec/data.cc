@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -16,6 +17,10 @@ namespace {
 constexpr int64_t kTestStream = int64_t{1} << 40;  // synthetic test batches: a separate stream
 constexpr int kSyntheticTestBatches = 16;
 constexpr int64_t kTeacherFeatures = 32;
+// Synthetic pool: up to 16 MiB of samples, at least 256 and at most 4,096 of them.
+constexpr int64_t kPoolBytes = int64_t{16} << 20;
+constexpr int64_t kMinPoolSamples = 256, kMaxPoolSamples = 4096;
+constexpr int64_t kTestPoolSamplesPerBatch = 64;
 constexpr int64_t kFashionMnistTestSamples = 10000;
 
 at::Generator Seeded(int seed, int64_t stream) {
@@ -23,25 +28,38 @@ at::Generator Seeded(int seed, int64_t stream) {
                                         static_cast<uint64_t>(stream));
 }
 
+// A fixed pool of samples made once; micro-batch k draws `size` of them (with a generator seeded
+// by (seed, k)). Drawing costs a gather: making 32 fresh samples of 1,024 features per micro-batch
+// took 0.14 ms here, time the first stage's forward paid and no profile of the layers shows. The
+// last stage reads the labels alone (TrainLabels), which cost a gather of a few integers.
 class SyntheticData : public DataSource {
  public:
   SyntheticData(const Model& model, int seed) : input_(model.input), seed_(seed) {
-    if (!input_.tokens) {
-      int64_t features = 1;
-      for (int64_t d : input_.sample_shape) features *= d;
-      at::Generator g = Seeded(seed, -1);
+    int64_t features = 1;
+    for (int64_t d : input_.sample_shape) features *= d;
+    const int64_t sample_bytes = features * (input_.tokens ? 8 : 4);
+    const int64_t pool = std::clamp<int64_t>(kPoolBytes / std::max<int64_t>(sample_bytes, 1),
+                                             kMinPoolSamples, kMaxPoolSamples);
+    at::Generator g = Seeded(seed, -1);
+    if (!input_.tokens && input_.sample_shape.size() == 1)
       // The teacher reads the first few features only: labels cost next to nothing to make.
       teacher_ = torch::randn({std::min<int64_t>(features, kTeacherFeatures), input_.classes}, g);
-    }
+    train_ = MakePool(pool, g);
+    at::Generator test = Seeded(seed, -3);
+    test_ = MakePool(kSyntheticTestBatches * kTestPoolSamplesPerBatch, test);
   }
-  Batch Train(int64_t k, int64_t size) override { return Make(k, size); }
+  Batch Train(int64_t k, int64_t size) override { return Draw(train_, Rows(k, size, train_)); }
+  torch::Tensor TrainLabels(int64_t k, int64_t size) override {
+    return train_.labels.index_select(0, Rows(k, size, train_));
+  }
   int64_t TestBatches(int64_t) const override { return kSyntheticTestBatches; }
-  Batch Test(int64_t i, int64_t size) override { return Make(kTestStream + i, size); }
+  Batch Test(int64_t i, int64_t size) override {
+    return Draw(test_, Rows(kTestStream + i, size, test_));
+  }
 
  private:
-  Batch Make(int64_t k, int64_t size) {
-    at::Generator g = Seeded(seed_, k);
-    std::vector<int64_t> shape = {size};
+  Batch MakePool(int64_t n, at::Generator& g) const {
+    std::vector<int64_t> shape = {n};
     shape.insert(shape.end(), input_.sample_shape.begin(), input_.sample_shape.end());
     Batch b;
     if (input_.tokens) {
@@ -49,16 +67,24 @@ class SyntheticData : public DataSource {
       b.labels = torch::randint(input_.classes, shape, g, torch::kLong);
     } else {
       b.input = torch::randn(shape, g);
-      b.labels = teacher_.numel() > 0 && input_.sample_shape.size() == 1
+      b.labels = teacher_.defined()
                      ? torch::matmul(b.input.narrow(1, 0, teacher_.size(0)), teacher_).argmax(1)
-                     : torch::randint(input_.classes, {size}, g, torch::kLong);
+                     : torch::randint(input_.classes, {n}, g, torch::kLong);
     }
     return b;
+  }
+  torch::Tensor Rows(int64_t k, int64_t size, const Batch& pool) const {
+    at::Generator g = Seeded(seed_, k);
+    return torch::randint(pool.input.size(0), {size}, g, torch::kLong);
+  }
+  static Batch Draw(const Batch& pool, const torch::Tensor& rows) {
+    return {pool.input.index_select(0, rows), pool.labels.index_select(0, rows)};
   }
 
   ModelInput input_;
   int seed_;
   torch::Tensor teacher_;
+  Batch train_, test_;
 };
 
 bool Exists(const std::string& path) {

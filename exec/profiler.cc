@@ -159,11 +159,13 @@ struct PassTimes {
   std::vector<double> forward_ms, backward_ms;
 };
 
-// With `allocator` (and `stash_bytes`), also the tensor bytes each layer's forward leaves
-// allocated until its backward: its output and what autograd saved for the backward, as the
-// executor counts a stage's stash (stage_executor.cc).
-PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs,
-                       const Batch& sample,
+// Micro-batch `k` of `batch` samples comes from `data` inside the first layer's forward, and the
+// last layer's forward reads the labels and ends in the loss: what the executor's first and last
+// stages do. With `allocator` (and `stash_bytes`), also the tensor bytes each layer's forward
+// leaves allocated until its backward: its output and what autograd saved for the backward, as
+// the executor counts a stage's stash (stage_executor.cc).
+PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
+                       int64_t k, int64_t batch,
                        std::vector<std::vector<torch::Tensor>>& gradient_sums,
                        const AllocatorProbe* allocator = nullptr,
                        std::vector<double>* stash_bytes = nullptr) {
@@ -171,17 +173,20 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs,
   PassTimes times{std::vector<double>(n), std::vector<double>(n)};
   std::vector<std::vector<torch::Tensor>> inputs(n);
   std::vector<torch::Tensor> graph_outputs(n), outputs(n), output_grads(n);
+  Batch sample;
   for (int i = 0; i < n; ++i) {
+    const auto start = Clock::now();
+    if (i == 0) sample = data.Train(k, batch);
     double data_bytes = 0;  // a data batch is new every micro-batch: the first layer keeps it
     for (int j : model.layer_inputs[i]) {
       inputs[i].push_back(j < 0 ? sample.input : outputs[j]);
       if (j < 0) data_bytes += static_cast<double>(sample.input.nbytes());
     }
     const int64_t before = allocator ? allocator->allocated() : 0;
-    const auto start = Clock::now();
     graph_outputs[i] = model.layers[i]->Forward(inputs[i], runs[i].parameters);
-    // The last layer's forward ends in the loss, as the last stage's does in the executor.
-    if (i == n - 1) graph_outputs[i] = model.Loss(graph_outputs[i], sample.labels);
+    if (i == n - 1)
+      graph_outputs[i] =
+          model.Loss(graph_outputs[i], n == 1 ? sample.labels : data.TrainLabels(k, batch));
     times.forward_ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (allocator && stash_bytes)
       (*stash_bytes)[i] = static_cast<double>(allocator->allocated() - before) + data_bytes;
@@ -338,14 +343,12 @@ class LoadProcesses {
 
 // A load process: the layers' forwards and backwards in a loop, forever.
 [[noreturn]] void RunLoad(const Model& model, const std::vector<LayerRun>& runs,
-                          const Batch& sample, int cpu) {
+                          DataSource& data, int64_t batch, int cpu) {
   PinToCore(cpu);
   auto sums = GradientSums(runs);
-  for (bool ready = false;; ready = true) {
-    TrainingPass(model, runs, sample, sums);
-    if (!ready) {
-      std::cout << "ready" << std::endl;
-    }
+  for (int64_t k = 0;; ++k) {
+    TrainingPass(model, runs, data, k, batch, sums);
+    if (k == 0) std::cout << "ready" << std::endl;
   }
 }
 
@@ -361,7 +364,7 @@ int RunProfile(const ProfileOptions& options) {
   auto data = MakeDataSource("synthetic", "", model, 1);
   const Batch sample = data->Train(0, batch);
   const std::vector<LayerRun> runs = PrepareLayers(model, sample);
-  if (options.load_cpu >= 0) RunLoad(model, runs, sample, options.load_cpu);
+  if (options.load_cpu >= 0) RunLoad(model, runs, *data, batch, options.load_cpu);
   const int cores = CoresAvailable();
   if (options.concurrent * options.threads > cores)
     throw InputError(options.workload, "",
@@ -384,11 +387,11 @@ int RunProfile(const ProfileOptions& options) {
   std::vector<double> stash_bytes(model.LayerCount(), 0);
   {
     const AllocatorProbe allocator;
-    TrainingPass(model, runs, sample, sums, &allocator, &stash_bytes);
+    TrainingPass(model, runs, *data, 0, batch, sums, &allocator, &stash_bytes);
   }
   std::vector<PassTimes> passes;
   for (int k = 0; k < options.warmup + options.repeats; ++k) {
-    PassTimes t = TrainingPass(model, runs, sample, sums);
+    PassTimes t = TrainingPass(model, runs, *data, 1 + k, batch, sums);
     if (k >= options.warmup) passes.push_back(std::move(t));
   }
   const std::vector<double> update_ms =

@@ -154,11 +154,13 @@ void StageExecutor::Execute(const Op& op, int program) {
 Batch& StageExecutor::DataFor(int microbatch) {
   auto it = batches_.find(microbatch);
   if (it == batches_.end()) {
-    it = batches_.emplace(microbatch, data_->Train(microbatch, job_.microbatch_size)).first;
     // Past the first stage only the labels are used (by the last stage's loss): the samples
     // would stay allocated until the micro-batch's backward for nothing (GPipe's last stage
     // held m of them, 131 KB each for the MLP at batch 32).
-    if (!stage_.is_first()) it->second.input = torch::Tensor();
+    Batch b = stage_.is_first()
+                  ? data_->Train(microbatch, job_.microbatch_size)
+                  : Batch{torch::Tensor(), data_->TrainLabels(microbatch, job_.microbatch_size)};
+    it = batches_.emplace(microbatch, std::move(b)).first;
   }
   return it->second;
 }

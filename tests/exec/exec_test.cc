@@ -755,6 +755,33 @@ TEST(ExecInput, WhatTheExecutorCannotRunIsRefusedBeforeAnyWorkerStarts) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// Synthetic data: micro-batch k is the same in every process (the first stage reads its samples,
+// the last its labels alone), different micro-batches draw different samples, and the MLP's
+// labels follow the teacher, so that a loss can fall.
+TEST(ExecData, SyntheticMicroBatchesAreReproducibleAndLabelsAloneMatch) {
+  ScenarioSpec s;
+  s.model = {{"generator", "mlp"}, {"layers", 2}, {"input", 64}, {"width", 32},
+             {"classes", 10}, {"batch", 8}};
+  const Model model = BuildModel(SpecOf(s));
+  auto first = MakeDataSource("synthetic", "", model, 7);
+  auto last = MakeDataSource("synthetic", "", model, 7);
+  const Batch a = first->Train(3, 16);
+  EXPECT_EQ(a.input.sizes(), (std::vector<int64_t>{16, 64}));
+  EXPECT_TRUE(torch::equal(a.input, first->Train(3, 16).input));
+  EXPECT_TRUE(torch::equal(a.labels, last->TrainLabels(3, 16)));
+  EXPECT_FALSE(torch::equal(a.input, first->Train(4, 16).input));
+  EXPECT_FALSE(torch::equal(a.input, MakeDataSource("synthetic", "", model, 8)->Train(3, 16).input));
+  // Labels spread over the classes (a teacher, not a constant).
+  std::set<int64_t> classes;
+  for (int k = 0; k < 8; ++k) {
+    const torch::Tensor l = first->TrainLabels(k, 16);
+    for (int64_t i = 0; i < l.size(0); ++i) classes.insert(l[i].item<int64_t>());
+  }
+  EXPECT_GE(classes.size(), 5u);
+  // Test batches come from another pool than training ones.
+  EXPECT_FALSE(torch::equal(first->Test(3, 16).input, a.input));
+}
+
 // Fashion-MNIST (Debian's dataset-fashion-mnist): a small MLP trained sequentially, with Flush
 // and with 2BW in two stages, on the same samples, reaches test accuracies within one point.
 TEST(ExecFashionMnist, TwoBWAndFlushReachSequentialAccuracy) {

@@ -1,5 +1,7 @@
 #include "partition/cluster.h"
 
+#include <algorithm>
+
 #include "partition/error.h"
 #include "partition/json_reader.h"
 
@@ -20,6 +22,15 @@ int Cluster::LinkLevel(int device_a, int device_b) const {
   return top;
 }
 
+double AllReduceTable::Seconds(double b) const {
+  if (bytes.empty()) return 0;
+  if (b <= bytes.front() || bytes.size() == 1) return seconds.front();
+  size_t i = 1;  // the segment [i - 1, i] holding b, or the last one beyond the largest size
+  while (i + 1 < bytes.size() && b > bytes[i]) ++i;
+  const double slope = (seconds[i] - seconds[i - 1]) / (bytes[i] - bytes[i - 1]);
+  return std::max(seconds.front(), seconds[i - 1] + slope * (b - bytes[i - 1]));
+}
+
 double SpeedOverReference(const Cluster& cluster, const std::string& reference_device) {
   return reference_device == cluster.device.name ? 1.0 : cluster.device.relative_speed;
 }
@@ -38,8 +49,8 @@ Cluster TwoLevel(const std::string& name, DeviceSpec device, int per_server, dou
   Cluster c;
   c.name = name;
   c.device = std::move(device);
-  c.levels = {{"server", per_server, server_gbps, 1.0, server_link},
-              {"cluster", servers, network_gbps, 5.0, network_link}};
+  c.levels = {{"server", per_server, server_gbps, 1.0, server_link, {}},
+              {"cluster", servers, network_gbps, 5.0, network_link, {}}};
   return c;
 }
 
@@ -90,6 +101,25 @@ void ReadDevice(JsonReader& r, DeviceSpec& d) {
   r.Finish();
 }
 
+void ReadAllReduceTable(JsonReader& r, AllReduceTable& t) {
+  t.ranks = static_cast<int>(r.PositiveInteger("ranks"));
+  if (t.ranks < 2) r.FailAt("ranks", "expected at least 2 ranks, got " + std::to_string(t.ranks));
+  t.bytes.clear();
+  t.seconds.clear();
+  for (JsonReader& b : r.Array("bytes")) t.bytes.push_back(b.AsPositiveNumber());
+  for (JsonReader& s : r.Array("seconds")) t.seconds.push_back(s.AsPositiveNumber());
+  if (t.bytes.size() < 2) r.FailAt("bytes", "expected at least 2 sizes");
+  if (t.seconds.size() != t.bytes.size())
+    r.FailAt("seconds", "expected one time per size (" + std::to_string(t.bytes.size()) +
+                            "), got " + std::to_string(t.seconds.size()));
+  for (size_t i = 1; i < t.bytes.size(); ++i)
+    if (!(t.bytes[i] > t.bytes[i - 1]))
+      r.FailAt("bytes", "expected strictly increasing sizes, got " +
+                            nlohmann::json(t.bytes[i]).dump() + " after " +
+                            nlohmann::json(t.bytes[i - 1]).dump());
+  r.Finish();
+}
+
 void ReadLevel(JsonReader& r, ClusterLevel& l) {
   l.name = r.OptionalString("name", l.name);
   l.count = static_cast<int>(r.PositiveInteger("count"));
@@ -97,6 +127,7 @@ void ReadLevel(JsonReader& r, ClusterLevel& l) {
   l.latency_us = r.OptionalNonNegativeNumber("latency_us", l.latency_us);
   l.link = r.OptionalChoice("link", {"nvlink", "pcie", "ethernet", "infiniband", "loopback"},
                             l.link);
+  if (auto a = r.OptionalMember("allreduce")) ReadAllReduceTable(*a, l.allreduce);
   r.Finish();
 }
 
@@ -142,12 +173,17 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
 
 nlohmann::json ClusterToJson(const Cluster& c) {
   nlohmann::json levels = nlohmann::json::array();
-  for (const ClusterLevel& l : c.levels)
+  for (const ClusterLevel& l : c.levels) {
     levels.push_back({{"name", l.name},
                       {"count", l.count},
                       {"bandwidth_gbps", l.bandwidth_gbps},
                       {"latency_us", l.latency_us},
                       {"link", l.link}});
+    if (!l.allreduce.empty())
+      levels.back()["allreduce"] = {{"ranks", l.allreduce.ranks},
+                                    {"bytes", l.allreduce.bytes},
+                                    {"seconds", l.allreduce.seconds}};
+  }
   nlohmann::json out = {{"name", c.name},
           {"device",
            {{"name", c.device.name},

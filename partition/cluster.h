@@ -17,12 +17,28 @@
 
 namespace pipetwin {
 
+// Measured all-reduce times of a group of `ranks` devices inside one unit of a level: what
+// `pipetwin calibrate` probes of c10d Gloo on the machine it runs on. The simulator charges an
+// all-reduce over such a group by this table instead of a ring of messages over the links (on a
+// CPU the ring's transfers, copies and sums share the cores: Gloo's all-reduce of 16 MB between
+// two processes here took 4x what the ping-pong's bandwidth gives a ring). Piecewise linear in
+// bytes; below the smallest size the smallest time, beyond the largest the last segment's slope.
+struct AllReduceTable {
+  int ranks = 0;
+  std::vector<double> bytes;    // strictly increasing, > 0
+  std::vector<double> seconds;  // > 0, one per size
+
+  bool empty() const { return bytes.empty(); }
+  double Seconds(double b) const;
+};
+
 struct ClusterLevel {
   std::string name = "server";   // what one unit of this level is ("server", "rack")
   int count = 1;                 // children per unit: devices per server, servers per rack, ...
   double bandwidth_gbps = 100;   // per-link bandwidth in Gbit/s
   double latency_us = 1;         // per-message latency of one hop at this level
   std::string link = "nvlink";   // "nvlink", "pcie", "ethernet", "infiniband", "loopback"
+  AllReduceTable allreduce;      // measured; empty: all-reduces are rings over the links
 
   double bandwidth_bytes_per_s() const { return bandwidth_gbps * 1e9 / 8; }
 };

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Barrier.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
@@ -93,6 +94,8 @@ class Simulation {
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
+    const AllReduceTable* table = nullptr;  // measured all-reduce times, instead of the ring
+    sg4::BarrierPtr joined;                 // with a table: the group's members meet first
     std::vector<GradientBucket> buckets;  // launched by the backward before an AllReduce
     std::vector<double> job_bytes;
     size_t jobs_done = 0, jobs_started = 0;
@@ -135,10 +138,23 @@ void Simulation::PrepareRing(const std::vector<int>& group) {
     return sg4::Mailbox::by_name("ar" + std::to_string(group[from]) + "-" +
                                  std::to_string(group[to]));
   };
-  for (size_t m = 0; m < group.size(); ++m)
+  // A group inside one unit of a level whose all-reduce was measured for its size: the table.
+  const AllReduceTable* table = nullptr;
+  if (!plan.phases.empty()) {
+    const int level = plan.phases.front().level;
+    bool one_level = true;
+    for (const RingPhase& p : plan.phases) one_level = one_level && p.level == level;
+    const AllReduceTable& t = setup_.cluster.levels[level].allreduce;
+    if (one_level && !t.empty() && t.ranks == static_cast<int>(group.size())) table = &t;
+  }
+  const sg4::BarrierPtr joined = table ? sg4::Barrier::create(group.size()) : nullptr;
+  for (size_t m = 0; m < group.size(); ++m) {
+    workers_[group[m]].table = table;
+    workers_[group[m]].joined = joined;
     for (const RingPhase& p : plan.phases)
       workers_[group[m]].phases.push_back(
           {p.steps, p.fraction, p.level, mailbox(m, p.next[m]), mailbox(p.prev[m], m)});
+  }
 }
 
 void Simulation::Prepare() {
@@ -244,7 +260,17 @@ void Simulation::StreamMain(int w) {
     const size_t job = me.jobs_started++;
     const double bytes = me.job_bytes[job];
     const double start = Now();
-    for (const Phase& phase : me.phases) {
+    if (me.table) {
+      // Measured on the machine for this group size (cluster.h): the whole collective, once
+      // every member has joined (as its ring's first step would wait for them).
+      me.joined->wait();
+      sg4::this_actor::sleep_for(me.table->Seconds(bytes));
+      ++record_.activities;
+      for (const Phase& phase : me.phases)
+        for (int step = 0; step < phase.steps; ++step)
+          Count(phase.level, bytes * phase.fraction, true);
+    }
+    for (const Phase& phase : me.table ? std::vector<Phase>{} : me.phases) {
       const double step_bytes = bytes * phase.fraction;
       for (int step = 0; step < phase.steps; ++step) {
         if (setup_.communication_overhead_s > 0) {

@@ -24,14 +24,14 @@ Workload TwoLayers() {
 // Two devices at 80 Gbps (1e10 B/s), no latency.
 Cluster TwoDevices() {
   Cluster c;
-  c.levels = {{"server", 2, 80, 0, "nvlink"}};
+  c.levels = {{"server", 2, 80, 0, "nvlink", {}}};
   return c;
 }
 
 // Two servers of four: 100 Gbps (12.5e9 B/s, 1 us) inside, 10 Gbps (1.25e9 B/s, 5 us) between.
 Cluster TwoServers() {
   Cluster c;
-  c.levels = {{"server", 4, 100, 1, "nvlink"}, {"cluster", 2, 10, 5, "ethernet"}};
+  c.levels = {{"server", 4, 100, 1, "nvlink", {}}, {"cluster", 2, 10, 5, "ethernet", {}}};
   return c;
 }
 

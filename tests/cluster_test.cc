@@ -45,6 +45,21 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   const Cluster back = ClusterFromJson(ClusterToJson(c), "x");
   EXPECT_EQ(back.shared_cores, 2);
   EXPECT_EQ(back.calibration, c.calibration);
+  // A measured all-reduce table on the host level travels with it.
+  c.levels[0].allreduce = {2, {4096, 1 << 20, 16 << 20}, {1e-4, 4e-3, 1.3e-2}};
+  const Cluster with_table = ClusterFromJson(ClusterToJson(c), "x");
+  EXPECT_EQ(with_table.levels[0].allreduce.ranks, 2);
+  EXPECT_EQ(with_table.levels[0].allreduce.seconds, c.levels[0].allreduce.seconds);
+  EXPECT_TRUE(with_table.levels[1].allreduce.empty());
+}
+
+TEST(Cluster, AllReduceTableInterpolatesBetweenItsSizes) {
+  const AllReduceTable t{2, {1e3, 1e6, 2e6}, {1e-4, 2e-3, 5e-3}};
+  EXPECT_DOUBLE_EQ(t.Seconds(10), 1e-4);    // below the smallest size: its time
+  EXPECT_DOUBLE_EQ(t.Seconds(1e3), 1e-4);
+  EXPECT_DOUBLE_EQ(t.Seconds(1.5e6), 3.5e-3);
+  EXPECT_DOUBLE_EQ(t.Seconds(2e6), 5e-3);
+  EXPECT_DOUBLE_EQ(t.Seconds(4e6), 1.1e-2);  // beyond: the last segment's slope
 }
 
 std::string ErrorOf(const std::string& text) {
@@ -80,6 +95,17 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
             "scenario.json: cluster.network_model: expected one of datacenter, tcp, got \"udp\"");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "shared_cores": 0})"),
             "scenario.json: cluster.shared_cores: expected an integer >= 1, got 0");
+  const std::string level = R"({"levels": [{"count": 2, "bandwidth_gbps": 10, "allreduce": )";
+  EXPECT_EQ(ErrorOf(level + R"({"ranks": 1, "bytes": [1, 2], "seconds": [1, 2]}}]})"),
+            "scenario.json: cluster.levels[0].allreduce.ranks: expected at least 2 ranks, got 1");
+  EXPECT_EQ(ErrorOf(level + R"({"ranks": 2, "bytes": [1, 2], "seconds": [1]}}]})"),
+            "scenario.json: cluster.levels[0].allreduce.seconds: expected one time per size (2), "
+            "got 1");
+  EXPECT_EQ(ErrorOf(level + R"({"ranks": 2, "bytes": [4, 2], "seconds": [1, 2]}}]})"),
+            "scenario.json: cluster.levels[0].allreduce.bytes: expected strictly increasing "
+            "sizes, got 2.0 after 4.0");
+  EXPECT_EQ(ErrorOf(level + R"({"ranks": 2, "bytes": [1, 2], "seconds": [1, -2]}}]})"),
+            "scenario.json: cluster.levels[0].allreduce.seconds[1]: expected a number > 0, got -2");
 }
 
 }  // namespace

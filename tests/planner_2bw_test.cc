@@ -36,7 +36,7 @@ Workload RandomWorkload(unsigned seed, int layers, bool skips) {
 Cluster SmallCluster() {
   Cluster c;
   c.device.memory_bytes = 1e9;
-  c.levels = {{"server", 4, 100, 1, "nvlink"}, {"cluster", 2, 10, 5, "ethernet"}};
+  c.levels = {{"server", 4, 100, 1, "nvlink", {}}, {"cluster", 2, 10, 5, "ethernet", {}}};
   return c;
 }
 
@@ -102,7 +102,7 @@ TEST(Planner2BWTest, HandWorkedTwoLayerPlan) {
   Workload w;
   w.layers = {testing::ChainLayer(0, 1, 2, 1e6, 1e6), testing::ChainLayer(1, 1, 2, 1e6, 1e6)};
   Cluster c;
-  c.levels = {{"server", 2, 80, 0, "nvlink"}};
+  c.levels = {{"server", 2, 80, 0, "nvlink", {}}};
   PlannerSettings s;
   s.microbatch_candidates = {1};
   s.max_global_batch_size = 2;

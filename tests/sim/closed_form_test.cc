@@ -177,6 +177,28 @@ TEST(SimClosedForm, RingAllReduceOverServers) {
   EXPECT_DOUBLE_EQ(report.communication[1].allreduce_bytes, r * 2.0 * (r - 1) / r * bytes);
 }
 
+// A measured all-reduce table (cluster.h, `pipetwin calibrate`) replaces the ring for groups of
+// its size inside one server: the iteration is forward + backward + the table's time at the
+// gradient bytes (interpolated between the probe's sizes); other group sizes keep the ring.
+TEST(SimClosedForm, MeasuredAllReduceTableReplacesTheRingForItsGroupSize) {
+  const double bytes = 3e6, gbps = 100, latency_us = 10;
+  Cluster cluster = TwoLevelCluster(2, 1, gbps, latency_us, 0, 0);
+  cluster.levels[0].allreduce = {2, {1e6, 4e6}, {2e-3, 8e-3}};  // 3e6 bytes: 6 ms
+  const Scenario s = MakeScenario(EqualLayers(1, 1, 2, 1e6, bytes), cluster, EvenPlan(1, 1, 2),
+                                  "flush", 1, 1);
+  sim::SimOptions options;
+  options.allreduce_buckets = 1;
+  const Report report = simtest::Simulate(s, options);
+  EXPECT_LT(RelativeError(report.iteration_s, 3e-3 + 6e-3), kTolerance) << report.iteration_s;
+  EXPECT_DOUBLE_EQ(report.communication[0].allreduce_bytes, 2 * bytes);  // as the ring counts
+  // A table for 4 ranks says nothing of a group of 2: the ring over the links.
+  cluster.levels[0].allreduce.ranks = 4;
+  const Scenario ring = MakeScenario(EqualLayers(1, 1, 2, 1e6, bytes), cluster,
+                                     EvenPlan(1, 1, 2), "flush", 1, 1);
+  const double expected = 3e-3 + bytes / (gbps * 1e9 / 8) + 2 * latency_us * 1e-6;
+  EXPECT_LT(RelativeError(simtest::Simulate(ring, options).iteration_s, expected), kTolerance);
+}
+
 // Two servers of two replicas: a ring inside each server reduce-scatters (S/2 each way over
 // the devices' own links), then the two members holding the same half ring across the servers;
 // both of a server's rings go through its one NIC, which so carries S per direction; then the

@@ -33,8 +33,8 @@ Cluster TwoLevelCluster(int per_server, int servers, double gbps0, double latenc
   c.name = "test";
   c.device.name = "test-device";
   c.device.memory_bytes = memory_bytes;
-  c.levels.push_back({"server", per_server, gbps0, latency_us0, "nvlink"});
-  if (servers > 1) c.levels.push_back({"cluster", servers, gbps1, latency_us1, "ethernet"});
+  c.levels.push_back({"server", per_server, gbps0, latency_us0, "nvlink", {}});
+  if (servers > 1) c.levels.push_back({"cluster", servers, gbps1, latency_us1, "ethernet", {}});
   return c;
 }
 

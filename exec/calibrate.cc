@@ -42,6 +42,9 @@ struct ProbePlan {
   int small_repeats = 0;       // timed round trips below 1 MB, per sweep (there are two)
   int large_repeats = 0;       // from 1 MB, per sweep
   int tcp_round_trips = 0;
+  std::vector<double> allreduce_sizes;  // all-reduce bytes (fp32), 4 KB to 32 MB
+  int allreduce_small_repeats = 0;      // per sweep, below 1 MB
+  int allreduce_large_repeats = 0;      // per sweep, from 1 MB
   int gemm_n = 256;            // 33.5 MFLOP: 0.3 ms on one core here
   int gemm_warmup = 3;
   int gemm_repeats = 0;
@@ -57,6 +60,13 @@ ProbePlan PlanFor(bool quick) {
   p.small_repeats = quick ? 8 : 25;
   p.large_repeats = quick ? 4 : 8;
   p.tcp_round_trips = quick ? 200 : 1000;
+  p.allreduce_sizes = quick ? std::vector<double>{4096, 256 * 1024, kMegabyte, 4 * kMegabyte,
+                                                  16 * kMegabyte}
+                            : std::vector<double>{4096, 64 * 1024, 256 * 1024, kMegabyte,
+                                                  2 * kMegabyte, 4 * kMegabyte, 8 * kMegabyte,
+                                                  16 * kMegabyte, 32 * kMegabyte};
+  p.allreduce_small_repeats = quick ? 4 : 10;
+  p.allreduce_large_repeats = quick ? 2 : 4;
   p.gemm_repeats = quick ? 10 : 30;
   p.copy_repeats = quick ? 3 : 7;
   return p;
@@ -264,6 +274,32 @@ std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan)
   return rows;
 }
 
+// c10d Gloo's all-reduce (a sum, in place) between ranks 0 and 1, at the sizes a replicated
+// stage's gradients take; like the ping-pong, up the sizes then down, the median per size.
+std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& plan) {
+  const size_t n = plan.allreduce_sizes.size();
+  std::vector<std::vector<double>> times(n);
+  auto sweep = [&](size_t i) {
+    const double bytes = plan.allreduce_sizes[i];
+    torch::Tensor t = torch::ones({static_cast<int64_t>(bytes / 4)});
+    const std::string what = "calibration all-reduce of " + std::to_string(t.nbytes()) + " bytes";
+    const int repeats =
+        bytes < kMegabyte ? plan.allreduce_small_repeats : plan.allreduce_large_repeats;
+    for (int r = 0; r < plan.warmup + repeats; ++r) {
+      const auto start = Clock::now();
+      comm.AllReduceSum(t, what);
+      if (r >= plan.warmup) times[i].push_back(SecondsSince(start));
+    }
+  };
+  for (size_t i = 0; i < n; ++i) sweep(i);
+  for (size_t i = n; i-- > 0;) sweep(i);
+  std::vector<AllReduceRow> rows;
+  for (size_t i = 0; i < n; ++i)
+    rows.push_back({plan.allreduce_sizes[i], static_cast<int>(times[i].size()), Median(times[i]),
+                    *std::min_element(times[i].begin(), times[i].end())});
+  return rows;
+}
+
 // --- 3. Compute ---------------------------------------------------------------------------------
 
 // The median time of one n x n by n x n fp32 GEMM on this process's one thread.
@@ -340,13 +376,15 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
   PinToCpu(probes.cpus[env.rank % cores]);
   at::set_num_threads(1);
   SetBlasThreads(1);
-  Communicator comm(env, options.timeout_s, {},
+  // Ranks 0 and 1 also form a replica group, for the all-reduce probe.
+  Communicator comm(env, options.timeout_s, {{0, 1}},
                     std::string("calibrate ") + (options.quick ? "quick" : "full"));
   if (env.rank == 1) EchoTcp(comm, probes.tcp_message_bytes, plan.warmup + plan.tcp_round_trips);
   if (env.rank == 0)
     probes.tcp_one_way_s =
         TcpOneWaySeconds(comm, probes.tcp_message_bytes, plan.warmup, plan.tcp_round_trips);
   if (env.rank < 2) probes.ping_pong = GlooPingPong(comm, plan);
+  if (env.rank < 2) probes.allreduce = GlooAllReduce(comm, plan);
 
   comm.Barrier();
   if (env.rank == 0) {

@@ -123,6 +123,18 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   host.bandwidth_gbps = fit.bandwidth_bytes_per_s() * 8 / 1e9;
   host.latency_us = latency_s * 1e6;
   host.link = "loopback";
+  nlohmann::json allreduce = nlohmann::json::array();
+  if (!p.allreduce.empty()) {
+    host.allreduce.ranks = 2;
+    for (const AllReduceRow& r : p.allreduce) {
+      host.allreduce.bytes.push_back(r.bytes);
+      host.allreduce.seconds.push_back(r.seconds);
+      allreduce.push_back({{"bytes", r.bytes},
+                           {"repeats", r.repeats},
+                           {"median_us", r.seconds * 1e6},
+                           {"fastest_us", r.fastest_s * 1e6}});
+    }
+  }
   c.levels = {host};
   c.network_model = "datacenter";
   c.launch_overhead_us = 0;
@@ -148,6 +160,7 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
         {"communication_overhead_us",
          "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
         {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
+        {"levels[0].allreduce", "median times of the c10d Gloo all-reduce probe (2 ranks)"},
         {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},
         {"device.memory_bandwidth_bytes_per_s", "memory_copy.bandwidth_gbps"},
         {"launch_overhead_us", "0: profiled layer times already include LibTorch's dispatch"}}},
@@ -156,6 +169,7 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
         {"round_trips", p.tcp_round_trips},
         {"one_way_us", p.tcp_one_way_s * 1e6}}},
       {"ping_pong", table},
+      {"allreduce", allreduce},
       {"fit",
        {{"model", "one_way_us = intercept_us + bytes * 8e-3 / bandwidth_gbps"},
         {"method", "intercept_us: mean of one_way_us - bytes / bandwidth up to 4 KB; bandwidth: "
@@ -199,6 +213,16 @@ std::string CalibrationSummary(const Cluster& c) {
   out << "c10d Gloo    one way = " << fit["intercept_us"].get<double>() << " us + bytes / "
       << host.bandwidth_gbps / 8 << " GB/s (" << host.bandwidth_gbps
       << " Gbit/s); per-message overhead " << c.communication_overhead_us << " us\n";
+  if (!host.allreduce.empty()) {
+    out << "all-reduce   2 ranks:";
+    for (size_t i = 0; i < host.allreduce.bytes.size(); ++i) {
+      const double b = host.allreduce.bytes[i];
+      out << (i ? ", " : " ") << std::setprecision(0)
+          << (b >= (1 << 20) ? b / (1 << 20) : b / 1024) << (b >= (1 << 20) ? " MB " : " KB ")
+          << std::setprecision(2) << host.allreduce.seconds[i] * 1e3 << " ms";
+    }
+    out << std::setprecision(1) << " (c10d Gloo, measured)\n";
+  }
   const double spread = k["small_message_spread"].get<double>();
   if (spread > kContendedSpread)
     out << "warning      other work held the cores (load average "

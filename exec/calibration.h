@@ -33,6 +33,15 @@ struct PingPongRow {
   double fastest_one_way_s = 0;
 };
 
+// One size of the c10d Gloo all-reduce probe (a sum over 2 processes, in place, as a replicated
+// stage's gradients are reduced).
+struct AllReduceRow {
+  double bytes = 0;
+  int repeats = 0;
+  double seconds = 0;          // median
+  double fastest_s = 0;
+};
+
 // The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.
 struct ComputeProbe {
   int gemm_n = 256;
@@ -55,6 +64,7 @@ struct CalibrationProbes {
   int tcp_round_trips = 0;
   double tcp_one_way_s = 0;      // median round trip / 2 of the raw TCP ping-pong
   std::vector<PingPongRow> ping_pong;
+  std::vector<AllReduceRow> allreduce;  // between ranks 0 and 1; empty: not probed
   ComputeProbe compute;
 
   int cores() const { return static_cast<int>(cpus.size()); }
@@ -88,8 +98,9 @@ constexpr double kBandwidthRegimeBytes = 1 << 20;
 LinearFit FitOneWayTime(const std::vector<PingPongRow>& rows);
 
 // The cluster of this machine: one server ("host") of `workers` devices joined by loopback, with
-// the fitted bandwidth, latency and per-message overhead, shared_cores = the probes' cores, the
-// device's memory, GEMM rate and copy bandwidth, and every probe in `calibration`.
+// the fitted bandwidth, latency and per-message overhead, the all-reduce probe as the level's
+// all-reduce table (for groups of 2), shared_cores = the probes' cores, the device's memory, GEMM
+// rate and copy bandwidth, and every probe in `calibration`.
 Cluster CalibratedCluster(const CalibrationProbes& probes, int workers);
 
 // How much other work slowed the probes down: the largest, over the sizes up to 4 KB, of median /

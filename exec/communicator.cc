@@ -51,7 +51,9 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeGroup(const c10::intrusive_ptr<c10d::
                                                  double timeout_s) {
   auto options = c10d::ProcessGroupGloo::Options::create(ToMilliseconds(timeout_s));
   options->devices.push_back(GlooDevice(env));
-  options->threads = 1;  // the transport thread; compute keeps the cores
+  // c10d's default of 2 work threads. With 1, every collective here waited for a scheduler tick:
+  // an all-reduce of 4 KB took 4.0 ms instead of 0.1 ms between two pinned processes.
+  options->threads = 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
 }
 

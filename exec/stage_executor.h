@@ -126,6 +126,7 @@ class StageExecutor {
   std::map<int, Batch> batches_;
   std::map<int, int64_t> stashed_;  // micro-batches stashed (StashActivation) and their bytes
   std::vector<torch::Tensor> gradient_sum_;
+  torch::Tensor gradient_flat_;  // replicated stages: the sums' storage, + the count at the end
   double gradient_count_ = 0;
   int oldest_gradient_version_ = -1;
   std::map<int, VersionUse> versions_;

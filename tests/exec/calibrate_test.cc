@@ -63,6 +63,7 @@ CalibrationProbes SyntheticProbes() {
   p.compute.busy_s = {1.2e-3, 1.3e-3, 1.2e-3, 1.3e-3};
   p.compute.copy_bytes = 64 * kMegabyte;
   p.compute.copy_s = 8e-3;
+  p.allreduce = {{4096, 20, 1e-4, 9e-5}, {kMegabyte, 8, 1e-3, 9e-4}, {16 * kMegabyte, 8, 1.2e-2, 1e-2}};
   return p;
 }
 
@@ -120,6 +121,15 @@ TEST(ExecCalibrateFit, TheClusterChargesAMessageWhatTheFitPredicts) {
   EXPECT_EQ(c.calibration["ping_pong"].size(), probes.ping_pong.size());
   EXPECT_NE(CalibrationSummary(c).find("1.25x slower"), std::string::npos)
       << CalibrationSummary(c);
+  // The all-reduce probe becomes the host level's table, for groups of two.
+  EXPECT_EQ(host.allreduce.ranks, 2);
+  ASSERT_EQ(host.allreduce.bytes.size(), 3u);
+  EXPECT_EQ(host.allreduce.bytes[1], kMegabyte);
+  EXPECT_EQ(host.allreduce.seconds[2], 1.2e-2);
+  EXPECT_NEAR(host.allreduce.Seconds(8.5 * kMegabyte), 6.5e-3, 1e-12);
+  EXPECT_EQ(c.calibration["allreduce"].size(), 3u);
+  EXPECT_NE(CalibrationSummary(c).find("16 MB 12.00 ms"), std::string::npos)
+      << CalibrationSummary(c);
 }
 
 TEST(ExecCalibrateFit, AnInterceptBelowTheTcpLatencyIsAllLatency) {
@@ -171,6 +181,14 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   EXPECT_EQ(c.levels[0].count, cores);  // --workers defaults to the cores
   EXPECT_EQ(c.levels[0].link, "loopback");
   EXPECT_GT(c.levels[0].bandwidth_gbps, 0);
+  // The all-reduce probe: 2 ranks, 4 KB to 16 MB (--quick), a time per size, and 16 MB takes
+  // longer than 4 KB.
+  const AllReduceTable& allreduce = c.levels[0].allreduce;
+  EXPECT_EQ(allreduce.ranks, 2);
+  ASSERT_EQ(allreduce.bytes.size(), 5u);
+  EXPECT_EQ(allreduce.bytes.front(), 4096);
+  EXPECT_EQ(allreduce.bytes.back(), 16 * kMegabyte);
+  EXPECT_GT(allreduce.seconds.back(), allreduce.seconds.front());
   EXPECT_GE(c.levels[0].latency_us, 0);
   EXPECT_GE(c.communication_overhead_us, 0);
   EXPECT_EQ(c.shared_cores, cores);

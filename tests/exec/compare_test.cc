@@ -50,6 +50,9 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   const nlohmann::json cluster = nlohmann::json::parse(std::ifstream(keep + "/cluster.json"));
   EXPECT_GE(cluster["shared_cores"].get<int>(), 1);
   EXPECT_EQ(cluster["levels"][0]["count"], 2);
+  EXPECT_EQ(cluster["levels"][0]["allreduce"]["ranks"], 2);  // the measured all-reduce
+  // The executor's one all-reduce after the last backward, not buckets overlapping it.
+  EXPECT_EQ(j["predicted"]["details"]["allreduce_buckets"], 1);
 
   const nlohmann::json trace = nlohmann::json::parse(std::ifstream(dir + "/both.json"));
   int predicted = 0, measured = 0;

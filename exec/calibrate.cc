@@ -51,6 +51,10 @@ struct ProbePlan {
   double copy_bytes = 32 * kMegabyte;  // well beyond the last-level cache of one core
   int copy_repeats = 0;
 
+  int ring_gemms = 3;       // GEMMs per hop of the oversubscribed ring (~1 ms here)
+  int ring_warmup = 10;     // hops
+  int ring_hops = 0;        // timed hops per process
+
   int RepeatsOf(double bytes) const { return bytes < kMegabyte ? small_repeats : large_repeats; }
 };
 
@@ -65,6 +69,7 @@ ProbePlan PlanFor(bool quick) {
                             : std::vector<double>{4096, 64 * 1024, 256 * 1024, kMegabyte,
                                                   2 * kMegabyte, 4 * kMegabyte, 8 * kMegabyte,
                                                   16 * kMegabyte, 32 * kMegabyte};
+  p.ring_hops = quick ? 60 : 200;
   p.allreduce_small_repeats = quick ? 4 : 10;
   p.allreduce_large_repeats = quick ? 2 : 4;
   p.gemm_repeats = quick ? 10 : 30;
@@ -92,6 +97,13 @@ std::vector<int> AllowedCpus() {
       if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   if (cpus.empty()) cpus.push_back(0);
   return cpus;
+}
+
+void AllowCpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  ::sched_setaffinity(0, sizeof set, &set);
 }
 
 void PinToCpu(int cpu) {
@@ -300,6 +312,32 @@ std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& pla
   return rows;
 }
 
+// More processes than cores passing messages in a ring, as a pipeline with more workers than
+// cores does: every process, free to run on any core, holds a token, computes ring_gemms GEMMs,
+// sends the token on (128 KB, an activation's size) and waits for the next one. The cores could
+// do cores hops per GEMM time; the time per hop beyond that is what scheduling the processes
+// costs per message. Returns rank 0's seconds per hop (each process does the same number).
+double OversubscribedRingSeconds(Communicator& comm, const ProbePlan& plan, int n) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
+  torch::Tensor c = torch::empty({n, n});
+  torch::Tensor token = torch::ones({32 * 1024});
+  torch::Tensor incoming = torch::empty({32 * 1024});
+  const int next = (comm.rank() + 1) % comm.world_size();
+  const int previous = (comm.rank() + comm.world_size() - 1) % comm.world_size();
+  const std::string what = "calibration ring";
+  Clock::time_point start;
+  for (int hop = 0; hop < plan.ring_warmup + plan.ring_hops; ++hop) {
+    if (hop == plan.ring_warmup) start = Clock::now();
+    for (int g = 0; g < plan.ring_gemms; ++g) at::mm_out(c, a, b);
+    comm.Send(token, next, 2 << 20 | (hop & 0xffff), what);
+    comm.Recv(incoming, previous, 2 << 20 | (hop & 0xffff), what);
+  }
+  const double seconds = SecondsSince(start) / plan.ring_hops;
+  comm.FinishSends();
+  return seconds;
+}
+
 // --- 3. Compute ---------------------------------------------------------------------------------
 
 // The median time of one n x n by n x n fp32 GEMM on this process's one thread.
@@ -362,7 +400,8 @@ bool IsCalibrationWorker() {
 int RunCalibrate(const CalibrateOptions& options, const std::string& program,
                  const std::vector<std::string>& args) {
   CheckCalibrationOutput(options);
-  const int workers = std::max(2, static_cast<int>(AllowedCpus().size()));
+  // One process per core (at least 2), and one more for the oversubscribed ring.
+  const int workers = std::max(2, static_cast<int>(AllowedCpus().size())) + 1;
   return LaunchLocalWorkers(workers, program, args);
 }
 
@@ -397,7 +436,15 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
   if (env.rank < cores)
     comm.Publish("calibrate/busy/" + std::to_string(env.rank),
                  Exactly(GemmSeconds(plan.gemm_n, plan.gemm_warmup, plan.gemm_repeats)));
+  // The ring: every process (one more than the cores), free to run anywhere.
+  comm.Barrier();
+  AllowCpus(probes.cpus);
+  const double ring_s = OversubscribedRingSeconds(comm, plan, plan.gemm_n);
   if (env.rank != 0) return 0;
+  probes.ring.processes = env.world_size;
+  probes.ring.gemms_per_hop = plan.ring_gemms;
+  probes.ring.hops = plan.ring_hops;
+  probes.ring.hop_s = ring_s;
 
   for (int r = 0; r < cores; ++r)
     probes.compute.busy_s.push_back(std::stod(comm.Fetch("calibrate/busy/" + std::to_string(r))));

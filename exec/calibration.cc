@@ -140,6 +140,24 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   c.launch_overhead_us = 0;
   c.communication_overhead_us = overhead_s * 1e6;
   c.shared_cores = p.cores();
+  // The ring: P processes on C cores, each hop G GEMMs of the busy-core time X (a process's
+  // share of the cores: C / P). Ideal hop time P G X / C; what a hop takes beyond it, per core,
+  // is the CPU one message to an oversubscribed server costs.
+  nlohmann::json ring;
+  if (p.ring.hops > 0 && p.ring.processes > p.cores()) {
+    const double hop_work_s = p.ring.gemms_per_hop * busy_s;
+    const double ideal_s = p.ring.processes * hop_work_s / p.cores();
+    const double per_message_s =
+        std::max(0.0, p.ring.hop_s * p.cores() / p.ring.processes - hop_work_s);
+    c.oversubscribed_message_us = per_message_s * 1e6;
+    ring = {{"processes", p.ring.processes},
+            {"gemms_per_hop", p.ring.gemms_per_hop},
+            {"hops", p.ring.hops},
+            {"message_bytes", 128 * 1024},
+            {"hop_us", p.ring.hop_s * 1e6},
+            {"ideal_hop_us", ideal_s * 1e6},
+            {"per_message_us", per_message_s * 1e6}};
+  }
 
   const nlohmann::json table = PingPongTable(p.ping_pong, fit);
   nlohmann::json busy_gflops = nlohmann::json::array();
@@ -161,6 +179,8 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
          "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
         {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
         {"levels[0].allreduce", "median times of the c10d Gloo all-reduce probe (2 ranks)"},
+        {"oversubscribed_message_us",
+         "oversubscribed_ring: hop_us x cores / processes - gemms_per_hop x busy GEMM time"},
         {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},
         {"device.memory_bandwidth_bytes_per_s", "memory_copy.bandwidth_gbps"},
         {"launch_overhead_us", "0: profiled layer times already include LibTorch's dispatch"}}},
@@ -170,6 +190,7 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
         {"one_way_us", p.tcp_one_way_s * 1e6}}},
       {"ping_pong", table},
       {"allreduce", allreduce},
+      {"oversubscribed_ring", ring},
       {"fit",
        {{"model", "one_way_us = intercept_us + bytes * 8e-3 / bandwidth_gbps"},
         {"method", "intercept_us: mean of one_way_us - bytes / bandwidth up to 4 KB; bandwidth: "
@@ -223,6 +244,12 @@ std::string CalibrationSummary(const Cluster& c) {
     }
     out << std::setprecision(1) << " (c10d Gloo, measured)\n";
   }
+  if (c.oversubscribed_message_us > 0)
+    out << std::setprecision(0) << "more workers than cores: a message costs "
+        << c.oversubscribed_message_us << " us of CPU (a ring of "
+        << k["oversubscribed_ring"]["processes"].get<int>() << " processes, "
+        << k["oversubscribed_ring"]["hop_us"].get<double>() << " us a hop against "
+        << k["oversubscribed_ring"]["ideal_hop_us"].get<double>() << " ideal)\n";
   const double spread = k["small_message_spread"].get<double>();
   if (spread > kContendedSpread)
     out << "warning      other work held the cores (load average "

@@ -42,6 +42,14 @@ struct AllReduceRow {
   double fastest_s = 0;
 };
 
+// The oversubscribed ring (OversubscribedRingSeconds in calibrate.cc).
+struct RingProbe {
+  int processes = 0;       // one more than the cores
+  int gemms_per_hop = 0;   // of the compute probe's GEMM
+  int hops = 0;            // timed, per process
+  double hop_s = 0;        // seconds per hop of one process
+};
+
 // The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.
 struct ComputeProbe {
   int gemm_n = 256;
@@ -65,6 +73,7 @@ struct CalibrationProbes {
   double tcp_one_way_s = 0;      // median round trip / 2 of the raw TCP ping-pong
   std::vector<PingPongRow> ping_pong;
   std::vector<AllReduceRow> allreduce;  // between ranks 0 and 1; empty: not probed
+  RingProbe ring;                       // hops 0: not probed
   ComputeProbe compute;
 
   int cores() const { return static_cast<int>(cpus.size()); }

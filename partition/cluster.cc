@@ -166,6 +166,8 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
       root.OptionalNonNegativeNumber("communication_overhead_us", c.communication_overhead_us);
   if (root.Has("shared_cores"))
     c.shared_cores = static_cast<int>(root.OptionalPositiveInteger("shared_cores", 1));
+  c.oversubscribed_message_us =
+      root.OptionalNonNegativeNumber("oversubscribed_message_us", c.oversubscribed_message_us);
   if (root.Has("calibration")) c.calibration = root.Member("calibration").value();
   root.Finish();
   return c;
@@ -197,6 +199,8 @@ nlohmann::json ClusterToJson(const Cluster& c) {
           {"launch_overhead_us", c.launch_overhead_us},
           {"communication_overhead_us", c.communication_overhead_us}};
   if (c.shared_cores > 0) out["shared_cores"] = c.shared_cores;
+  if (c.oversubscribed_message_us > 0)
+    out["oversubscribed_message_us"] = c.oversubscribed_message_us;
   if (!c.calibration.is_null()) out["calibration"] = c.calibration;
   return out;
 }

@@ -69,6 +69,11 @@ class Cluster {
   // on: a worker computes at one core's speed while no more workers than cores are busy, and
   // they share the cores beyond that (the simulator's multi-core host).
   int shared_cores = 0;
+  // With shared cores and more workers on a server than cores: the CPU time each message to a
+  // worker there costs on top of its transfer (the OS moving processes between cores, waking
+  // them, leaving a core idle while a woken process waits elsewhere). `pipetwin calibrate`
+  // measures it with more processes than cores passing messages in a ring; 0 charges nothing.
+  double oversubscribed_message_us = 0;
   // What `pipetwin calibrate` measured to derive this cluster (probe sizes, raw timings); kept
   // for inspection, never read back into the model. Null when the cluster was written by hand.
   nlohmann::json calibration;

@@ -119,6 +119,7 @@ class Simulation {
   const SimulationSetup& setup_;
   const PipelineSchedule& s_;
   std::vector<Worker> workers_;
+  std::unordered_map<const sg4::Host*, int> workers_on_;  // shared CPU hosts: their workers
   SimulationRecord record_;
   char token_ = 0;
   std::string fault_;
@@ -176,6 +177,7 @@ void Simulation::Prepare() {
     Worker& w = workers_[p.worker];
     w.host = platform.hosts[setup_.worker_device[p.worker]];
     w.cpu = platform.cpus[setup_.worker_device[p.worker]];
+    ++workers_on_[w.cpu];
     replicas[p.stage].push_back(p.worker);
     const size_t n = p.ops.size();
     w.op_mailbox.assign(n, nullptr);
@@ -362,6 +364,13 @@ void Simulation::WorkerMain(int w) {
         return;
       }
       rec.exposed_communication_s += Now() - std::max(start, message->posted_s);
+      // A message to a worker of an oversubscribed server costs CPU time there (cluster.h):
+      // neither computing nor communicating, it shows as the worker's idle time.
+      if (me.cpu != me.host && setup_.cluster.oversubscribed_message_us > 0 &&
+          workers_on_[me.cpu] > setup_.cluster.shared_cores) {
+        Execute(me, setup_.cluster.oversubscribed_message_us * 1e-6);
+        ++record_.activities;
+      }
     } else if (op.kind == OpKind::kAllReduce) {
       if (!me.launched[i]) LaunchAll(w);
     } else if (op.kind == OpKind::kUpdate) {

@@ -45,6 +45,8 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   const Cluster back = ClusterFromJson(ClusterToJson(c), "x");
   EXPECT_EQ(back.shared_cores, 2);
   EXPECT_EQ(back.calibration, c.calibration);
+  c.oversubscribed_message_us = 850;
+  EXPECT_EQ(ClusterFromJson(ClusterToJson(c), "x").oversubscribed_message_us, 850);
   // A measured all-reduce table on the host level travels with it.
   c.levels[0].allreduce = {2, {4096, 1 << 20, 16 << 20}, {1e-4, 4e-3, 1.3e-2}};
   const Cluster with_table = ClusterFromJson(ClusterToJson(c), "x");
@@ -95,6 +97,8 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
             "scenario.json: cluster.network_model: expected one of datacenter, tcp, got \"udp\"");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "shared_cores": 0})"),
             "scenario.json: cluster.shared_cores: expected an integer >= 1, got 0");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "oversubscribed_message_us": -1})"),
+            "scenario.json: cluster.oversubscribed_message_us: expected a number >= 0, got -1");
   const std::string level = R"({"levels": [{"count": 2, "bandwidth_gbps": 10, "allreduce": )";
   EXPECT_EQ(ErrorOf(level + R"({"ranks": 1, "bytes": [1, 2], "seconds": [1, 2]}}]})"),
             "scenario.json: cluster.levels[0].allreduce.ranks: expected at least 2 ranks, got 1");

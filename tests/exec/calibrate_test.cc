@@ -63,6 +63,7 @@ CalibrationProbes SyntheticProbes() {
   p.compute.busy_s = {1.2e-3, 1.3e-3, 1.2e-3, 1.3e-3};
   p.compute.copy_bytes = 64 * kMegabyte;
   p.compute.copy_s = 8e-3;
+  p.ring = {5, 3, 100, 6e-3};  // 5 processes on 4 cores, 3 GEMMs a hop
   p.allreduce = {{4096, 20, 1e-4, 9e-5}, {kMegabyte, 8, 1e-3, 9e-4}, {16 * kMegabyte, 8, 1.2e-2, 1e-2}};
   return p;
 }
@@ -120,6 +121,10 @@ TEST(ExecCalibrateFit, TheClusterChargesAMessageWhatTheFitPredicts) {
   EXPECT_NEAR(c.calibration["compute"]["contention_slowdown"].get<double>(), 1.25, 1e-9);
   EXPECT_EQ(c.calibration["ping_pong"].size(), probes.ping_pong.size());
   EXPECT_NE(CalibrationSummary(c).find("1.25x slower"), std::string::npos)
+      << CalibrationSummary(c);
+  // The ring: a hop's share of the cores (6 ms x 4 / 5) less its 3 GEMMs of 1.25 ms.
+  EXPECT_NEAR(c.oversubscribed_message_us, 6e3 * 4 / 5 - 3 * 1.25e3, 1e-6);
+  EXPECT_NE(CalibrationSummary(c).find("a message costs 1050 us"), std::string::npos)
       << CalibrationSummary(c);
   // The all-reduce probe becomes the host level's table, for groups of two.
   EXPECT_EQ(host.allreduce.ranks, 2);
@@ -189,6 +194,10 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   EXPECT_EQ(allreduce.bytes.front(), 4096);
   EXPECT_EQ(allreduce.bytes.back(), 16 * kMegabyte);
   EXPECT_GT(allreduce.seconds.back(), allreduce.seconds.front());
+  // The oversubscribed ring: one process more than the cores.
+  EXPECT_EQ(c.calibration["oversubscribed_ring"]["processes"].get<int>(), cores + 1);
+  EXPECT_GT(c.calibration["oversubscribed_ring"]["hop_us"].get<double>(), 0);
+  EXPECT_GE(c.oversubscribed_message_us, 0);
   EXPECT_GE(c.levels[0].latency_us, 0);
   EXPECT_GE(c.communication_overhead_us, 0);
   EXPECT_EQ(c.shared_cores, cores);

@@ -138,6 +138,27 @@ TEST(SimClosedForm, WorkersSharingCoresDivideThem) {
   EXPECT_LT(RelativeError(simtest::Simulate(g).iteration_s, p * m * (f + b)), kTolerance);
 }
 
+// More workers than cores (cluster.oversubscribed_message_us): every message delivered to a
+// worker there costs that much of a core. GPipe on 1 shared core stays sequential, now with the
+// 2 (p - 1) m messages' cost on top; with a core per worker the same setting charges nothing.
+TEST(SimClosedForm, MessagesToAnOversubscribedServerCostCpu) {
+  const int p = 4, m = 8;
+  const double f = 1e-3, b = 2e-3, per_message = 5e-4;
+  for (int cores : {1, 4}) {
+    Cluster cluster = TwoLevelCluster(p, 1, 800, 0, 0, 0);
+    cluster.shared_cores = cores;
+    const Scenario without = MakeScenario(EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6), cluster,
+                                          EvenPlan(p, 1, 1), "gpipe", m, 1);
+    cluster.oversubscribed_message_us = per_message * 1e6;
+    const Scenario with = MakeScenario(EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6), cluster,
+                                       EvenPlan(p, 1, 1), "gpipe", m, 1);
+    const double base = simtest::Simulate(without).iteration_s;
+    const double cost = cores == 1 ? 2.0 * (p - 1) * m * per_message : 0;
+    EXPECT_LT(RelativeError(simtest::Simulate(with).iteration_s, base + cost), kTolerance)
+        << cores << " cores";
+  }
+}
+
 // A measured optimizer step (Layer::update_ms, CPU workers) runs on the worker at each Update:
 // GPipe's iteration grows by the slowest stage's step (the last stage's comes last); without
 // update_ms (GPUs) nothing is charged.

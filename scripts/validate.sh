@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The validation matrix: predicted (simulator) against measured (executor) on this machine.
 #
-#   scripts/validate.sh [--out DIR] [--no-netns]
+#   scripts/validate.sh [--out DIR] [--no-netns] [--runs N]
 #
 # Calibrates the machine once (pipetwin calibrate), then for each configuration below writes its
 # scenario into DIR/scenarios/ and runs `pipetwin compare` on it (the workload profiled here with
@@ -10,18 +10,22 @@
 # (scripts/netns.sh) and predict with the calibrated machine plus that link. Each comparison is
 # kept in DIR/NAME.compare.json (and its files in DIR/runs/NAME/); the table goes to
 # DIR/validation.md and DIR/validation.csv. Nothing is fitted to these results: the prediction
-# uses only the profile and the calibration. Needs root for the namespace rows (else they are
-# left out with a message; --no-netns leaves them out anyway). About 3 minutes here.
+# uses only the profile and the calibration. Each configuration runs N times (--runs, default 3)
+# and the run of median throughput is compared (the machine's speed drifts 5-7% from run to run).
+# Needs root for the namespace rows (else they are left out with a message; --no-netns leaves
+# them out anyway). About 4 minutes here.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
 out=validation
 netns=1
+runs=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=${2:?--out needs a folder}; shift 2 ;;
     --no-netns) netns=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --runs) runs=${2:?--runs needs a number}; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +74,7 @@ compare() {  # NAME [compare options]
   local name=$1; shift
   echo "$name"
   "$pipetwin" compare "$out/scenarios/$name.json" --calibration "$out/cluster.json" --json \
-    --keep "$out/runs/$name" "$@" >"$out/runs/$name.json.tmp"
+    --runs "$runs" --keep "$out/runs/$name" "$@" >"$out/runs/$name.json.tmp"
   mv "$out/runs/$name.json.tmp" "$out/$name.compare.json"
 }
 
@@ -108,10 +112,14 @@ if [ "$netns" = 1 ]; then
       name="ns-${rate}mbit-${base#0?-}"
       cp "$out/scenarios/$base.json" "$out/scenarios/$name.json"
       echo "$name (2 namespaces, ${rate} Mbit/s, ${latency_us:-?} us one way)"
-      "$ns" run "$out/scenarios/$name.json" --json >"$out/runs/$name.measured.json"
+      measured=()
+      for k in $(seq "$runs"); do
+        "$ns" run "$out/scenarios/$name.json" --json >"$out/runs/$name.measured-$k.json"
+        measured+=(--measured "$out/runs/$name.measured-$k.json")
+      done
       "$pipetwin" compare "$out/scenarios/$name.json" --calibration "$out/cluster.json" \
         --hosts 2 --link-gbps "$(awk -v r="$rate" 'BEGIN { print r / 1000 }')" \
-        --link-latency-us "${latency_us:-50}" --measured "$out/runs/$name.measured.json" \
+        --link-latency-us "${latency_us:-50}" "${measured[@]}" \
         --json --keep "$out/runs/$name" >"$out/runs/$name.json.tmp"
       mv "$out/runs/$name.json.tmp" "$out/$name.compare.json"
     done

@@ -63,8 +63,9 @@ po::options_description Options() {
       ("profile", po::value<std::string>(), "reuse this workload file (pipetwin profile --output)")
       ("calibration", po::value<std::string>(),
        "reuse this cluster file (pipetwin calibrate --output)")
-      ("measured", po::value<std::string>(),
-       "use this measured report (pipetwin run --json) instead of running here")
+      ("measured", po::value<std::vector<std::string>>()->composing(),
+       "use this measured report (pipetwin run --json) instead of running here (repeat it for "
+       "several runs: the median is compared)")
       ("hosts", po::value<int>(),
        "predict on the calibrated machine split into N hosts (one per network namespace)...")
       ("link-gbps", po::value<double>(), "...joined by a link of this many Gbit/s...")
@@ -77,6 +78,9 @@ po::options_description Options() {
        "keep the intermediate files (profile, cluster, scenario, plan, reports, traces) in DIR")
       ("warmup", po::value<int>()->default_value(1), "iterations left out of the steady state")
       ("repeats", po::value<int>()->default_value(20), "profile: timed runs per layer")
+      ("runs", po::value<int>()->default_value(1),
+       "run the executor N times and compare with the run of median throughput (all N rates "
+       "are reported)")
       ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
       ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer");
   return desc;
@@ -282,11 +286,18 @@ int Compare(const po::variables_map& vm) {
   const int warmup = vm["warmup"].as<int>(), repeats = vm["repeats"].as<int>();
   if (warmup < 0) throw InputError("pipetwin compare: --warmup must be >= 0");
   if (repeats < 1) throw InputError("pipetwin compare: --repeats must be >= 1");
+  const int runs = vm["runs"].as<int>();
+  if (runs < 1) throw InputError("pipetwin compare: --runs must be >= 1");
   if (vm.count("measured") && (vm.count("trace") || vm.count("svg")))
     throw InputError("pipetwin compare: --trace and --svg need the run here, not --measured");
-  for (const char* input : {"profile", "calibration", "measured"})
+  for (const char* input : {"profile", "calibration"})
     if (vm.count(input) && !fs::exists(vm[input].as<std::string>()))
       throw InputError(vm[input].as<std::string>(), "", std::string("no such file (--") + input + ")");
+  const std::vector<std::string> measured_files =
+      vm.count("measured") ? vm["measured"].as<std::vector<std::string>>()
+                           : std::vector<std::string>{};
+  for (const std::string& f : measured_files)
+    if (!fs::exists(f)) throw InputError(f, "", "no such file (--measured)");
 
   WorkDirectory work(vm.count("keep") ? vm["keep"].as<std::string>() : "");
   const bool quiet = vm.count("json") > 0;
@@ -368,24 +379,42 @@ int Compare(const po::variables_map& vm) {
                                        std::to_string(vm["timeout"].as<double>())};
   if (vm.count("threads")) run_args.insert(run_args.end(), {"--threads", std::to_string(vm["threads"].as<int>())});
   const std::string predicted_trace = work.File("predicted-trace.json");
-  const std::string measured_trace = work.File("measured-trace.json");
-  if (timelines) {
-    sim_args.insert(sim_args.end(), {"--trace", predicted_trace});
-    run_args.insert(run_args.end(), {"--trace", measured_trace});
-  }
+  std::string measured_trace = work.File("measured-trace.json");
+  if (timelines) sim_args.insert(sim_args.end(), {"--trace", predicted_trace});
   sim_args.insert(sim_args.end(), plan_args.begin(), plan_args.end());
   run_args.insert(run_args.end(), plan_args.begin(), plan_args.end());
 
   say("simulating");
   const std::string sim_out = Step("the simulation", "pipetwin-sim", sim_args);
-  std::string run_out;
-  if (vm.count("measured")) {
-    std::ifstream in(vm["measured"].as<std::string>());
-    run_out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } else {
-    say("running for real");
-    run_out = Step("the run", "pipetwin-exec", run_args);
+  // Several runs (--runs, or --measured given several times): the machine's speed drifts from
+  // run to run (5-7% here); the run of median throughput is compared, every run's rate kept.
+  struct Run {
+    double samples_per_s;
+    std::string report, trace;
+  };
+  std::vector<Run> done;
+  for (const std::string& f : measured_files) {
+    std::ifstream in(f);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    done.push_back({ReportFrom(text, "executor").samples_per_s, text, ""});
   }
+  for (int k = 0; measured_files.empty() && k < runs; ++k) {
+    say(runs > 1 ? "running for real (" + std::to_string(k + 1) + " of " +
+                       std::to_string(runs) + ")"
+                 : std::string("running for real"));
+    std::vector<std::string> args = run_args;
+    const std::string trace =
+        runs > 1 ? work.File("measured-trace-" + std::to_string(k + 1) + ".json") : measured_trace;
+    if (timelines) args.insert(args.end(), {"--trace", trace});
+    const std::string out = Step("the run", "pipetwin-exec", args);
+    done.push_back({ReportFrom(out, "executor").samples_per_s, out, trace});
+  }
+  std::vector<double> measured_rates;  // samples/s of every run, in the order they ran
+  for (const Run& r : done) measured_rates.push_back(r.samples_per_s);
+  std::sort(done.begin(), done.end(),
+            [](const Run& a, const Run& b) { return a.samples_per_s < b.samples_per_s; });
+  const std::string run_out = done[(done.size() - 1) / 2].report;
+  measured_trace = done[(done.size() - 1) / 2].trace;
   WriteTextFileAtomically(work.File("predicted.json"), sim_out);
   WriteTextFileAtomically(work.File("measured.json"), run_out);
 
@@ -393,6 +422,7 @@ int Compare(const po::variables_map& vm) {
       CompareReports(ReportFrom(sim_out, "simulator"), ReportFrom(run_out, "executor"));
   comparison.predicted.details["profile"] = profile;
   comparison.predicted.details["calibration"] = calibration;
+  if (measured_rates.size() > 1) comparison.measured.details["runs_samples_per_s"] = measured_rates;
 
   if (timelines) {
     Timeline predicted = TimelineFromChromeTrace(ParseJsonFile(predicted_trace), predicted_trace);

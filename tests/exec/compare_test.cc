@@ -28,7 +28,7 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   const std::string dir = TemporaryDirectory();
   const std::string keep = dir + "/keep";
   const auto r = RunPipetwin("compare " + Scenario() + " --json --keep " + keep + " --trace " +
-                             dir + "/both.json --svg " + dir + "/both.svg --repeats 5");
+                             dir + "/both.json --svg " + dir + "/both.svg --repeats 5 --runs 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["predicted"]["source"], "simulator");
@@ -41,10 +41,15 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   // Tensor bytes do not depend on timing: weights, gradients, Adam's moments and stashes.
   EXPECT_LT(std::fabs(j["relative_error"]["peak_memory_bytes"].get<double>()), 0.05);
   EXPECT_TRUE(j["staleness_match"].get<bool>());
+  // Three runs: the one of median throughput is compared, all three rates are kept.
+  std::vector<double> rates = j["measured"]["details"]["runs_samples_per_s"];
+  ASSERT_EQ(rates.size(), 3u);
+  std::sort(rates.begin(), rates.end());
+  EXPECT_EQ(j["measured"]["samples_per_s"].get<double>(), rates[1]);
   ASSERT_EQ(j["relative_error"]["bubble_fraction"].size(), 2u);
   for (const char* f : {"profile.json", "cluster.json", "predicted-scenario.json",
                         "predicted.json", "measured.json", "predicted-trace.json",
-                        "measured-trace.json"})
+                        "measured-trace-1.json", "measured-trace-2.json", "measured-trace-3.json"})
     EXPECT_TRUE(fs::exists(keep + "/" + f)) << f;
   // The calibrated cluster: two workers sharing this process's cores.
   const nlohmann::json cluster = nlohmann::json::parse(std::ifstream(keep + "/cluster.json"));
@@ -102,6 +107,9 @@ TEST(ExecCompare, ABadScenarioIsRefusedBeforeAnythingRuns) {
   EXPECT_NE(i.err.find("interleaved.json: schedule: the executor does not run interleaved"),
             std::string::npos)
       << i.err;
+  const auto runs = RunPipetwin("compare " + Scenario() + " --runs 0");
+  EXPECT_EQ(runs.exit_code, 2);
+  EXPECT_EQ(runs.err, "pipetwin compare: --runs must be >= 1\n");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "exec/cpu_allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -128,7 +129,7 @@ class CachingCpuAllocator final : public c10::Allocator {
 };
 
 std::once_flag installed;
-bool is_installed = false;
+std::atomic<bool> is_installed{false};
 
 }  // namespace
 

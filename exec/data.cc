@@ -17,9 +17,10 @@ namespace {
 constexpr int64_t kTestStream = int64_t{1} << 40;  // synthetic test batches: a separate stream
 constexpr int kSyntheticTestBatches = 16;
 constexpr int64_t kTeacherFeatures = 32;
-// Synthetic pool: up to 16 MiB of samples, at least 256 and at most 4,096 of them.
+// Synthetic pool: up to 16 MiB of samples, at least 32 (an image model's 224 x 224 x 3 samples:
+// 19 MiB) and at most 4,096 of them.
 constexpr int64_t kPoolBytes = int64_t{16} << 20;
-constexpr int64_t kMinPoolSamples = 256, kMaxPoolSamples = 4096;
+constexpr int64_t kMinPoolSamples = 32, kMaxPoolSamples = 4096;
 constexpr int64_t kTestPoolSamplesPerBatch = 64;
 constexpr int64_t kFashionMnistTestSamples = 10000;
 

@@ -103,7 +103,9 @@ class WorkDirectory {
  public:
   explicit WorkDirectory(const std::string& keep) : keep_(!keep.empty()) {
     if (keep_) {
-      path_ = keep;
+      // Absolute: the derived scenario names the profile by this path, and a scenario's relative
+      // paths count from its own folder (a relative --keep k read k/k/profile.json).
+      path_ = fs::absolute(keep).lexically_normal().string();
       std::error_code ec;
       fs::create_directories(path_, ec);
       if (ec || !fs::is_directory(path_))

@@ -27,8 +27,12 @@ std::string Scenario() { return std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/l
 TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   const std::string dir = TemporaryDirectory();
   const std::string keep = dir + "/keep";
-  const auto r = RunPipetwin("compare " + Scenario() + " --json --keep " + keep + " --trace " +
-                             dir + "/both.json --svg " + dir + "/both.svg --repeats 5 --runs 3");
+  // --keep relative to the working folder (the derived scenario must still find the profile).
+  const fs::path previous = fs::current_path();
+  fs::current_path(dir);
+  const auto r = RunPipetwin("compare " + Scenario() + " --json --keep keep --trace " + dir +
+                             "/both.json --svg " + dir + "/both.svg --repeats 5 --runs 3");
+  fs::current_path(previous);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["predicted"]["source"], "simulator");

@@ -287,7 +287,9 @@ std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan)
 }
 
 // c10d Gloo's all-reduce (a sum, in place) between ranks 0 and 1, at the sizes a replicated
-// stage's gradients take; like the ping-pong, up the sizes then down, the median per size.
+// stage's gradients take; like the ping-pong, up the sizes then down. The mean per size: on this
+// VM some repeats stall 1.5-4 ms (a scheduler tick), and a run's throughput pays for them (the
+// executor's 16.8 MB all-reduce: median 14-15 ms, mean higher).
 std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& plan) {
   const size_t n = plan.allreduce_sizes.size();
   std::vector<std::vector<double>> times(n);
@@ -306,9 +308,13 @@ std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& pla
   for (size_t i = 0; i < n; ++i) sweep(i);
   for (size_t i = n; i-- > 0;) sweep(i);
   std::vector<AllReduceRow> rows;
-  for (size_t i = 0; i < n; ++i)
-    rows.push_back({plan.allreduce_sizes[i], static_cast<int>(times[i].size()), Median(times[i]),
-                    *std::min_element(times[i].begin(), times[i].end())});
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (double t : times[i]) sum += t;
+    rows.push_back({plan.allreduce_sizes[i], static_cast<int>(times[i].size()),
+                    sum / static_cast<double>(times[i].size()),
+                    *std::min_element(times[i].begin(), times[i].end()), Median(times[i])});
+  }
   return rows;
 }
 

@@ -131,7 +131,8 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
       host.allreduce.seconds.push_back(r.seconds);
       allreduce.push_back({{"bytes", r.bytes},
                            {"repeats", r.repeats},
-                           {"median_us", r.seconds * 1e6},
+                           {"mean_us", r.seconds * 1e6},
+                           {"median_us", r.median_s * 1e6},
                            {"fastest_us", r.fastest_s * 1e6}});
     }
   }
@@ -178,7 +179,7 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
         {"communication_overhead_us",
          "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
         {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
-        {"levels[0].allreduce", "median times of the c10d Gloo all-reduce probe (2 ranks)"},
+        {"levels[0].allreduce", "mean times of the c10d Gloo all-reduce probe (2 ranks)"},
         {"oversubscribed_message_us",
          "oversubscribed_ring: hop_us x cores / processes - gemms_per_hop x busy GEMM time"},
         {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},

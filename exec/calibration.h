@@ -38,8 +38,9 @@ struct PingPongRow {
 struct AllReduceRow {
   double bytes = 0;
   int repeats = 0;
-  double seconds = 0;          // median
+  double seconds = 0;          // mean: the stalls count, as they do in a run's throughput
   double fastest_s = 0;
+  double median_s = 0;
 };
 
 // The oversubscribed ring (OversubscribedRingSeconds in calibrate.cc).

@@ -271,19 +271,20 @@ void Simulation::StreamMain(int w) {
       for (const Phase& phase : me.phases)
         for (int step = 0; step < phase.steps; ++step)
           Count(phase.level, bytes * phase.fraction, true);
-    }
-    for (const Phase& phase : me.table ? std::vector<Phase>{} : me.phases) {
-      const double step_bytes = bytes * phase.fraction;
-      for (int step = 0; step < phase.steps; ++step) {
-        if (setup_.communication_overhead_s > 0) {
-          sg4::this_actor::sleep_for(setup_.communication_overhead_s);
+    } else {
+      for (const Phase& phase : me.phases) {
+        const double step_bytes = bytes * phase.fraction;
+        for (int step = 0; step < phase.steps; ++step) {
+          if (setup_.communication_overhead_s > 0) {
+            sg4::this_actor::sleep_for(setup_.communication_overhead_s);
+            ++record_.activities;
+          }
+          sg4::CommPtr put = phase.to_next->put_async(&token_, Bytes(step_bytes));
+          phase.from_prev->get<char>();
+          put->wait();
           ++record_.activities;
+          Count(phase.level, step_bytes, true);
         }
-        sg4::CommPtr put = phase.to_next->put_async(&token_, Bytes(step_bytes));
-        phase.from_prev->get<char>();
-        put->wait();
-        ++record_.activities;
-        Count(phase.level, step_bytes, true);
       }
     }
     // By index: the worker may have launched more buckets (and grown the vector) meanwhile.

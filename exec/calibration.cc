@@ -11,6 +11,12 @@ namespace pipetwin::exec {
 
 namespace {
 
+nlohmann::json Microseconds(const std::vector<double>& seconds) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double s : seconds) out.push_back(s * 1e6);
+  return out;
+}
+
 double GemmFlops(int n) { return 2.0 * n * n * n; }
 
 double Mean(const std::vector<double>& v) {
@@ -156,6 +162,7 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
             {"hops", p.ring.hops},
             {"message_bytes", 128 * 1024},
             {"hop_us", p.ring.hop_s * 1e6},
+            {"hop_us_each", Microseconds(p.ring.hop_s_each)},
             {"ideal_hop_us", ideal_s * 1e6},
             {"per_message_us", per_message_s * 1e6}};
   }

@@ -47,8 +47,9 @@ struct AllReduceRow {
 struct RingProbe {
   int processes = 0;       // one more than the cores
   int gemms_per_hop = 0;   // of the compute probe's GEMM
-  int hops = 0;            // timed, per process
-  double hop_s = 0;        // seconds per hop of one process
+  int hops = 0;            // timed, per process and ring
+  double hop_s = 0;        // seconds per hop of one process: the median ring's
+  std::vector<double> hop_s_each;  // every ring's, in the order run (kept for inspection)
 };
 
 // The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.

@@ -8,13 +8,13 @@
 # the other cores busy, simulated on the calibrated cluster, run for real); the namespace
 # configurations run their workers across two network namespaces on a tbf-shaped link
 # (scripts/netns.sh) and predict with the calibrated machine plus that link, at the round trip and
-# TCP throughput `netns.sh probe` measures on it. Each comparison is
-# kept in DIR/NAME.compare.json (and its files in DIR/runs/NAME/); the table goes to
-# DIR/validation.md and DIR/validation.csv. Nothing is fitted to these results: the prediction
+# TCP throughput `netns.sh probe` measures on it. Each comparison is kept in
+# DIR/NAME.compare.json (and its files in DIR/runs/NAME/); the table goes to DIR/validation.md and
+# DIR/validation.csv. Nothing is fitted to these results: the prediction
 # uses only the profile and the calibration. Each configuration runs N times (--runs, default 3)
 # and the run of median throughput is compared (the machine's speed drifts 5-7% from run to run).
 # Needs root for the namespace rows (else they are left out with a message; --no-netns leaves
-# them out anyway; --netns-only runs only them). About 4 minutes here.
+# them out anyway; --netns-only runs only them). About 5 minutes here.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
@@ -28,10 +28,14 @@ while [ $# -gt 0 ]; do
     --no-netns) netns=0; shift ;;
     --netns-only) local_rows=0; shift ;;
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [ "$local_rows" = 0 ] && { [ "$netns" = 0 ] || [ "$(id -u)" != 0 ]; }; then
+  echo "validate.sh: --netns-only needs the namespace rows: root, and no --no-netns" >&2
+  exit 2
+fi
 "$root/scripts/build.sh"
 pipetwin="$build/bin/pipetwin"
 mkdir -p "$out/scenarios" "$out/runs"

@@ -1,6 +1,7 @@
-// `pipetwin profile`: each layer's forward and backward time on this machine (median of repeated
-// runs after warm-up), its output activation bytes and parameter bytes, written as a workload
-// file (partition/workload.h) that the planners and the simulator take.
+// `pipetwin profile`: each layer's forward and backward time on this machine (the mean of repeated
+// runs without the slowest tenth, after warm-up), its output activation bytes and parameter
+// bytes, written as a workload file (partition/workload.h) that the planners and the simulator
+// take.
 //
 // Layers are timed in context (TrainingPass): repeated training steps of the whole model at the
 // batch, each layer's forward (autograd recording) and backward (gradients of its output with
@@ -8,6 +9,7 @@
 // step; the median over the steps after warm-up.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -35,6 +37,27 @@ namespace pipetwin::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// What a layer's time is. With a core per process: the wall time. With more processes than
+// cores, the OS time-shares them and a layer's wall time counts the slices the other processes
+// got, which the simulator models itself (it shares a server's cores among its workers); what
+// the layer costs is then its thread's CPU time, which still counts what time-sharing does to
+// it (caches refilled after another process ran: +5-8% over one process per core, for the
+// validation matrix's MLP and GPT layers on this VM).
+class LayerClock {
+ public:
+  explicit LayerClock(bool thread_cpu_time = false) : thread_cpu_time_(thread_cpu_time) {}
+  double NowMs() const {
+    if (!thread_cpu_time_)
+      return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  }
+
+ private:
+  bool thread_cpu_time_;
+};
 
 // The mean of the runs without the slowest tenth: a pipeline's throughput follows the mean time
 // of its ops (the median left out ~10-20% of tail on this machine's shared vCPUs), while a rare
@@ -161,6 +184,7 @@ struct PassTimes {
 PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
                        int64_t k, int64_t batch,
                        std::vector<std::vector<torch::Tensor>>& gradient_sums,
+                       const LayerClock& clock,
                        const AllocatorProbe* allocator = nullptr,
                        std::vector<double>* stash_bytes = nullptr) {
   const int n = model.LayerCount();
@@ -169,7 +193,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
   std::vector<torch::Tensor> graph_outputs(n), outputs(n), output_grads(n);
   Batch sample;
   for (int i = 0; i < n; ++i) {
-    const auto start = Clock::now();
+    const double start = clock.NowMs();
     if (i == 0) sample = data.Train(k, batch);
     double data_bytes = 0;  // a data batch is new every micro-batch: the first layer keeps it
     for (int j : model.layer_inputs[i]) {
@@ -181,7 +205,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
     if (i == n - 1)
       graph_outputs[i] =
           model.Loss(graph_outputs[i], n == 1 ? sample.labels : data.TrainLabels(k, batch));
-    times.forward_ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    times.forward_ms[i] = clock.NowMs() - start;
     if (allocator && stash_bytes)
       (*stash_bytes)[i] = static_cast<double>(allocator->allocated() - before) + data_bytes;
     outputs[i] = graph_outputs[i].detach();
@@ -203,7 +227,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
     if (targets.empty()) continue;
     const torch::Tensor grad_out =
         output_grads[i].defined() ? output_grads[i] : torch::ones_like(graph_outputs[i]);  // loss: 1
-    const auto start = Clock::now();
+    const double start = clock.NowMs();
     const auto grads = torch::autograd::grad({graph_outputs[i]}, targets, {grad_out}, false,
                                              false, /*allow_unused=*/true);
     {
@@ -211,7 +235,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
       for (size_t k = first_parameter; k < grads.size(); ++k)
         if (grads[k].defined()) gradient_sums[i][k - first_parameter].add_(grads[k]);
     }
-    times.backward_ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    times.backward_ms[i] = clock.NowMs() - start;
     for (size_t k = 0; k < first_parameter; ++k) {
       torch::Tensor& g = output_grads[producers[k]];
       g = g.defined() ? g + grads[k] : grads[k];
@@ -239,16 +263,17 @@ class UpdatePass {
     }
   }
   // Per layer, the milliseconds of its step (0 for a layer without parameters).
-  std::vector<double> Run(const std::vector<std::vector<torch::Tensor>>& gradients) {
+  std::vector<double> Run(const std::vector<std::vector<torch::Tensor>>& gradients,
+                          const LayerClock& clock) {
     torch::NoGradGuard no_grad;
     std::vector<double> ms(parameters_.size(), 0);
     for (size_t i = parameters_.size(); i-- > 0;) {  // in the backward's order
       if (parameters_[i].empty()) continue;
-      const auto start = Clock::now();
+      const double start = clock.NowMs();
       if (versioned_)
         for (auto& p : parameters_[i]) p = p.clone();
       optimizers_[i].Step(parameters_[i], gradients[i], 0.125);
-      ms[i] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      ms[i] = clock.NowMs() - start;
     }
     return ms;
   }
@@ -268,6 +293,9 @@ std::vector<std::vector<torch::Tensor>> GradientSums(const std::vector<LayerRun>
   }
   return sums;
 }
+
+// Beyond this, a layer's time would mostly be the scheduler's.
+constexpr int kMostProcessesPerCore = 4;
 
 int CoresAvailable() {
   cpu_set_t set;
@@ -293,13 +321,14 @@ void PinToCore(int k) {
 // `--concurrent N`: the other N-1 workers of a pipeline sharing this machine. Two processes on
 // two cores of this VM each run a GEMM ~40% slower than one alone (shared caches and memory
 // bandwidth), so a layer timed on an idle machine overstates what a pipeline's workers get. Each
-// load process is this program again (`profile ... --load-cpu K`), pinned to core K, computing
+// load process is this program again (`profile ... --load-cpu K`), pinned to core K (process k
+// on core k mod cores: with more processes than cores, this one shares core 0), computing
 // the same layers' forwards and backwards in a loop until we kill it; it dies with us
 // (PR_SET_PDEATHSIG) and says "ready" on a pipe after its first pass, so the timing starts under
 // full load.
 class LoadProcesses {
  public:
-  LoadProcesses(const ProfileOptions& o, int batch) {
+  LoadProcesses(const ProfileOptions& o, int batch, int cores) {
     for (int k = 1; k < o.concurrent; ++k) {
       int fds[2];
       if (::pipe(fds) != 0) throw RunError("pipetwin profile: cannot create a pipe");
@@ -312,7 +341,7 @@ class LoadProcesses {
         const std::string self = SelfExecutable();
         const std::vector<std::string> args = {
             self, "profile", o.workload, "--batch", std::to_string(batch), "--threads",
-            std::to_string(o.threads), "--load-cpu", std::to_string(k)};
+            std::to_string(o.threads), "--load-cpu", std::to_string(k % cores)};
         std::vector<char*> argv;
         for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
@@ -350,7 +379,7 @@ class LoadProcesses {
   PinToCore(cpu);
   auto sums = GradientSums(runs);
   for (int64_t k = 0;; ++k) {
-    TrainingPass(model, runs, data, k, batch, sums);
+    TrainingPass(model, runs, data, k, batch, sums, LayerClock());
     if (k == 0) std::cout << "ready" << std::endl;
   }
 }
@@ -369,13 +398,24 @@ int RunProfile(const ProfileOptions& options) {
   const std::vector<LayerRun> runs = PrepareLayers(model, sample);
   if (options.load_cpu >= 0) RunLoad(model, runs, *data, batch, options.load_cpu);
   const int cores = CoresAvailable();
-  if (options.concurrent * options.threads > cores)
+  // More processes than cores: time-shared, timed by this thread's CPU time (LayerClock), which
+  // sees one thread's work only.
+  const bool time_shared = options.concurrent * options.threads > cores;
+  if (time_shared && options.threads > 1)
     throw InputError(options.workload, "",
                      "--concurrent " + std::to_string(options.concurrent) + " x --threads " +
                          std::to_string(options.threads) + " needs more than the " +
+                         std::to_string(cores) +
+                         " cores this process may use (more processes than cores: --threads 1)");
+  if (options.concurrent > kMostProcessesPerCore * cores)
+    throw InputError(options.workload, "",
+                     "--concurrent " + std::to_string(options.concurrent) + ": at most " +
+                         std::to_string(kMostProcessesPerCore) + " processes per core, " +
+                         std::to_string(kMostProcessesPerCore * cores) + " on the " +
                          std::to_string(cores) + " cores this process may use");
+  const LayerClock clock(time_shared);
   // The load processes pin themselves within the mask they inherit: pin this one after.
-  LoadProcesses load(options, batch);
+  LoadProcesses load(options, batch, cores);
   if (options.concurrent > 1) PinToCore(0);
 
   Workload w;
@@ -384,21 +424,23 @@ int RunProfile(const ProfileOptions& options) {
   w.reference.device = HostDescription(options.threads);
   if (options.concurrent > 1)
     w.reference.device += ", " + std::to_string(options.concurrent) + " processes computing at once";
+  if (time_shared)
+    w.reference.device += " on " + std::to_string(cores) + " cores (layers timed by thread CPU time)";
   w.reference.source = "measured";
   w.parameter_dtype_bytes = 4;
   auto sums = GradientSums(runs);
   std::vector<double> stash_bytes(model.LayerCount(), 0);
   {
     const AllocatorProbe allocator;
-    TrainingPass(model, runs, *data, 0, batch, sums, &allocator, &stash_bytes);
+    TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
   }
   std::vector<PassTimes> passes;
   std::vector<std::vector<double>> updates;  // per timed pass, per layer
   UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
                     source.versioned_weights);
   for (int k = 0; k < options.warmup + options.repeats; ++k) {
-    PassTimes t = TrainingPass(model, runs, *data, 1 + k, batch, sums);
-    std::vector<double> u = update.Run(sums);
+    PassTimes t = TrainingPass(model, runs, *data, 1 + k, batch, sums, clock);
+    std::vector<double> u = update.Run(sums, clock);
     if (k >= options.warmup) {
       passes.push_back(std::move(t));
       updates.push_back(std::move(u));
@@ -435,8 +477,8 @@ int RunProfile(const ProfileOptions& options) {
   }
   std::ostringstream out;
   out << w.name << ": " << w.LayerCount() << " layers measured at batch " << batch << " on "
-      << w.reference.device << " (median of " << options.repeats << " after " << options.warmup
-      << " warm-up)\n\n";
+      << w.reference.device << " (mean of " << options.repeats
+      << " runs without the slowest tenth, after " << options.warmup << " warm-up)\n\n";
   out << std::left << std::setw(6) << "#" << std::setw(20) << "id" << std::right << std::setw(12)
       << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(16) << "activation B"
       << std::setw(14) << "parameters\n";
@@ -447,8 +489,8 @@ int RunProfile(const ProfileOptions& options) {
         << std::setprecision(0) << std::setw(16) << l.activation_bytes << std::setw(13)
         << l.parameters << "\n" << std::defaultfloat;
   }
-  out << "\ntotal: forward " << w.TotalForwardMs() << " ms, backward " << w.TotalBackwardMs()
-      << " ms\n";
+  out << std::fixed << std::setprecision(3) << "\ntotal: forward " << w.TotalForwardMs()
+      << " ms, backward " << w.TotalBackwardMs() << " ms\n" << std::defaultfloat;
   if (source.plan) PrintPipelineBound(out, w, *source.plan, batch);
   if (!options.output_file.empty()) out << "\nwrote " << options.output_file << "\n";
   std::cout << out.str();

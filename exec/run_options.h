@@ -127,12 +127,13 @@ inline po::options_description ProfileOptionsDescription() {
       ("batch", po::value<int>(), "samples per run (default: the workload's reference batch)")
       ("output", po::value<std::string>(), "workload file to write")
       ("json", "print the measured workload as JSON")
-      ("repeats", po::value<int>()->default_value(10), "timed runs per layer (median taken)")
+      ("repeats", po::value<int>()->default_value(10), "timed runs per layer (their mean without the slowest tenth)")
       ("warmup", po::value<int>()->default_value(3), "untimed runs first")
       ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)")
       ("concurrent", po::value<int>()->default_value(1),
-       "time the layers while N-1 other processes compute the same layers on the other cores, "
-       "as N pipeline workers sharing this machine do (N <= cores)")
+       "time the layers while N-1 other processes compute the same layers on this machine's "
+       "cores, as N pipeline workers sharing it do (N > cores: time-shared, the layers timed "
+       "by their thread's CPU time; at most 4 per core)")
       ("load-cpu", po::value<int>(), "(internal) be one of those load processes, on this core");
   return desc;
 }

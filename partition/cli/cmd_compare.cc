@@ -1,9 +1,10 @@
 // `pipetwin compare SCENARIO`: the same scenario predicted and measured on this machine.
 //
 // The chain, each step a back-end program beside this one:
-//   1. profile the workload here (pipetwin-exec profile --concurrent min(workers, cores): the
-//      layers timed while the other cores compute too, as the pipeline's workers will) unless
-//      --profile gives a workload file measured before;
+//   1. profile the workload here (pipetwin-exec profile --concurrent workers: the layers timed
+//      while as many processes compute on this machine's cores as the pipeline has workers, by
+//      their thread's CPU time when they outnumber the cores) unless --profile gives a workload
+//      file measured before;
 //   2. calibrate the machine (pipetwin-exec calibrate: cores, loopback latency, bandwidth and
 //      c10d Gloo's per-message overhead) unless --calibration gives a cluster file;
 //   3. plan (the scenario's plan, or its planner on the profiled workload and calibrated cluster);
@@ -316,7 +317,9 @@ int Compare(const po::variables_map& vm) {
   const int devices = scenario.cluster.DeviceCount();
   int workers = devices;
   if (scenario.plan) workers = scenario.plan->WorkerCount();
-  const int concurrent = std::min(workers, AvailableCores());
+  // As many processes as workers (time-shared when they outnumber the cores, as the run's
+  // workers will be), up to the profiler's 4 per core.
+  const int concurrent = std::min(workers, 4 * AvailableCores());
 
   std::string profile;
   if (vm.count("profile")) {

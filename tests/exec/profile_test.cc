@@ -1,8 +1,9 @@
 // `pipetwin profile`: layers timed inside training steps, with the optimizer step and the stash of
-// each layer, and `--concurrent N` timing them while load processes use the other cores.
+// each layer, and `--concurrent N` timing them while load processes use the cores too.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <fstream>
@@ -58,10 +59,53 @@ TEST(ExecProfile, MeasuresUpdateAndStashAndLeavesNoLoadBehind) {
   EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
 }
 
+double TotalPassMs(const nlohmann::json& workload) {
+  double ms = 0;
+  for (const auto& l : workload["layers"])
+    ms += l["forward_ms"].get<double>() + l["backward_ms"].get<double>();
+  return ms;
+}
+
+int CoresAllowed() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
+}
+
+// Twice as many processes as cores: each gets half a core, so a layer's wall time would double;
+// its thread's CPU time, what the profile then reports, stays near the one-per-core time.
+TEST(ExecProfile, MoreProcessesThanCoresTimesTheLayersByTheirCpuTime) {
+  const int cores = CoresAllowed();
+  const std::string common = "profile " + Scenario() + " --repeats 4 --warmup 2 --json";
+  const auto shared = RunPipetwin(common + " --concurrent " + std::to_string(2 * cores));
+  ASSERT_EQ(shared.exit_code, 0) << shared.err;
+  const auto own = RunPipetwin(common + " --concurrent " + std::to_string(cores));
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  const nlohmann::json s = nlohmann::json::parse(shared.out), o = nlohmann::json::parse(own.out);
+  EXPECT_NE(s["reference"]["device"].get<std::string>().find("thread CPU time"), std::string::npos)
+      << s["reference"]["device"];
+  EXPECT_EQ(o["reference"]["device"].get<std::string>().find("thread CPU time"), std::string::npos)
+      << o["reference"]["device"];
+  EXPECT_LT(TotalPassMs(s), 1.5 * TotalPassMs(o)) << TotalPassMs(s) << " against " << TotalPassMs(o);
+  EXPECT_GT(TotalPassMs(s), 0.7 * TotalPassMs(o)) << TotalPassMs(s) << " against " << TotalPassMs(o);
+  EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
+}
+
+// A thread's CPU time sees one thread: time-shared profiles take one thread per process.
+TEST(ExecProfile, TimeSharedWithSeveralThreadsIsOneLineAndExit2) {
+  const int cores = CoresAllowed();
+  const auto r = RunPipetwin("profile " + Scenario() + " --threads 2 --concurrent " +
+                             std::to_string(cores));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--threads 1"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(ExecProfile, MoreConcurrentProcessesThanCoresIsOneLineAndExit2) {
   const auto r = RunPipetwin("profile " + Scenario() + " --concurrent 4096");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--concurrent 4096"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--concurrent 4096: at most 4 processes per core"), std::string::npos)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 

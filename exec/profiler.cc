@@ -6,7 +6,8 @@
 // Layers are timed in context (TrainingPass): repeated training steps of the whole model at the
 // batch, each layer's forward (autograd recording) and backward (gradients of its output with
 // respect to its inputs and parameters, added into gradient sums) timed where it falls in the
-// step; the median over the steps after warm-up.
+// step; the mean over the steps after warm-up without the slowest tenth (TrimmedMean). With more
+// processes than cores, by the thread's CPU time (LayerClock).
 #include <algorithm>
 #include <chrono>
 #include <ctime>

@@ -127,7 +127,8 @@ inline po::options_description ProfileOptionsDescription() {
       ("batch", po::value<int>(), "samples per run (default: the workload's reference batch)")
       ("output", po::value<std::string>(), "workload file to write")
       ("json", "print the measured workload as JSON")
-      ("repeats", po::value<int>()->default_value(10), "timed runs per layer (their mean without the slowest tenth)")
+      ("repeats", po::value<int>()->default_value(10),
+       "timed runs per layer (their mean without the slowest tenth)")
       ("warmup", po::value<int>()->default_value(3), "untimed runs first")
       ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)")
       ("concurrent", po::value<int>()->default_value(1),

@@ -43,8 +43,8 @@ using Clock = std::chrono::steady_clock;
 // cores, the OS time-shares them and a layer's wall time counts the slices the other processes
 // got, which the simulator models itself (it shares a server's cores among its workers); what
 // the layer costs is then its thread's CPU time, which still counts what time-sharing does to
-// it (caches refilled after another process ran: +5-8% over one process per core, for the
-// validation matrix's MLP and GPT layers on this VM).
+// it (caches refilled after another process ran: about +8% over one process per core for the
+// validation matrix's MLP layers and +6% for its GPT layers on this VM).
 class LayerClock {
  public:
   explicit LayerClock(bool thread_cpu_time = false) : thread_cpu_time_(thread_cpu_time) {}

@@ -130,6 +130,9 @@ inline po::options_description ProfileOptionsDescription() {
       ("repeats", po::value<int>()->default_value(10),
        "timed runs per layer (their mean without the slowest tenth)")
       ("warmup", po::value<int>()->default_value(3), "untimed runs first")
+      ("min-seconds", po::value<double>()->default_value(0),
+       "after --repeats, keep timing runs until they have taken S seconds in all (a longer "
+       "window averages over more of the machine's moods)")
       ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)")
       ("concurrent", po::value<int>()->default_value(1),
        "time the layers while N-1 other processes compute the same layers on this machine's "
@@ -152,6 +155,7 @@ struct ProfileOptions {
   bool json = false;
   int repeats = 10;
   int warmup = 3;
+  double min_seconds = 0;  // timed runs go on until they have taken this long
   int threads = 1;
   int concurrent = 1;  // processes computing at once, this one included
   int load_cpu = -1;   // >= 0: a load process of another profile, pinned to this core
@@ -166,6 +170,7 @@ inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
   o.json = vm.count("json") > 0;
   o.repeats = vm["repeats"].as<int>();
   o.warmup = vm["warmup"].as<int>();
+  o.min_seconds = vm["min-seconds"].as<double>();
   o.threads = vm["threads"].as<int>();
   o.concurrent = vm["concurrent"].as<int>();
   if (vm.count("load-cpu")) o.load_cpu = vm["load-cpu"].as<int>();
@@ -176,6 +181,9 @@ inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
     throw InputError("pipetwin profile: --batch must be >= 1, got " + std::to_string(o.batch));
   if (o.repeats < 1) throw InputError("pipetwin profile: --repeats must be >= 1");
   if (o.warmup < 0) throw InputError("pipetwin profile: --warmup must be >= 0");
+  if (!(o.min_seconds >= 0 && o.min_seconds <= 600))
+    throw InputError("pipetwin profile: --min-seconds must be within 0..600, got " +
+                     std::to_string(o.min_seconds));
   if (o.threads < 1) throw InputError("pipetwin profile: --threads must be >= 1");
   return o;
 }

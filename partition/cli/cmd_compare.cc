@@ -79,6 +79,9 @@ po::options_description Options() {
        "keep the intermediate files (profile, cluster, scenario, plan, reports, traces) in DIR")
       ("warmup", po::value<int>()->default_value(1), "iterations left out of the steady state")
       ("repeats", po::value<int>()->default_value(20), "profile: timed runs per layer")
+      ("profile-seconds", po::value<double>()->default_value(2),
+       "profile: and more timed runs until they have taken S seconds (pipetwin profile "
+       "--min-seconds)")
       ("runs", po::value<int>()->default_value(1),
        "run the executor N times and compare with the run of median throughput (all N rates "
        "are reported)")
@@ -289,6 +292,10 @@ int Compare(const po::variables_map& vm) {
   const int warmup = vm["warmup"].as<int>(), repeats = vm["repeats"].as<int>();
   if (warmup < 0) throw InputError("pipetwin compare: --warmup must be >= 0");
   if (repeats < 1) throw InputError("pipetwin compare: --repeats must be >= 1");
+  const double profile_seconds = vm["profile-seconds"].as<double>();
+  if (!(profile_seconds >= 0 && profile_seconds <= 600))
+    throw InputError("pipetwin compare: --profile-seconds must be within 0..600, got " +
+                     std::to_string(profile_seconds));
   const int runs = vm["runs"].as<int>();
   if (runs < 1) throw InputError("pipetwin compare: --runs must be >= 1");
   if (vm.count("measured") && (vm.count("trace") || vm.count("svg")))
@@ -330,7 +337,7 @@ int Compare(const po::variables_map& vm) {
     Step("profiling", "pipetwin-exec",
          {"profile", scenario_file, "--batch", std::to_string(scenario.training.microbatch_size),
           "--concurrent", std::to_string(concurrent), "--repeats", std::to_string(repeats),
-          "--warmup", "10",
+          "--min-seconds", std::to_string(profile_seconds), "--warmup", "10",
           "--output", profile});
   }
   std::string calibration;

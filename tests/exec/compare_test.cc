@@ -114,6 +114,9 @@ TEST(ExecCompare, ABadScenarioIsRefusedBeforeAnythingRuns) {
   const auto runs = RunPipetwin("compare " + Scenario() + " --runs 0");
   EXPECT_EQ(runs.exit_code, 2);
   EXPECT_EQ(runs.err, "pipetwin compare: --runs must be >= 1\n");
+  const auto seconds = RunPipetwin("compare " + Scenario() + " --profile-seconds -1");
+  EXPECT_EQ(seconds.exit_code, 2);
+  EXPECT_EQ(seconds.err, "pipetwin compare: --profile-seconds must be within 0..600, got -1.000000\n");
 }
 
 }  // namespace

@@ -91,6 +91,21 @@ TEST(ExecProfile, MoreProcessesThanCoresTimesTheLayersByTheirCpuTime) {
   EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
 }
 
+// --min-seconds: timed runs go on past --repeats until they have taken that long (an MLP pass of
+// the scenario takes a few ms here, so 0.3 s is dozens of them).
+TEST(ExecProfile, MinSecondsTimesMoreRunsThanRepeats) {
+  const auto r = RunPipetwin("profile " + Scenario() + " --repeats 2 --warmup 1 --min-seconds 0.3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.out.find("(mean of ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const int runs = std::stoi(r.out.substr(at + 9));
+  EXPECT_GT(runs, 2) << r.out;
+  EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
+  const auto bad = RunPipetwin("profile " + Scenario() + " --min-seconds -1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
 // A thread's CPU time sees one thread: time-shared profiles take one thread per process.
 TEST(ExecProfile, TimeSharedWithSeveralThreadsIsOneLineAndExit2) {
   const int cores = CoresAllowed();

@@ -85,12 +85,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The CPUs this process may run on, in order.
 std::vector<int> AllowedCpus() {
   cpu_set_t set;
@@ -326,8 +320,20 @@ std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& pla
 // cores does: every process, free to run on any core, holds a token, computes ring_gemms GEMMs,
 // sends the token on (128 KB, an activation's size) and waits for the next one. The cores could
 // do cores hops per GEMM time; the time per hop beyond that is what scheduling the processes
-// costs per message. Returns rank 0's seconds per hop (each process does the same number).
-double OversubscribedRingSeconds(Communicator& comm, const ProbePlan& plan, int n) {
+// costs per message. Returns rank 0's seconds per hop (each process does the same number) and
+// the thread CPU time of its GEMMs per hop, measured in the same ring: the cost per message is
+// their difference, so both come from the same seconds of this shared machine.
+struct RingTimes {
+  double hop_s = 0, gemm_cpu_s = 0;
+};
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
   torch::NoGradGuard no_grad;
   const torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
   torch::Tensor c = torch::empty({n, n});
@@ -337,15 +343,18 @@ double OversubscribedRingSeconds(Communicator& comm, const ProbePlan& plan, int 
   const int previous = (comm.rank() + comm.world_size() - 1) % comm.world_size();
   const std::string what = "calibration ring";
   Clock::time_point start;
+  double gemm_cpu_s = 0;
   for (int hop = 0; hop < plan.ring_warmup + plan.ring_hops; ++hop) {
     if (hop == plan.ring_warmup) start = Clock::now();
+    const double cpu_before = ThreadCpuSeconds();
     for (int g = 0; g < plan.ring_gemms; ++g) at::mm_out(c, a, b);
+    if (hop >= plan.ring_warmup) gemm_cpu_s += ThreadCpuSeconds() - cpu_before;
     comm.Send(token, next, 2 << 20 | (hop & 0xffff), what);
     comm.Recv(incoming, previous, 2 << 20 | (hop & 0xffff), what);
   }
-  const double seconds = SecondsSince(start) / plan.ring_hops;
+  RingTimes times{SecondsSince(start) / plan.ring_hops, gemm_cpu_s / plan.ring_hops};
   comm.FinishSends();
-  return seconds;
+  return times;
 }
 
 // --- 3. Compute ---------------------------------------------------------------------------------
@@ -451,7 +460,9 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
   AllowCpus(probes.cpus);
   for (int k = 0; k < plan.ring_repeats; ++k) {
     if (k > 0) comm.Barrier();  // every ring starts together
-    probes.ring.hop_s_each.push_back(OversubscribedRingSeconds(comm, plan, plan.gemm_n));
+    const RingTimes ring = OversubscribedRing(comm, plan, plan.gemm_n);
+    probes.ring.hop_s_each.push_back(ring.hop_s);
+    probes.ring.gemm_cpu_s_each.push_back(ring.gemm_cpu_s);
   }
   if (env.rank != 0) return 0;
   probes.ring.processes = env.world_size;

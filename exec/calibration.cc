@@ -64,6 +64,13 @@ double WorstResidual(const nlohmann::json& table, double min_bytes, double max_b
 
 }  // namespace
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 LinearFit FitOneWayTime(const std::vector<PingPongRow>& rows) {
   int small = 0, large = 0;
   for (const PingPongRow& r : rows) {
@@ -147,15 +154,31 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   c.launch_overhead_us = 0;
   c.communication_overhead_us = overhead_s * 1e6;
   c.shared_cores = p.cores();
-  // The ring: P processes on C cores, each hop G GEMMs of the busy-core time X (a process's
-  // share of the cores: C / P). Ideal hop time P G X / C; what a hop takes beyond it, per core,
-  // is the CPU one message to an oversubscribed server costs.
+  // The ring: P processes on C cores, each hop a process's GEMMs of CPU time W (measured in
+  // the ring, time-shared as the profile times a worker's layers; without it, G GEMMs of the
+  // busy-core time). Ideal hop time P W / C; what a hop takes beyond it, per core, is the CPU
+  // one message to an oversubscribed server costs: per ring, hop x C / P - W, then the median
+  // over the rings. Both terms of each difference come from the same ring: from separate
+  // probes, seconds apart, W moved by 20% here (the busy-core GEMM read 1.19 and 1.45 ms per
+  // hop in two calibrations) and the cost with it (520 and 916 us).
   nlohmann::json ring;
   if (p.ring.hops > 0 && p.ring.processes > p.cores()) {
-    const double hop_work_s = p.ring.gemms_per_hop * busy_s;
+    const bool measured_work = p.ring.gemm_cpu_s_each.size() == p.ring.hop_s_each.size() &&
+                               !p.ring.hop_s_each.empty();
+    std::vector<double> work_each, per_message_each;
+    for (size_t k = 0; k < p.ring.hop_s_each.size(); ++k) {
+      work_each.push_back(measured_work ? p.ring.gemm_cpu_s_each[k]
+                                        : p.ring.gemms_per_hop * busy_s);
+      per_message_each.push_back(std::max(
+          0.0, p.ring.hop_s_each[k] * p.cores() / p.ring.processes - work_each.back()));
+    }
+    const double hop_work_s =
+        work_each.empty() ? p.ring.gemms_per_hop * busy_s : Median(work_each);
     const double ideal_s = p.ring.processes * hop_work_s / p.cores();
     const double per_message_s =
-        std::max(0.0, p.ring.hop_s * p.cores() / p.ring.processes - hop_work_s);
+        per_message_each.empty()
+            ? std::max(0.0, p.ring.hop_s * p.cores() / p.ring.processes - hop_work_s)
+            : Median(per_message_each);
     c.oversubscribed_message_us = per_message_s * 1e6;
     ring = {{"processes", p.ring.processes},
             {"gemms_per_hop", p.ring.gemms_per_hop},
@@ -163,6 +186,10 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
             {"message_bytes", 128 * 1024},
             {"hop_us", p.ring.hop_s * 1e6},
             {"hop_us_each", Microseconds(p.ring.hop_s_each)},
+            {"work_per_hop_us_each", Microseconds(work_each)},
+            {"work", measured_work ? "thread CPU time of the GEMMs in the ring"
+                                   : "the compute probe's busy-core GEMM time"},
+            {"per_message_us_each", Microseconds(per_message_each)},
             {"ideal_hop_us", ideal_s * 1e6},
             {"per_message_us", per_message_s * 1e6}};
   }

@@ -50,6 +50,9 @@ struct RingProbe {
   int hops = 0;            // timed, per process and ring
   double hop_s = 0;        // seconds per hop of one process: the median ring's
   std::vector<double> hop_s_each;  // every ring's, in the order run (kept for inspection)
+  // Per ring, the thread CPU time of one process's GEMMs per hop, measured during that ring
+  // (empty: not measured; the compute probe's busy-core GEMM time stands in).
+  std::vector<double> gemm_cpu_s_each;
 };
 
 // The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.
@@ -121,6 +124,9 @@ Cluster CalibratedCluster(const CalibrationProbes& probes, int workers);
 double SmallMessageSpread(const std::vector<PingPongRow>& rows);
 // Above this spread the probes measured the machine under other work, not the machine itself.
 constexpr double kContendedSpread = 2;
+
+// The median of `v` (the mean of the middle two for an even count); 0 when empty.
+double Median(std::vector<double> v);
 
 // A few readable lines about a calibrated cluster (read from its `calibration` member), with a
 // warning when the probes were contended.

@@ -63,7 +63,8 @@ CalibrationProbes SyntheticProbes() {
   p.compute.busy_s = {1.2e-3, 1.3e-3, 1.2e-3, 1.3e-3};
   p.compute.copy_bytes = 64 * kMegabyte;
   p.compute.copy_s = 8e-3;
-  p.ring = {5, 3, 100, 6e-3, {7e-3, 6e-3, 5e-3}};  // 5 processes on 4 cores, 3 GEMMs a hop
+  // 5 processes on 4 cores, 3 GEMMs a hop; the GEMMs' CPU time in the ring not measured.
+  p.ring = {5, 3, 100, 6e-3, {7e-3, 6e-3, 5e-3}, {}};
   p.allreduce = {{4096, 20, 1e-4, 9e-5, 1e-4},
                  {kMegabyte, 8, 1e-3, 9e-4, 1e-3},
                  {16 * kMegabyte, 8, 1.2e-2, 1e-2, 1.1e-2}};
@@ -139,6 +140,21 @@ TEST(ExecCalibrateFit, TheClusterChargesAMessageWhatTheFitPredicts) {
       << CalibrationSummary(c);
 }
 
+// With the GEMMs' CPU time measured in each ring, a message costs the median over the rings of
+// (the ring's hop x cores / processes - its own GEMM time): 5.6 - 5.4, 4.8 - 3.0, 4.0 - 3.9 ms,
+// median 0.2 ms, not the medians' difference (0.9 ms) nor the busy-core GEMMs' (1.05 ms).
+TEST(ExecCalibrateFit, TheRingsCostPairsEachHopWithItsOwnGemmTime) {
+  CalibrationProbes probes = SyntheticProbes();
+  probes.ring.gemm_cpu_s_each = {5.4e-3, 3.0e-3, 3.9e-3};
+  const Cluster c = CalibratedCluster(probes, 4);
+  EXPECT_NEAR(c.oversubscribed_message_us, 200, 1e-6);
+  const auto& ring = c.calibration["oversubscribed_ring"];
+  EXPECT_EQ(ring["work"], "thread CPU time of the GEMMs in the ring");
+  ASSERT_EQ(ring["per_message_us_each"].size(), 3u);
+  EXPECT_NEAR(ring["per_message_us_each"][1].get<double>(), 1800, 1e-6);
+  EXPECT_NEAR(ring["ideal_hop_us"].get<double>(), 5 * 3.9e3 / 4, 1e-6);
+}
+
 TEST(ExecCalibrateFit, AnInterceptBelowTheTcpLatencyIsAllLatency) {
   CalibrationProbes probes = SyntheticProbes();
   probes.tcp_one_way_s = 50e-6;  // more than the 40 us intercept
@@ -204,6 +220,11 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   ASSERT_EQ(each.size(), 3u);
   std::sort(each.begin(), each.end());
   EXPECT_DOUBLE_EQ(c.calibration["oversubscribed_ring"]["hop_us"].get<double>(), each[1]);
+  // Each ring's GEMMs timed in it: positive, and less than the ring's share of a hop's cores.
+  const std::vector<double> work = c.calibration["oversubscribed_ring"]["work_per_hop_us_each"];
+  ASSERT_EQ(work.size(), 3u);
+  for (double w : work) EXPECT_GT(w, 0);
+  EXPECT_EQ(c.calibration["oversubscribed_ring"]["work"], "thread CPU time of the GEMMs in the ring");
   EXPECT_GE(c.oversubscribed_message_us, 0);
   EXPECT_GE(c.levels[0].latency_us, 0);
   EXPECT_GE(c.communication_overhead_us, 0);

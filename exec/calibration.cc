@@ -159,8 +159,8 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   // busy-core time). Ideal hop time P W / C; what a hop takes beyond it, per core, is the CPU
   // one message to an oversubscribed server costs: per ring, hop x C / P - W, then the median
   // over the rings. Both terms of each difference come from the same ring: from separate
-  // probes, seconds apart, W moved by 20% here (the busy-core GEMM read 1.19 and 1.45 ms per
-  // hop in two calibrations) and the cost with it (520 and 916 us).
+  // probes, seconds apart, W moved by 20% here (a hop's busy-core GEMMs read 0.80 and 0.96 ms
+  // in two calibrations) and the cost with it (916 and 520 us).
   nlohmann::json ring;
   if (p.ring.hops > 0 && p.ring.processes > p.cores()) {
     const bool measured_work = p.ring.gemm_cpu_s_each.size() == p.ring.hop_s_each.size() &&

@@ -14,7 +14,7 @@
 # uses only the profile and the calibration. Each configuration runs N times (--runs, default 3)
 # and the run of median throughput is compared (the machine's speed drifts 5-7% from run to run).
 # Needs root for the namespace rows (else they are left out with a message; --no-netns leaves
-# them out anyway; --netns-only runs only them). About 5 minutes here.
+# them out anyway; --netns-only runs only them). About 5.5 minutes here.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}

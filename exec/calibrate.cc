@@ -34,8 +34,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kMegabyte = 1 << 20;
 
-// How much each probe measures: about 2 s in all here, most of it starting LibTorch processes and
-// the full ping-pong. --quick: message sizes 4^k instead of 2^k and fewer repeats, about 1 s.
+// How much each probe measures: about 5 s in all here (4.9-5.1 s), most of it the ping-pong,
+// the all-reduce sweep and the rings. --quick: message sizes 4^k instead of 2^k and fewer
+// repeats, about 2 s (1.9-2.2 s).
 struct ProbePlan {
   std::vector<double> sizes;   // ping-pong message bytes, 4 B to 16 MB
   int warmup = 2;              // untimed round trips per size and sweep

@@ -27,10 +27,13 @@ inline const char* CalibrateDescription() {
   return "Measure this machine and write it as a cluster the simulator takes: the cores this\n"
          "process may use (sched_getaffinity), one core's GEMM speed alone and with every core\n"
          "busy, and a c10d Gloo ping-pong between two worker processes over loopback (4 B to\n"
-         "16 MB) fitted as one-way time = latency + per-message overhead + bytes / bandwidth.\n"
+         "16 MB) fitted as one-way time = latency + per-message overhead + bytes / bandwidth,\n"
+         "a Gloo all-reduce between two workers (4 KB to 32 MB, kept as a table), and a ring of\n"
+         "one process more than the cores passing a token (the core time a message to a server\n"
+         "with more workers than cores costs it, oversubscribed_message_us).\n"
          "The cluster has one server of N workers sharing the cores (shared_cores); the raw\n"
-         "probes are kept in its \"calibration\" member for inspection. About 2 s;\n"
-         "--quick about 1 s.";
+         "probes are kept in its \"calibration\" member for inspection. About 5 s on a 2-core\n"
+         "machine; --quick about 2 s.";
 }
 
 inline po::options_description CalibrateOptionsDescription() {

@@ -115,10 +115,10 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
 
 inline const char* ProfileUsage() { return "WORKLOAD [--batch B] [--output FILE] [--json]"; }
 inline const char* ProfileDescription() {
-  return "Measure each layer's forward and backward time (median of repeated runs after\n"
-         "warm-up), activation and parameter bytes on this machine with LibTorch, and write a\n"
-         "workload file that the planners and the simulator take. WORKLOAD is a scenario file\n"
-         "or a workload source ({\"generator\": \"mlp\", ...}).";
+  return "Measure each layer's forward and backward time (the mean of repeated runs after\n"
+         "warm-up, the slowest tenth left out), activation and parameter bytes on this machine\n"
+         "with LibTorch, and write a workload file that the planners and the simulator take.\n"
+         "WORKLOAD is a scenario file or a workload source ({\"generator\": \"mlp\", ...}).";
 }
 
 inline po::options_description ProfileOptionsDescription() {

@@ -8,9 +8,10 @@
 # Why each package matters:
 #   libopenblas0-pthread  without it LibTorch silently runs on the reference BLAS (about 7x slower)
 #   libgloo-dev           the c10d Gloo headers include gloo's; LibTorch's headers do not compile without them
+#   python3               the scripts' helpers (netns probe, crossover and sched-idle analyses)
 set -euo pipefail
 
-core_pkgs=(cmake g++ make ninja-build ccache pkg-config libsimgrid-dev nlohmann-json3-dev
+core_pkgs=(cmake g++ make ninja-build ccache pkg-config python3 libsimgrid-dev nlohmann-json3-dev
            libboost-program-options-dev libgtest-dev libbenchmark-dev)
 exec_pkgs=(libtorch-dev libgloo-dev libopenblas0-pthread dataset-fashion-mnist)
 

@@ -4,8 +4,8 @@
 Reads `perf script -F pid,tid,time,cpu,event,trace` of a `perf sched record` of `pipetwin run`
 (scripts/sched-idle.sh does both) and prints, over the run's steady part, the share of core time
 the CPUs were idle, split by what the workers' main threads were doing at that moment:
-  - one of them was runnable but queued on another, busy CPU (the idle CPU did not pull it);
-  - one of them was waking up on the idle CPU itself (the wake-up had not landed yet);
+  - one of them was runnable but queued on a busy CPU (the idle CPU did not pull it);
+  - one of them was waking up on an idle CPU (the wake-up had not landed yet);
   - none of them could run (all were blocked: waiting for a message, a lock or a peer).
 A worker's main thread is the thread whose id is its process id; the launcher (the process perf
 started) is left out. A runnable thread is one woken (sched_waking) or preempted (switched out in
@@ -93,12 +93,13 @@ def main():
                     continue
                 live = [(since, on) for tid, (since, on) in runnable.items()
                         if tid in mains and start - since < STALE_S]
+                queued = [since for since, on in live if running.get(on) != 0]
                 if not live:
                     idle["no worker's main thread could run"] += dt
-                elif any(on == c for _, on in live):
-                    idle["a main thread was waking up on the idle CPU"] += dt
+                elif not queued:
+                    idle["a main thread was waking up on an idle CPU"] += dt
                 else:  # split where the longest waiter passes 0.2 ms
-                    passes = min(since for since, _ in live) + 2e-4
+                    passes = min(queued) + 2e-4
                     idle["a main thread was queued on a busy CPU, waiting < 0.2 ms"] += \
                         max(0.0, min(end, passes) - start)
                     idle["a main thread was queued on a busy CPU, waiting >= 0.2 ms"] += \

@@ -42,7 +42,7 @@ expect "idle: 18.3% of core time"
 expect "16.0%  no worker's main thread could run"
 expect "0.7%  a main thread was queued on a busy CPU, waiting >= 0.2 ms"
 expect "0.0%  a main thread was queued on a busy CPU, waiting < 0.2 ms"
-expect "1.7%  a main thread was waking up on the idle CPU"
+expect "1.7%  a main thread was waking up on an idle CPU"
 # Nothing to analyse: one line on stderr, exit 2.
 if python3 "$source_dir/scripts/sched_idle.py" </dev/null 2>"${TMPDIR:-/tmp}/sched_idle_err.$$"; then
   echo "FAIL: an empty trace was accepted" >&2; exit 1

@@ -2,7 +2,8 @@
 # Where a real run's CPU cores stood idle: records the kernel's scheduler events during
 # `pipetwin run SCENARIO` (perf sched record) and prints the share of core time the CPUs were idle
 # in the run's steady part, split by what the workers' main threads were doing then (queued on
-# a busy CPU; waking up on an idle one; all blocked). See scripts/sched_idle.py.
+# a busy CPU; waking up on an idle one; all blocked), and the preemptions of a main thread while
+# another CPU was idle. See scripts/sched_idle.py.
 #
 #   scripts/sched-idle.sh SCENARIO [pipetwin run options] [-- sched_idle.py options]
 #
@@ -15,7 +16,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
 
 if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
   [[ $# -lt 1 ]] && exit 2 || exit 0
 fi
 if ! command -v perf >/dev/null; then

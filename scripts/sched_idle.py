@@ -7,7 +7,9 @@ the CPUs were idle, split by what the workers' main threads were doing at that m
   - one of them was runnable but queued on a busy CPU (the idle CPU did not pull it);
   - one of them was waking up on an idle CPU (the wake-up had not landed yet);
   - none of them could run (all were blocked: waiting for a message, a lock or a peer).
-A worker's main thread is the thread whose id is its process id; the launcher (the process perf
+It also counts the preemptions of a main thread while another CPU was idle, by whom (another
+worker's main thread, a worker's other thread, another task), and how long the preempted thread
+then waited for a CPU. A worker's main thread is the thread whose id is its process id; the launcher (the process perf
 started) is left out. A runnable thread is one woken (sched_waking) or preempted (switched out in
 state R) and not yet switched in; one that waited over 50 ms is taken as a missed event.
 """
@@ -74,6 +76,11 @@ def main():
             process_of[tid] = pid
     cpu_s = collections.Counter()      # the workers' threads' time on a CPU in the window
 
+    # Preemptions of a main thread while another CPU stood idle: by whom, and how long the
+    # preempted thread then waited for a CPU.
+    preempted = {}                     # tid -> (when, by whom)
+    preemptions = collections.defaultdict(list)
+
     running = {c: None for c in cpus}  # tid on each CPU (0: idle), None until known
     runnable = {}                      # tid -> (since, CPU it is queued on)
     total = 0.0
@@ -117,9 +124,18 @@ def main():
             prev, nxt = int(f["prev_pid"]), int(f["next_pid"])
             if prev and f["prev_state"].startswith("R"):
                 runnable[prev] = (t, cpu)
+                if prev in mains and lo <= t <= hi and any(
+                        running[c] == 0 for c in cpus if c != cpu):
+                    by = ("another worker's main thread" if nxt in mains else
+                          "a worker's other thread" if process_of.get(nxt) in mains else
+                          "another task")
+                    preempted[prev] = (t, by)
             else:
                 runnable.pop(prev, None)
             runnable.pop(nxt, None)
+            if nxt in preempted:
+                when, by = preempted.pop(nxt)
+                preemptions[by].append(t - when)
             running[cpu] = nxt
 
     core_s = total * len(cpus)
@@ -133,6 +149,11 @@ def main():
     for what, seconds in sorted(idle.items(), key=lambda kv: -kv[1]):
         if seconds > 0:
             print("  %5.1f%%  %s" % (100 * seconds / core_s, what))
+    for by, waits in sorted(preemptions.items(), key=lambda kv: -sum(kv[1])):
+        waits.sort()
+        print("%d preemptions of a main thread by %s while another CPU was idle: it waited"
+              " %.2f ms at the median for a CPU, %.2f s in all" %
+              (len(waits), by, 1e3 * waits[len(waits) // 2], sum(waits)))
     return 0
 
 

@@ -325,14 +325,15 @@ std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& pla
 // the thread CPU time of its GEMMs per hop, measured in the same ring: the cost per message is
 // their difference, so both come from the same seconds of this shared machine.
 struct RingTimes {
-  double hop_s = 0, gemm_cpu_s = 0;
+  double hop_s = 0, gemm_cpu_s = 0, process_cpu_s = 0;  // process_cpu_s: this process's, per hop
 };
 
-double ThreadCpuSeconds() {
+double CpuSeconds(clockid_t clock) {
   timespec t{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  ::clock_gettime(clock, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
+double ThreadCpuSeconds() { return CpuSeconds(CLOCK_THREAD_CPUTIME_ID); }
 
 RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
   torch::NoGradGuard no_grad;
@@ -344,16 +345,20 @@ RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
   const int previous = (comm.rank() + comm.world_size() - 1) % comm.world_size();
   const std::string what = "calibration ring";
   Clock::time_point start;
-  double gemm_cpu_s = 0;
+  double gemm_cpu_s = 0, process_cpu_start_s = 0;
   for (int hop = 0; hop < plan.ring_warmup + plan.ring_hops; ++hop) {
-    if (hop == plan.ring_warmup) start = Clock::now();
+    if (hop == plan.ring_warmup) {
+      start = Clock::now();
+      process_cpu_start_s = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+    }
     const double cpu_before = ThreadCpuSeconds();
     for (int g = 0; g < plan.ring_gemms; ++g) at::mm_out(c, a, b);
     if (hop >= plan.ring_warmup) gemm_cpu_s += ThreadCpuSeconds() - cpu_before;
     comm.Send(token, next, 2 << 20 | (hop & 0xffff), what);
     comm.Recv(incoming, previous, 2 << 20 | (hop & 0xffff), what);
   }
-  RingTimes times{SecondsSince(start) / plan.ring_hops, gemm_cpu_s / plan.ring_hops};
+  RingTimes times{SecondsSince(start) / plan.ring_hops, gemm_cpu_s / plan.ring_hops,
+                  (CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start_s) / plan.ring_hops};
   comm.FinishSends();
   return times;
 }
@@ -464,8 +469,18 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
     const RingTimes ring = OversubscribedRing(comm, plan, plan.gemm_n);
     probes.ring.hop_s_each.push_back(ring.hop_s);
     probes.ring.gemm_cpu_s_each.push_back(ring.gemm_cpu_s);
+    // Every process's CPU per hop, summed at rank 0 (ring k's, keyed by ring and rank).
+    if (env.rank != 0)
+      comm.Publish("calibrate/ring-cpu/" + std::to_string(k) + "/" + std::to_string(env.rank),
+                   Exactly(ring.process_cpu_s));
+    else
+      probes.ring.process_cpu_s_each.push_back(ring.process_cpu_s);
   }
   if (env.rank != 0) return 0;
+  for (int k = 0; k < plan.ring_repeats; ++k)
+    for (int r = 1; r < env.world_size; ++r)
+      probes.ring.process_cpu_s_each[k] += std::stod(comm.Fetch(
+          "calibrate/ring-cpu/" + std::to_string(k) + "/" + std::to_string(r)));
   probes.ring.processes = env.world_size;
   probes.ring.gemms_per_hop = plan.ring_gemms;
   probes.ring.hops = plan.ring_hops;

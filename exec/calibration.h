@@ -53,6 +53,10 @@ struct RingProbe {
   // Per ring, the thread CPU time of one process's GEMMs per hop, measured during that ring
   // (empty: not measured; the compute probe's busy-core GEMM time stands in).
   std::vector<double> gemm_cpu_s_each;
+  // Per ring, the CPU time all the ring's processes (every thread: c10d Gloo's too, and the
+  // kernel's work on their behalf) spent per hop, summed over the processes (empty: not
+  // measured). Against cores x hop it tells how busy the ring kept the cores.
+  std::vector<double> process_cpu_s_each;
 };
 
 // The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.

@@ -64,7 +64,7 @@ CalibrationProbes SyntheticProbes() {
   p.compute.copy_bytes = 64 * kMegabyte;
   p.compute.copy_s = 8e-3;
   // 5 processes on 4 cores, 3 GEMMs a hop; the GEMMs' CPU time in the ring not measured.
-  p.ring = {5, 3, 100, 6e-3, {7e-3, 6e-3, 5e-3}, {}};
+  p.ring = {5, 3, 100, 6e-3, {7e-3, 6e-3, 5e-3}, {}, {}};
   p.allreduce = {{4096, 20, 1e-4, 9e-5, 1e-4},
                  {kMegabyte, 8, 1e-3, 9e-4, 1e-3},
                  {16 * kMegabyte, 8, 1.2e-2, 1e-2, 1.1e-2}};
@@ -155,6 +155,36 @@ TEST(ExecCalibrateFit, TheRingsCostPairsEachHopWithItsOwnGemmTime) {
   EXPECT_NEAR(ring["ideal_hop_us"].get<double>(), 5 * 3.9e3 / 4, 1e-6);
 }
 
+TEST(ExecCalibrateFit, TheRingsProcessCpuTellsHowBusyItKeptTheCores) {
+  CalibrationProbes probes = SyntheticProbes();
+  probes.ring.gemm_cpu_s_each = {5.4e-3, 3.0e-3, 3.9e-3};
+  // All 5 processes' CPU per hop: ring 0 used 21 of its 4 x 7 = 28 core-ms, ring 1 18 of 24,
+  // ring 2 20 of 20.
+  probes.ring.process_cpu_s_each = {21e-3, 18e-3, 20e-3};
+  const Cluster c = CalibratedCluster(probes, 4);
+  const auto& ring = c.calibration["oversubscribed_ring"];
+  const std::vector<double> busy = ring["cores_busy_each"];
+  ASSERT_EQ(busy.size(), 3u);
+  EXPECT_NEAR(busy[0], 0.75, 1e-12);
+  EXPECT_NEAR(busy[1], 0.75, 1e-12);
+  EXPECT_NEAR(busy[2], 1.0, 1e-12);
+  EXPECT_NEAR(ring["cores_busy"].get<double>(), 0.75, 1e-12);
+  // Beyond the GEMMs, per message: 21/5 - 5.4 < 0 -> 0, 18/5 - 3.0 = 0.6, 20/5 - 3.9 = 0.1 ms.
+  const std::vector<double> cpu = ring["cpu_per_message_us_each"];
+  ASSERT_EQ(cpu.size(), 3u);
+  EXPECT_NEAR(cpu[0], 0, 1e-6);
+  EXPECT_NEAR(cpu[1], 600, 1e-6);
+  EXPECT_NEAR(cpu[2], 100, 1e-6);
+  EXPECT_NEAR(ring["cpu_per_message_us"].get<double>(), 100, 1e-6);
+  // The simulator's charge is unchanged by it.
+  EXPECT_NEAR(c.oversubscribed_message_us, 200, 1e-6);
+  EXPECT_NE(CalibrationSummary(c).find("of it 100 us of CPU beyond the GEMMs, the cores 75% busy"),
+            std::string::npos) << CalibrationSummary(c);
+  // Without the measurement the fields are absent.
+  probes.ring.process_cpu_s_each.clear();
+  EXPECT_FALSE(CalibratedCluster(probes, 4).calibration["oversubscribed_ring"].contains("cores_busy"));
+}
+
 TEST(ExecCalibrateFit, AnInterceptBelowTheTcpLatencyIsAllLatency) {
   CalibrationProbes probes = SyntheticProbes();
   probes.tcp_one_way_s = 50e-6;  // more than the 40 us intercept
@@ -225,6 +255,14 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   ASSERT_EQ(work.size(), 3u);
   for (double w : work) EXPECT_GT(w, 0);
   EXPECT_EQ(c.calibration["oversubscribed_ring"]["work"], "thread CPU time of the GEMMs in the ring");
+  // Every process's CPU per hop, summed: at least the GEMMs', at most what the cores offered
+  // (with a little slack for the clocks' granularity).
+  const std::vector<double> busy = c.calibration["oversubscribed_ring"]["cores_busy_each"];
+  ASSERT_EQ(busy.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_GT(busy[k], 0) << k;
+    EXPECT_LE(busy[k], 1.05) << k;
+  }
   EXPECT_GE(c.oversubscribed_message_us, 0);
   EXPECT_GE(c.levels[0].latency_us, 0);
   EXPECT_GE(c.communication_overhead_us, 0);

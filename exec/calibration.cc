@@ -297,17 +297,18 @@ std::string CalibrationSummary(const Cluster& c) {
     }
     out << std::setprecision(1) << " (c10d Gloo, measured)\n";
   }
-  if (c.oversubscribed_message_us > 0)
+  if (c.oversubscribed_message_us > 0) {
+    const nlohmann::json& ring = k["oversubscribed_ring"];
     out << std::setprecision(0) << "more workers than cores: a message costs "
         << c.oversubscribed_message_us << " us of core time (a ring of "
-        << k["oversubscribed_ring"]["processes"].get<int>() << " processes, "
-        << k["oversubscribed_ring"]["hop_us"].get<double>() << " us a hop against "
-        << k["oversubscribed_ring"]["ideal_hop_us"].get<double>() << " ideal";
-  if (c.oversubscribed_message_us > 0 && k["oversubscribed_ring"].contains("cores_busy"))
-    out << "; of it " << k["oversubscribed_ring"]["cpu_per_message_us"].get<double>()
-        << " us of CPU beyond the GEMMs, the cores "
-        << 100 * k["oversubscribed_ring"]["cores_busy"].get<double>() << "% busy";
-  if (c.oversubscribed_message_us > 0) out << ")\n";
+        << ring["processes"].get<int>() << " processes, " << ring["hop_us"].get<double>()
+        << " us a hop against " << ring["ideal_hop_us"].get<double>() << " ideal";
+    if (ring.contains("cores_busy"))
+      out << "; of it " << ring["cpu_per_message_us"].get<double>()
+          << " us of CPU beyond the GEMMs, the cores " << 100 * ring["cores_busy"].get<double>()
+          << "% busy";
+    out << ")\n";
+  }
   const double spread = k["small_message_spread"].get<double>();
   if (spread > kContendedSpread)
     out << "warning      other work held the cores (load average "

@@ -132,7 +132,8 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
           {"peak_rss_bytes", m.peak_rss_bytes},
           {"capacity_bytes", m.capacity_bytes}, {"versions", versions},
           {"update_staleness", m.update_staleness}, {"losses", m.losses},
-          {"test_accuracy", m.test_accuracy}, {"test_samples", m.test_samples}};
+          {"test_accuracy", m.test_accuracy}, {"test_samples", m.test_samples},
+          {"boot_id", m.boot_id}, {"clock_origin_s", m.clock_origin_s}};
 }
 
 WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
@@ -158,7 +159,33 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.losses = j.at("losses").get<std::vector<std::pair<int, double>>>();
   m.test_accuracy = j.at("test_accuracy");
   m.test_samples = j.at("test_samples");
+  m.boot_id = j.at("boot_id");
+  m.clock_origin_s = j.at("clock_origin_s");
   return m;
+}
+
+int AlignClocks(std::vector<WorkerMeasurement>& workers) {
+  if (workers.empty()) return 0;
+  const std::string machine = workers[0].boot_id;
+  const auto shared = [&](const WorkerMeasurement& w) {
+    return !machine.empty() && w.boot_id == machine;
+  };
+  double earliest = workers[0].clock_origin_s;
+  for (const auto& w : workers)
+    if (shared(w)) earliest = std::min(earliest, w.clock_origin_s);
+  int apart = 0;
+  for (auto& w : workers) {
+    if (!shared(w)) {
+      ++apart;
+      continue;
+    }
+    const double shift = w.clock_origin_s - earliest;
+    for (auto& op : w.ops) op.start_s += shift, op.end_s += shift;
+    for (auto& sample : w.memory_timeline) sample.time_s += shift;
+    w.end_s += shift;
+    w.clock_origin_s = earliest;
+  }
+  return apart;
 }
 
 Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
@@ -301,7 +328,17 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
       test_samples = w.test_samples;
     }
   }
+  int apart = 0;
+  for (const auto& w : workers)
+    apart += w.boot_id.empty() || w.boot_id != workers[0].boot_id ||
+             w.clock_origin_s != workers[0].clock_origin_s;
   r.details = {{"host", workers.empty() ? "" : workers[0].host},
+               {"clock", apart == 0 ? "one clock: every worker's times count from the same "
+                                      "instant of rank 0's machine's monotonic clock"
+                                    : std::to_string(apart) + " of " +
+                                          std::to_string(workers.size()) +
+                                          " workers count from their own exit from the start "
+                                          "barrier (another machine, or not aligned)"},
                {"data", job.options.data},
                {"seed", job.options.seed},
                {"weight_stashing", job.options.weight_stashing},

@@ -62,10 +62,23 @@ struct WorkerMeasurement {
   std::vector<std::pair<int, double>> losses;  // last stage: (micro-batch, loss)
   double test_accuracy = -1;        // last stage with --evaluate
   long long test_samples = 0;
+  // Where this worker's times count from (its exit from the start barrier) on its machine's
+  // monotonic clock (CLOCK_MONOTONIC, seconds since boot), and that machine's boot id
+  // (/proc/sys/kernel/random/boot_id; empty if unknown): workers with one boot id read one clock.
+  std::string boot_id;
+  double clock_origin_s = 0;
 };
 
 nlohmann::json MeasurementToJson(const WorkerMeasurement& m);
 WorkerMeasurement MeasurementFromJson(const nlohmann::json& j);
+
+// Puts every worker on rank 0's machine (workers[0]'s boot id) on one time axis, starting at the
+// earliest of their origins: their ops, end and memory samples move by their origin's distance
+// from it. Each worker times its ops from its own exit from the start barrier, and workers leave
+// a barrier milliseconds apart when there are more of them than cores: unaligned, a trace showed
+// receives ending before their sends began. Workers on other machines keep their own origin
+// (two machines' monotonic clocks cannot be compared); returns how many.
+int AlignClocks(std::vector<WorkerMeasurement>& workers);
 
 // The run's report: throughput over the iterations after --warmup, per-worker busy, idle and
 // exposed communication, per-device memory, per-stage staleness; executor-only facts (overhead,

@@ -101,6 +101,14 @@ std::string Fingerprint(const ExecutorJob& job) {
   return std::to_string(std::hash<std::string>()(text));
 }
 
+// The machine's boot id: processes that share it read one CLOCK_MONOTONIC (steady_clock).
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
 std::string HostName() {
   char name[256] = {0};
   ::gethostname(name, sizeof name - 1);
@@ -181,6 +189,8 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
 
   comm.Barrier();
   const auto origin = StageExecutor::Clock::now();
+  measurement.boot_id = BootId();
+  measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
   for (int p = 0; p < job.programs; ++p) executor.RunProgram(p, origin);
   comm.FinishSends();
   measurement.end_s =
@@ -201,6 +211,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
     all.push_back(r == 0 ? measurement
                          : MeasurementFromJson(nlohmann::json::parse(
                                comm.Fetch("result/" + std::to_string(r)))));
+  AlignClocks(all);
   const Report report = MergeMeasurements(job, all);
   if (!options.trace_file.empty())
     WriteTextFileAtomically(options.trace_file, ChromeTrace(job, all).dump());

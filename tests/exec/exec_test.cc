@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/data.h"
+#include "exec/measurement.h"
 #include "exec/model.h"
 #include "exec/weights.h"
 #include "test_support.h"
@@ -546,6 +547,8 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_EQ(report["source"], "executor");
   EXPECT_GT(report["samples_per_s"].get<double>(), 0);
+  EXPECT_EQ(report["details"]["clock"].get<std::string>().rfind("one clock", 0), 0u)
+      << report["details"]["clock"];
   EXPECT_EQ(report["workers"].size(), 2u);
   for (const auto& w : report["workers"]) {
     EXPECT_GT(w["busy_s"].get<double>(), 0);
@@ -709,6 +712,75 @@ TEST(ExecReport, TraceHasTheSimulatorsLayout) {
   EXPECT_EQ(measured.events, predicted.events);
   // Workers x iterations x micro-batches x (forward, backward, a send, a receive).
   EXPECT_EQ(measured.events.size(), 2u * 2 * 4 * 4);
+}
+
+// Workers leave the start barrier at different moments (milliseconds apart with more workers
+// than cores); each timed its ops from its own exit, so a measured trace showed receives ending
+// before their sends began (06 of the validation matrix: 151 of 960 messages, by up to 2.4 ms).
+// Workers on one machine now share its monotonic clock: no receive can end before its send.
+TEST(ExecReport, AReceiveNeverEndsBeforeItsSendBegins) {
+  ScenarioSpec s;
+  s.stages = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};  // four workers, more than this machine's cores
+  s.microbatches = 8;
+  s.iterations = 6;
+  const std::string trace = TemporaryDirectory() + "/trace.json";
+  const Result run = Exec("run '" + WriteScenario(s) + "' --threads 1 --trace " + trace);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // (sender, receiver, direction, micro-batch) -> start of the send, end of the receive.
+  std::map<std::tuple<int, int, char, int>, double> send_start, recv_end;
+  const std::regex message("[0-9]+(SEND|RECV)_(F|B)([0-9]+)");
+  const auto t = nlohmann::json::parse(Slurp(trace));
+  for (const auto& e : t["traceEvents"]) {
+    std::smatch m;
+    const std::string name = e.value("name", "");
+    if (e["ph"] != "X" || !std::regex_match(name, m, message)) continue;
+    const int me = e["pid"], peer = e["args"]["peer_worker"];
+    const double ts = e["ts"], dur = e["dur"];
+    if (m[1] == "SEND") send_start[{me, peer, m[2].str()[0], std::stoi(m[3])}] = ts;
+    else recv_end[{peer, me, m[2].str()[0], std::stoi(m[3])}] = ts + dur;
+  }
+  ASSERT_EQ(recv_end.size(), 6u * 8 * 3 * 2);  // iterations x micro-batches x links x directions
+  double tightest_us = 1e300;
+  for (const auto& [key, end] : recv_end) {
+    ASSERT_TRUE(send_start.count(key)) << "a receive without its send";
+    tightest_us = std::min(tightest_us, end - send_start.at(key));
+  }
+  std::cout << "[ measured ] smallest receive end - send start: " << tightest_us << " us\n";
+  EXPECT_GE(tightest_us, 0);
+}
+
+TEST(ExecReport, AlignClocksPutsOneMachinesWorkersOnOneAxis) {
+  const auto worker = [](int rank, const std::string& boot, double origin) {
+    WorkerMeasurement w;
+    w.rank = rank;
+    w.boot_id = boot;
+    w.clock_origin_s = origin;
+    OpRecord op;
+    op.start_s = 0.010;
+    op.end_s = 0.020;
+    w.ops = {op};
+    w.end_s = 0.030;
+    w.memory_timeline = {{0.015, {}}};
+    return w;
+  };
+  // Rank 0 left the barrier 2 ms after rank 1; rank 2 runs on another machine.
+  std::vector<WorkerMeasurement> all = {worker(0, "boot-a", 100.003),
+                                        worker(1, "boot-a", 100.001), worker(2, "boot-b", 7.0)};
+  all[2] = MeasurementFromJson(MeasurementToJson(all[2]));  // survives the trip through the store
+  EXPECT_EQ(AlignClocks(all), 1);
+  EXPECT_NEAR(all[0].ops[0].start_s, 0.012, 1e-12);
+  EXPECT_NEAR(all[0].ops[0].end_s, 0.022, 1e-12);
+  EXPECT_NEAR(all[0].end_s, 0.032, 1e-12);
+  EXPECT_NEAR(all[0].memory_timeline[0].time_s, 0.017, 1e-12);
+  EXPECT_EQ(all[0].clock_origin_s, 100.001);
+  EXPECT_EQ(all[1].ops[0].start_s, 0.010);  // the earliest origin: unmoved
+  EXPECT_EQ(all[2].ops[0].start_s, 0.010);  // another clock: unmoved
+  EXPECT_EQ(all[2].boot_id, "boot-b");
+  EXPECT_EQ(all[2].clock_origin_s, 7.0);
+  // Without a boot id, nothing is compared.
+  std::vector<WorkerMeasurement> unknown = {worker(0, "", 5.0), worker(1, "", 5.001)};
+  EXPECT_EQ(AlignClocks(unknown), 2);
+  EXPECT_EQ(unknown[1].ops[0].start_s, 0.010);
 }
 
 int FreePort() {

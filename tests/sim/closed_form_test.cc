@@ -154,8 +154,16 @@ TEST(SimClosedForm, MessagesToAnOversubscribedServerCostCpu) {
                                        EvenPlan(p, 1, 1), "gpipe", m, 1);
     const double base = simtest::Simulate(without).iteration_s;
     const double cost = cores == 1 ? 2.0 * (p - 1) * m * per_message : 0;
-    EXPECT_LT(RelativeError(simtest::Simulate(with).iteration_s, base + cost), kTolerance)
-        << cores << " cores";
+    const Report r = simtest::Simulate(with);
+    EXPECT_LT(RelativeError(r.iteration_s, base + cost), kTolerance) << cores << " cores";
+    // More workers than cores: the report says what the model leaves out.
+    if (cores == 1) {
+      ASSERT_EQ(r.warnings.size(), 1u);
+      EXPECT_EQ(r.warnings[0].rfind("server 0 runs 4 workers on 1 shared cores", 0), 0u)
+          << r.warnings[0];
+    } else {
+      EXPECT_TRUE(r.warnings.empty()) << r.warnings[0];
+    }
   }
 }
 

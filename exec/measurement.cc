@@ -124,7 +124,8 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
   nlohmann::json versions = nlohmann::json::array();
   for (const auto& v : m.versions) versions.push_back({v.microbatch, v.forward, v.backward});
   return {{"rank", m.rank}, {"stage", m.stage}, {"replica", m.replica}, {"host", m.host},
-          {"threads", m.threads}, {"ops", ops}, {"end_s", m.end_s}, {"memory", memory},
+          {"threads", m.threads}, {"cpu_policy", m.cpu_policy}, {"ops", ops},
+          {"end_s", m.end_s}, {"memory", memory},
           {"max_weight_versions", m.max_weight_versions},
           {"max_in_flight_microbatches", m.max_in_flight_microbatches},
           {"allocator_peak_bytes", m.allocator_peak_bytes},
@@ -143,6 +144,7 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.replica = j.at("replica");
   m.host = j.at("host");
   m.threads = j.at("threads");
+  m.cpu_policy = j.value("cpu_policy", std::string("SCHED_OTHER"));
   for (const auto& o : j.at("ops"))
     m.ops.push_back({static_cast<OpKind>(o[0].get<int>()), o[1], o[2], o[3], o[4], o[5], o[6],
                      o[7], o[8]});
@@ -249,7 +251,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
                         {"allocator_peak_bytes", w.allocator_peak_bytes},
                         {"allocator_reserved_bytes", w.allocator_reserved_bytes},
                         {"peak_rss_bytes", w.peak_rss_bytes}, {"threads", w.threads},
-                        {"host", w.host}});
+                        {"cpu_policy", w.cpu_policy}, {"host", w.host}});
     r.devices.push_back(Device(w));
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.devices.back().peak_memory_bytes);
     r.over_capacity = r.over_capacity || r.devices.back().over_capacity;
@@ -328,6 +330,14 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
       test_samples = w.test_samples;
     }
   }
+  // The scheduling policies the workers ran under, each once, in rank order, "; " between.
+  std::vector<std::string> seen;
+  std::string policies;
+  for (const auto& w : workers)
+    if (std::find(seen.begin(), seen.end(), w.cpu_policy) == seen.end()) {
+      policies += (seen.empty() ? "" : "; ") + w.cpu_policy;
+      seen.push_back(w.cpu_policy);
+    }
   int apart = 0;
   for (const auto& w : workers)
     apart += w.boot_id.empty() || w.boot_id != workers[0].boot_id ||
@@ -339,6 +349,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
                                           std::to_string(workers.size()) +
                                           " workers count from their own exit from the start "
                                           "barrier (another machine, or not aligned)"},
+               {"cpu_policy", policies},
                {"data", job.options.data},
                {"seed", job.options.seed},
                {"weight_stashing", job.options.weight_stashing},

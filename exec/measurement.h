@@ -46,6 +46,9 @@ struct WorkerMeasurement {
   int rank = 0, stage = 0, replica = 0;
   std::string host;
   int threads = 1;
+  // How the OS schedules its threads: "SCHED_OTHER", or "SCHED_RR" where it shares its cores
+  // with more workers than cores (cpu_policy.h), or why that was refused.
+  std::string cpu_policy = "SCHED_OTHER";
   std::vector<OpRecord> ops;
   double end_s = 0;  // when the worker finished its last op
   // Tensor bytes by category after each change (weights x versions, optimizer state, gradient

@@ -42,6 +42,8 @@ inline po::options_description RunOptionsDescription() {
       ("evaluate", "after training, measure accuracy on the test set through the pipeline")
       ("no-weight-stashing", "pipedream only: backwards use the latest weights (for comparison)")
       ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
+      ("default-scheduler", "keep workers under SCHED_OTHER where they outnumber the cores "
+       "(else SCHED_RR, which the simulator models)")
       ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer")
       ("dump-weights", po::value<std::string>(), "write every weight version to DIR (tests)")
       ("check", "only check that the executor can run the scenario (exit 0) or say why not (2)");
@@ -75,6 +77,7 @@ struct RunOptions {
   bool evaluate = false;
   bool weight_stashing = true;
   int threads = 0;              // 0: cores / local workers
+  bool round_robin = true;      // SCHED_RR where the workers outnumber the cores (cpu_policy.h)
   double timeout_s = 30;
   std::string dump_weights_dir;
 };
@@ -96,6 +99,7 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
   o.evaluate = vm.count("evaluate") > 0;
   o.weight_stashing = vm.count("no-weight-stashing") == 0;
   if (vm.count("threads")) o.threads = vm["threads"].as<int>();
+  o.round_robin = vm.count("default-scheduler") == 0;
   o.timeout_s = vm["timeout"].as<double>();
   if (vm.count("dump-weights")) o.dump_weights_dir = vm["dump-weights"].as<std::string>();
   if (vm.count("iterations") && o.iterations < 1)

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "exec/cpu_allocator.h"
+#include "exec/cpu_policy.h"
 #include "exec/stage_executor.h"
 #include "exec/worker.h"
 #include "partition/error.h"
@@ -165,6 +166,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   WorkerMeasurement measurement;
   measurement.rank = env.rank;
   UseCachingCpuAllocator();  // before the first tensor (cpu_allocator.h)
+  const bool oversubscribed = env.local_world_size > static_cast<int>(AllowedCores().size());
   measurement.threads = ConfigureThreads(options.threads, env);
   measurement.host = HostName();
   measurement.capacity_bytes = MemoryShareBytes(env);
@@ -185,6 +187,12 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   std::vector<std::vector<int>> replica_groups(job.schedule.stages);
   for (const auto& w : job.schedule.workers) replica_groups[w.stage].push_back(w.worker);
   Communicator comm(env, options.timeout_s, replica_groups, Fingerprint(job));
+  // More workers than cores: every thread of the worker (c10d Gloo's too, started by now) under
+  // SCHED_RR, so that no core idles while a worker waits to run (cpu_policy.h).
+  if (oversubscribed && options.round_robin) {
+    std::string why;
+    measurement.cpu_policy = UseRoundRobin(&why) ? "SCHED_RR" : "SCHED_OTHER (" + why + ")";
+  }
   StageExecutor executor(job, program, stage, data.get(), comm, allocator, measurement);
 
   comm.Barrier();

@@ -6,6 +6,7 @@
 //   PipeDream-2BW                      W(t+1) = W(t) - step(gradients of batch t at W(t-1))
 //   PipeDream with weight stashing     stage s computes minibatch k on W_s(max(0, k - (P-1-s)))
 // and faults: a dead worker, an unreachable store, a wrong world size, an unsupported scenario.
+#include <sched.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <sys/wait.h>
@@ -549,6 +550,11 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
   EXPECT_GT(report["samples_per_s"].get<double>(), 0);
   EXPECT_EQ(report["details"]["clock"].get<std::string>().rfind("one clock", 0), 0u)
       << report["details"]["clock"];
+  // Two workers with a core each: the OS's default policy.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2)
+    EXPECT_EQ(report["details"]["cpu_policy"], "SCHED_OTHER");
   EXPECT_EQ(report["workers"].size(), 2u);
   for (const auto& w : report["workers"]) {
     EXPECT_GT(w["busy_s"].get<double>(), 0);
@@ -724,8 +730,19 @@ TEST(ExecReport, AReceiveNeverEndsBeforeItsSendBegins) {
   s.microbatches = 8;
   s.iterations = 6;
   const std::string trace = TemporaryDirectory() + "/trace.json";
-  const Result run = Exec("run '" + WriteScenario(s) + "' --threads 1 --trace " + trace);
+  const std::string scenario = WriteScenario(s);
+  const Result run = Exec("run '" + scenario + "' --threads 1 --json --trace " + trace);
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  // More workers than cores: they ran under SCHED_RR (exec/cpu_policy.h), or say why not.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+  const std::string policy = nlohmann::json::parse(run.out)["details"]["cpu_policy"];
+  if (CPU_COUNT(&cpus) < 4)
+    EXPECT_TRUE(policy == "SCHED_RR" || policy.rfind("SCHED_OTHER (sched_setscheduler", 0) == 0)
+        << policy;
+  else
+    EXPECT_EQ(policy, "SCHED_OTHER");
   // (sender, receiver, direction, micro-batch) -> start of the send, end of the receive.
   std::map<std::tuple<int, int, char, int>, double> send_start, recv_end;
   const std::regex message("[0-9]+(SEND|RECV)_(F|B)([0-9]+)");
@@ -747,6 +764,10 @@ TEST(ExecReport, AReceiveNeverEndsBeforeItsSendBegins) {
   }
   std::cout << "[ measured ] smallest receive end - send start: " << tightest_us << " us\n";
   EXPECT_GE(tightest_us, 0);
+  // --default-scheduler leaves them to the OS's default policy.
+  const Result plain = Exec("run '" + scenario + "' --threads 1 --json --default-scheduler");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["details"]["cpu_policy"], "SCHED_OTHER");
 }
 
 TEST(ExecReport, AlignClocksPutsOneMachinesWorkersOnOneAxis) {

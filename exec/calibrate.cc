@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "exec/calibration.h"
+#include "exec/cpu_policy.h"
 #include "exec/communicator.h"
 #include "exec/launcher.h"
 #include "exec/worker.h"
@@ -464,6 +465,9 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
   // The ring: every process (one more than the cores), free to run anywhere.
   comm.Barrier();
   AllowCpus(probes.cpus);
+  // As the executor's workers run where they outnumber the cores (cpu_policy.h).
+  std::string refused;
+  probes.ring.policy = UseRoundRobin(&refused) ? "SCHED_RR" : "SCHED_OTHER (" + refused + ")";
   for (int k = 0; k < plan.ring_repeats; ++k) {
     if (k > 0) comm.Barrier();  // every ring starts together
     const RingTimes ring = OversubscribedRing(comm, plan, plan.gemm_n);
@@ -476,6 +480,7 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
     else
       probes.ring.process_cpu_s_each.push_back(ring.process_cpu_s);
   }
+  UseDefaultScheduling();
   if (env.rank != 0) return 0;
   for (int k = 0; k < plan.ring_repeats; ++k)
     for (int r = 1; r < env.world_size; ++r)

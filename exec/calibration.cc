@@ -155,12 +155,19 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   c.communication_overhead_us = overhead_s * 1e6;
   c.shared_cores = p.cores();
   // The ring: P processes on C cores, each hop a process's GEMMs of CPU time W (measured in
-  // the ring, time-shared as the profile times a worker's layers; without it, G GEMMs of the
-  // busy-core time). Ideal hop time P W / C; what a hop takes beyond it, per core, is the CPU
-  // one message to an oversubscribed server costs: per ring, hop x C / P - W, then the median
-  // over the rings. Both terms of each difference come from the same ring: from separate
-  // probes, seconds apart, W moved by 20% here (a hop's busy-core GEMMs read 0.80 and 0.96 ms
-  // in two calibrations) and the cost with it (916 and 520 us).
+  // the ring; without it, G GEMMs of the busy-core time). Ideal hop time P W / C; what a hop
+  // takes beyond it, per core, is the core time one message to an oversubscribed server costs:
+  // per ring, hop x C / P - W, then the median over the rings (per_message_us). Both terms of
+  // each difference come from the same ring: from separate probes, seconds apart, W moved by
+  // 20% here (a hop's busy-core GEMMs read 0.80 and 0.96 ms in two calibrations) and the cost
+  // with it (916 and 520 us).
+  // Under SCHED_OTHER most of that is core time nobody used (the OS scheduler left a core idle
+  // while a process waited in the other's queue), and the simulator charges all of it: it is
+  // the only stand-in it has for that loss. Under SCHED_RR, as the executor's workers run on
+  // such a server, the kernel runs a waiting thread on any free core at once and the
+  // simulator's cores serve the workers first come, first served; a message then costs the
+  // CPU it takes (cpu_per_message_us below: c10d Gloo's threads, the kernel's copies), and
+  // that is what the simulator charges.
   nlohmann::json ring;
   if (p.ring.hops > 0 && p.ring.processes > p.cores()) {
     const bool measured_work = p.ring.gemm_cpu_s_each.size() == p.ring.hop_s_each.size() &&
@@ -194,8 +201,8 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
             {"per_message_us", per_message_s * 1e6}};
     // How the cost splits: per ring, the CPU every process spent per hop (summed) against what
     // the cores offered in that hop (cores x hop), and the CPU beyond the GEMMs per message
-    // ((process CPU - P x W) / P: c10d Gloo's threads, the kernel's copies). The rest of the
-    // cost is core time nobody used. Kept for inspection; the simulator charges per_message_us.
+    // ((process CPU - P x W) / P: c10d Gloo's threads, the kernel's copies). The rest of
+    // per_message_us is core time nobody used.
     if (p.ring.process_cpu_s_each.size() == p.ring.hop_s_each.size() &&
         !p.ring.hop_s_each.empty()) {
       std::vector<double> busy_each, cpu_per_message_each;
@@ -209,7 +216,10 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
       ring["cores_busy"] = Median(busy_each);
       ring["cpu_per_message_us_each"] = Microseconds(cpu_per_message_each);
       ring["cpu_per_message_us"] = Median(cpu_per_message_each) * 1e6;
+      if (p.ring.policy == "SCHED_RR")
+        c.oversubscribed_message_us = Median(cpu_per_message_each) * 1e6;
     }
+    ring["policy"] = p.ring.policy;
   }
 
   const nlohmann::json table = PingPongTable(p.ping_pong, fit);
@@ -233,7 +243,8 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
         {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
         {"levels[0].allreduce", "mean times of the c10d Gloo all-reduce probe (2 ranks)"},
         {"oversubscribed_message_us",
-         "oversubscribed_ring: hop_us x cores / processes - gemms_per_hop x busy GEMM time"},
+         "oversubscribed_ring: cpu_per_message_us where the ring ran under SCHED_RR, else "
+         "per_message_us (hop_us x cores / processes - the GEMMs' CPU per hop)"},
         {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},
         {"device.memory_bandwidth_bytes_per_s", "memory_copy.bandwidth_gbps"},
         {"launch_overhead_us", "0: profiled layer times already include LibTorch's dispatch"}}},
@@ -299,13 +310,16 @@ std::string CalibrationSummary(const Cluster& c) {
   }
   if (c.oversubscribed_message_us > 0) {
     const nlohmann::json& ring = k["oversubscribed_ring"];
-    out << std::setprecision(0) << "more workers than cores: a message costs "
-        << c.oversubscribed_message_us << " us of core time (a ring of "
+    const std::string policy = ring.value("policy", std::string("SCHED_OTHER"));
+    out << std::setprecision(0) << "more workers than cores: under " << policy
+        << ", a message costs " << c.oversubscribed_message_us
+        << (policy == "SCHED_RR" ? " us of CPU" : " us of core time") << " (a ring of "
         << ring["processes"].get<int>() << " processes, " << ring["hop_us"].get<double>()
-        << " us a hop against " << ring["ideal_hop_us"].get<double>() << " ideal";
+        << " us a hop against " << ring["ideal_hop_us"].get<double>() << " ideal, "
+        << ring["per_message_us"].get<double>() << " us of core time a message";
     if (ring.contains("cores_busy"))
-      out << "; of it " << ring["cpu_per_message_us"].get<double>()
-          << " us of CPU beyond the GEMMs, the cores " << 100 * ring["cores_busy"].get<double>()
+      out << ", of it " << ring["cpu_per_message_us"].get<double>()
+          << " us of CPU beyond the GEMMs; the cores " << 100 * ring["cores_busy"].get<double>()
           << "% busy";
     out << ")\n";
   }

@@ -57,6 +57,9 @@ struct RingProbe {
   // kernel's work on their behalf) spent per hop, summed over the processes (empty: not
   // measured). Against cores x hop it tells how busy the ring kept the cores.
   std::vector<double> process_cpu_s_each;
+  // The policy the ring's threads ran under: "SCHED_RR", as the executor's workers run where
+  // they outnumber the cores, or "SCHED_OTHER (why SCHED_RR was refused)".
+  std::string policy = "SCHED_OTHER";
 };
 
 // The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.

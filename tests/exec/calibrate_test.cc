@@ -176,10 +176,20 @@ TEST(ExecCalibrateFit, TheRingsProcessCpuTellsHowBusyItKeptTheCores) {
   EXPECT_NEAR(cpu[1], 600, 1e-6);
   EXPECT_NEAR(cpu[2], 100, 1e-6);
   EXPECT_NEAR(ring["cpu_per_message_us"].get<double>(), 100, 1e-6);
-  // The simulator's charge is unchanged by it.
+  // A ring under SCHED_OTHER: the simulator's charge is all the core time (idle included).
+  EXPECT_EQ(ring["policy"], "SCHED_OTHER");
   EXPECT_NEAR(c.oversubscribed_message_us, 200, 1e-6);
-  EXPECT_NE(CalibrationSummary(c).find("of it 100 us of CPU beyond the GEMMs, the cores 75% busy"),
+  EXPECT_NE(CalibrationSummary(c).find("under SCHED_OTHER, a message costs 200 us of core time"),
             std::string::npos) << CalibrationSummary(c);
+  EXPECT_NE(CalibrationSummary(c).find("of it 100 us of CPU beyond the GEMMs; the cores 75% busy"),
+            std::string::npos) << CalibrationSummary(c);
+  // Under SCHED_RR, as the executor's workers run on such a server, only the CPU is charged.
+  probes.ring.policy = "SCHED_RR";
+  const Cluster rr = CalibratedCluster(probes, 4);
+  EXPECT_NEAR(rr.oversubscribed_message_us, 100, 1e-6);
+  EXPECT_EQ(rr.calibration["oversubscribed_ring"]["policy"], "SCHED_RR");
+  EXPECT_NE(CalibrationSummary(rr).find("under SCHED_RR, a message costs 100 us of CPU"),
+            std::string::npos) << CalibrationSummary(rr);
   // Without the measurement the fields are absent.
   probes.ring.process_cpu_s_each.clear();
   EXPECT_FALSE(CalibratedCluster(probes, 4).calibration["oversubscribed_ring"].contains("cores_busy"));
@@ -263,6 +273,14 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
     EXPECT_GT(busy[k], 0) << k;
     EXPECT_LE(busy[k], 1.05) << k;
   }
+  // The ring ran as the executor's oversubscribed workers do: under SCHED_RR, its charge the CPU
+  // a message took; or, where the kernel refused, under SCHED_OTHER saying why.
+  const std::string policy = c.calibration["oversubscribed_ring"]["policy"];
+  if (policy == "SCHED_RR")
+    EXPECT_DOUBLE_EQ(c.oversubscribed_message_us,
+                     c.calibration["oversubscribed_ring"]["cpu_per_message_us"].get<double>());
+  else
+    EXPECT_EQ(policy.rfind("SCHED_OTHER (sched_setscheduler(SCHED_RR): ", 0), 0u) << policy;
   EXPECT_GE(c.oversubscribed_message_us, 0);
   EXPECT_GE(c.levels[0].latency_us, 0);
   EXPECT_GE(c.communication_overhead_us, 0);

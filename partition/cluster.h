@@ -66,13 +66,16 @@ class Cluster {
   double communication_overhead_us = 0;  // host-side cost per message
   // 0: every device computes on its own (a GPU). > 0: the devices of one server (a level-0 unit)
   // are worker processes sharing this many CPU cores, as on the machine `pipetwin compare` runs
-  // on: a worker computes at one core's speed while no more workers than cores are busy, and
-  // they share the cores beyond that (the simulator's multi-core host).
+  // on: a worker computes at one core's speed on a core of its own while there are enough.
+  // With more workers than cores, the cores serve them first come, first served, each piece of
+  // work run to its end on one core, as the executor's workers run under SCHED_RR there
+  // (exec/cpu_policy.h).
   int shared_cores = 0;
   // With shared cores and more workers on a server than cores: the CPU time each message to a
-  // worker there costs on top of its transfer (the OS moving processes between cores, waking
-  // them, leaving a core idle while a woken process waits elsewhere). `pipetwin calibrate`
-  // measures it with more processes than cores passing messages in a ring; 0 charges nothing.
+  // worker there costs on top of its transfer, taken on one of the server's cores. `pipetwin
+  // calibrate` measures it with more processes than cores passing messages in a ring: the CPU
+  // beyond the ring's GEMMs under SCHED_RR; where SCHED_RR was refused, all the core time a
+  // hop took beyond its GEMMs (idle cores included); 0 charges nothing.
   double oversubscribed_message_us = 0;
   // What `pipetwin calibrate` measured to derive this cluster (probe sizes, raw timings); kept
   // for inspection, never read back into the model. Null when the cluster was written by hand.

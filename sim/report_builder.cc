@@ -92,9 +92,11 @@ std::vector<std::string> OversubscriptionWarnings(const SimulationSetup& setup,
       warnings.push_back(
           "server " + std::to_string(k) + " runs " + std::to_string(workers[k]) +
           " workers on " + std::to_string(cluster.shared_cores) +
-          " shared cores: the OS scheduler's idle cores (one idle while a woken worker waits on "
-          "another) are modelled only as oversubscribed_message_us a message; such rows of the "
-          "README's validation matrix read -4% to +15%");
+          " shared cores: modelled as the executor runs them there, under SCHED_RR (each op on "
+          "a core, first come, first served); under the OS's default policy (pipetwin run "
+          "--default-scheduler, or SCHED_RR refused) the cores also stand idle while a worker "
+          "waits in another core's queue, which this model leaves out (such runs read -4% to "
+          "+15% in the README's validation matrix)");
   return warnings;
 }
 

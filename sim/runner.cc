@@ -112,14 +112,22 @@ class Simulation {
   void Launch(int w, double bytes);
   void LaunchAll(int w);
   void WaitForJob(int w, long job);
-  void Execute(const Worker& me, double seconds);  // `seconds` of work on the worker's CPU
-  void Compute(int w, size_t i);
+  // `seconds` of work on the worker's CPU, on one of its server's core slots (below) unless
+  // the caller holds one. Returns how long it waited for the slot.
+  double Execute(const Worker& me, double seconds, bool holding_slot = false);
+  double Compute(int w, size_t i);  // returns how long it waited for a core slot
   void Count(int level, double bytes, bool allreduce);
 
   const SimulationSetup& setup_;
   const PipelineSchedule& s_;
   std::vector<Worker> workers_;
   std::unordered_map<const sg4::Host*, int> workers_on_;  // shared CPU hosts: their workers
+  // Servers with more workers than cores: one token per core, taken first come, first served
+  // (SimGrid's semaphore queues its waiters in order). A worker computes only while it holds
+  // one, so each piece of work runs to its end at one core's speed, as a SCHED_RR thread does
+  // (cluster.h, exec/cpu_policy.h); without them the multi-core host would share its cores
+  // among every worker that has work.
+  std::unordered_map<const sg4::Host*, sg4::SemaphorePtr> core_slots_;
   SimulationRecord record_;
   char token_ = 0;
   std::string fault_;
@@ -210,6 +218,9 @@ void Simulation::Prepare() {
     w.finished = sg4::Semaphore::create(0);
     record_.states.emplace_back(setup_, p.worker, setup_.options.record_memory_timeline);
   }
+  for (const auto& [cpu, n] : workers_on_)
+    if (cpu != nullptr && setup_.cluster.shared_cores > 0 && n > setup_.cluster.shared_cores)
+      core_slots_[cpu] = sg4::Semaphore::create(setup_.cluster.shared_cores);
   for (const auto& group : replicas) {
     if (group.size() < 2) continue;
     PrepareRing(group);
@@ -295,36 +306,49 @@ void Simulation::StreamMain(int w) {
   }
 }
 
-void Simulation::Execute(const Worker& me, double seconds) {
+double Simulation::Execute(const Worker& me, double seconds, bool holding_slot) {
   if (me.cpu == me.host) {
     sg4::this_actor::execute(seconds * kHostSpeed);
-    return;
+    return 0;
   }
+  const double asked = Now();
+  const auto slots = holding_slot ? core_slots_.end() : core_slots_.find(me.cpu);
+  if (slots != core_slots_.end()) slots->second->acquire();
+  const double waited = Now() - asked;
   sg4::ExecPtr exec = sg4::this_actor::exec_init(seconds * kHostSpeed);
   exec->set_host(me.cpu);
   exec->wait();
+  if (slots != core_slots_.end()) slots->second->release();
+  return waited;
 }
 
-void Simulation::Compute(int w, size_t i) {
+double Simulation::Compute(int w, size_t i) {
   Worker& me = workers_[w];
   const Op& op = s_.workers[w].ops[i];
   const double seconds = setup_.ComputeSeconds(op);
   const int allreduce = me.feeds_allreduce[i];
   if (allreduce < 0 || me.buckets.empty()) {
-    Execute(me, seconds);
+    const double waited = Execute(me, seconds);
     ++record_.activities;
-    return;
+    return waited;
   }
-  // The backward in pieces, one bucket's all-reduce launched after each.
+  // The backward in pieces, one bucket's all-reduce launched after each; on one core slot
+  // throughout, as the executor's backward runs straight through.
+  const double asked = Now();
+  const auto slots = core_slots_.find(me.cpu);
+  if (slots != core_slots_.end()) slots->second->acquire();
+  const double waited = Now() - asked;
   const double work = seconds - setup_.launch_overhead_s;
   for (size_t b = 0; b < me.buckets.size(); ++b) {
     const double piece =
         work * me.buckets[b].backward_fraction + (b == 0 ? setup_.launch_overhead_s : 0);
-    Execute(me, piece);
+    Execute(me, piece, true);
     ++record_.activities;
     Launch(w, me.buckets[b].bytes);
   }
+  if (slots != core_slots_.end()) slots->second->release();
   me.launched[allreduce] = true;
+  return waited;
 }
 
 void Simulation::WorkerMain(int w) {
@@ -343,7 +367,9 @@ void Simulation::WorkerMain(int w) {
         WaitForJob(w, me.version_job[op.weight_version]);
       start = Now();
       if (op.kind == OpKind::kRecompute) state.Apply(op, start);
-      Compute(w, i);
+      // Waiting for a core is idle time, as a worker's wait for a core shows in the executor
+      // (inside the receive it was woken from): the op starts when it has one.
+      start += Compute(w, i);
       rec.busy_s += Now() - start;
     } else if (IsSend(op.kind)) {
       if (setup_.communication_overhead_s > 0) {
@@ -383,7 +409,7 @@ void Simulation::WorkerMain(int w) {
       if (update_s > 0) {
         WaitForJob(w, me.version_job[op.weight_version]);
         start = Now();
-        Execute(me, update_s);
+        start += Execute(me, update_s);
         ++record_.activities;
         rec.busy_s += Now() - start;
       }

@@ -138,6 +138,33 @@ TEST(SimClosedForm, WorkersSharingCoresDivideThem) {
   EXPECT_LT(RelativeError(simtest::Simulate(g).iteration_s, p * m * (f + b)), kTolerance);
 }
 
+// More workers than cores: the cores serve them first come, first served, each op run to its
+// end on one core (the executor's workers run under SCHED_RR there, exec/cpu_policy.h), not
+// shared among all who have work. Three replicas of a 1 ms forward and 2 ms backward on 2
+// cores: two forwards run from 0 to 1 ms while the third waits; at 1 ms the third forward and
+// one backward start, at 2 ms the second backward, at 3 ms the last, which ends at 5 ms. Shared
+// fairly, every op would run at 2/3 speed and all would end at 4.5 ms.
+TEST(SimClosedForm, WorkersBeyondTheCoresTakeThemFirstComeFirstServed) {
+  Cluster cluster = TwoLevelCluster(3, 1, 800, 0, 0, 0);
+  cluster.shared_cores = 2;
+  const Scenario s = MakeScenario(EqualLayers(1, 1, 2, 0, 4), cluster, EvenPlan(1, 1, 3),
+                                  "flush", 1, 1);
+  sim::SimOptions options;
+  options.allreduce_buckets = 1;
+  const Report r = simtest::Simulate(s, options);
+  EXPECT_LT(RelativeError(r.iteration_s, 5e-3), kTolerance) << r.iteration_s;
+  // The last replica computes 3 ms; its 2 ms of waiting for a core are idle time.
+  EXPECT_NEAR(r.workers[2].busy_s, 3e-3, 1e-6);
+  EXPECT_NEAR(r.workers[2].idle_s, 2e-3, 1e-6);
+  // With a core each, 3 ms.
+  cluster.shared_cores = 3;
+  EXPECT_LT(RelativeError(simtest::Simulate(MakeScenario(EqualLayers(1, 1, 2, 0, 4), cluster,
+                                                         EvenPlan(1, 1, 3), "flush", 1, 1),
+                                            options).iteration_s,
+                          3e-3),
+            kTolerance);
+}
+
 // More workers than cores (cluster.oversubscribed_message_us): every message delivered to a
 // worker there costs that much of a core. GPipe on 1 shared core stays sequential, now with the
 // 2 (p - 1) m messages' cost on top; with a core per worker the same setting charges nothing.

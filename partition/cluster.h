@@ -71,8 +71,9 @@ class Cluster {
   // work run to its end on one core, as the executor's workers run under SCHED_RR there
   // (exec/cpu_policy.h).
   int shared_cores = 0;
-  // With shared cores and more workers on a server than cores: the CPU time each message to a
-  // worker there costs on top of its transfer, taken on one of the server's cores. `pipetwin
+  // With shared cores and more workers on a server than cores: the CPU time each message
+  // between workers there costs on top of its transfer, half at each end, on one of the
+  // server's cores (the sender's half before the message leaves). `pipetwin
   // calibrate` measures it with more processes than cores passing messages in a ring: the CPU
   // beyond the ring's GEMMs under SCHED_RR; where SCHED_RR was refused, all the core time a
   // hop took beyond its GEMMs (idle cores included); 0 charges nothing.

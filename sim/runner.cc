@@ -116,6 +116,7 @@ class Simulation {
   // the caller holds one. Returns how long it waited for the slot.
   double Execute(const Worker& me, double seconds, bool holding_slot = false);
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
+  bool ChargeMessageCpu(const Worker& me);
   void Count(int level, double bytes, bool allreduce);
 
   const SimulationSetup& setup_;
@@ -322,6 +323,20 @@ double Simulation::Execute(const Worker& me, double seconds, bool holding_slot) 
   return waited;
 }
 
+// A message between workers of an oversubscribed server costs CPU there (cluster.h): c10d
+// Gloo's send and receive paths and the kernel's copies, at both ends. The calibration's ring
+// measures both ends together (cpu_per_message_us); each end is charged half, on one of the
+// server's cores: the sender's before the message leaves, the receiver's once it has arrived.
+// Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
+// charged anything.
+bool Simulation::ChargeMessageCpu(const Worker& me) {
+  if (me.cpu == me.host || setup_.cluster.oversubscribed_message_us <= 0 ||
+      workers_on_[me.cpu] <= setup_.cluster.shared_cores)
+    return false;
+  Execute(me, setup_.cluster.oversubscribed_message_us * 1e-6 / 2);
+  return true;
+}
+
 double Simulation::Compute(int w, size_t i) {
   Worker& me = workers_[w];
   const Op& op = s_.workers[w].ops[i];
@@ -378,6 +393,8 @@ void Simulation::WorkerMain(int w) {
         rec.exposed_communication_s += setup_.communication_overhead_s;
       }
       const double bytes = setup_.MessageBytes(op);
+      // The sender's half of a message's CPU on an oversubscribed server (ChargeMessageCpu).
+      if (ChargeMessageCpu(me)) ++record_.activities;
       me.messages[i].posted_s = Now();
       me.op_mailbox[i]->put_init(&me.messages[i], Bytes(bytes))->detach();
       ++record_.activities;
@@ -391,13 +408,8 @@ void Simulation::WorkerMain(int w) {
         return;
       }
       rec.exposed_communication_s += Now() - std::max(start, message->posted_s);
-      // A message to a worker of an oversubscribed server costs CPU time there (cluster.h):
-      // neither computing nor communicating, it shows as the worker's idle time.
-      if (me.cpu != me.host && setup_.cluster.oversubscribed_message_us > 0 &&
-          workers_on_[me.cpu] > setup_.cluster.shared_cores) {
-        Execute(me, setup_.cluster.oversubscribed_message_us * 1e-6);
-        ++record_.activities;
-      }
+      // The receiver's half.
+      if (ChargeMessageCpu(me)) ++record_.activities;
     } else if (op.kind == OpKind::kAllReduce) {
       if (!me.launched[i]) LaunchAll(w);
     } else if (op.kind == OpKind::kUpdate) {

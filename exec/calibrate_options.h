@@ -29,8 +29,9 @@ inline const char* CalibrateDescription() {
          "busy, and a c10d Gloo ping-pong between two worker processes over loopback (4 B to\n"
          "16 MB) fitted as one-way time = latency + per-message overhead + bytes / bandwidth,\n"
          "a Gloo all-reduce between two workers (4 KB to 32 MB, kept as a table), and a ring of\n"
-         "one process more than the cores passing a token (the core time a message to a server\n"
-         "with more workers than cores costs it, oversubscribed_message_us).\n"
+         "one process more than the cores passing a token under SCHED_RR, as `run` puts such\n"
+         "workers (the CPU a message between workers of a server with more workers than cores\n"
+         "costs, oversubscribed_message_us).\n"
          "The cluster has one server of N workers sharing the cores (shared_cores); the raw\n"
          "probes are kept in its \"calibration\" member for inspection. About 5 s on a 2-core\n"
          "machine; --quick about 2 s.";

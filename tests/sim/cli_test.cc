@@ -132,6 +132,37 @@ TEST(SimCli, TraceIsChromeTraceEventJson) {
   EXPECT_EQ(threads, (std::set<int>{0, 1, 2, 3}));  // compute, send, receive, all-reduce
 }
 
+// A message between workers of an oversubscribed server costs its CPU half at each end
+// (runner.cc, ChargeMessageCpu): GPipe on 2 workers sharing 1 core, 4 ms a message. Worker 0's
+// first send takes the sender's 2 ms before the message leaves (1 to 3 ms); worker 1's receive
+// ends after its own 2 ms (5 ms), when its forward starts. Charged wholly at the receiver, the
+// send would take no time and the receive end at the same 5 ms.
+TEST(SimCli, AMessageToAnOversubscribedServerCostsCpuAtBothEnds) {
+  Cluster cluster = TwoLevelCluster(2, 1, 800, 0, 0, 0);
+  cluster.shared_cores = 1;
+  cluster.oversubscribed_message_us = 4000;
+  const std::string scenario = simtest::WriteScenario(
+      MakeScenario(EqualLayers(2, 1, 2, 0, 4e6), cluster, EvenPlan(2, 1, 1), "gpipe", 1, 1));
+  const std::string trace = testing::TemporaryDirectory() + "/trace.json";
+  auto r = RunPipetwin("simulate " + scenario + " --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(Slurp(trace));
+  double send_start = -1, send_end = -1, receive_end = -1;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"];
+    if (e["pid"] == 0 && name.find("SEND_F") != std::string::npos) {
+      send_start = e["ts"].get<double>();
+      send_end = send_start + e["dur"].get<double>();
+    }
+    if (e["pid"] == 1 && name.find("RECV_F") != std::string::npos)
+      receive_end = e["ts"].get<double>() + e["dur"].get<double>();
+  }
+  EXPECT_NEAR(send_start, 1000, 1);  // microseconds
+  EXPECT_NEAR(send_end, 3000, 1);
+  EXPECT_NEAR(receive_end, 5000, 1);
+}
+
 TEST(SimCli, SvgDrawsTheSimulatedTimeline) {
   const std::string svg = testing::TemporaryDirectory() + "/timeline.svg";
   auto r = RunPipetwin("simulate " + SmallScenarioFile("gpipe") + " --svg " + svg);

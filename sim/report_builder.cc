@@ -72,10 +72,11 @@ std::string CapacityWarning(const Report& r) {
          Fixed(fullest->capacity_bytes / 1e9) + " GB";
 }
 
-// Servers whose workers outnumber their shared cores. The simulator shares the cores among
-// whoever can run and charges each message the calibrated oversubscribed_message_us; the OS
-// scheduler also leaves a core idle while a woken worker waits on the other, which it does not
-// model (README, "The validation matrix": such rows read -4% to +15% there).
+// Servers whose workers outnumber their shared cores. The simulator serves them the cores first
+// come, first served and charges each message the calibrated oversubscribed_message_us, as the
+// executor's workers run there under SCHED_RR; under the OS's default policy a core also stands
+// idle while a woken worker waits on the other, which it does not model (README, "The
+// validation matrix": such rows read -4% to +15% there).
 std::vector<std::string> OversubscriptionWarnings(const SimulationSetup& setup,
                                                   const PipelineSchedule& s) {
   const Cluster& cluster = setup.cluster;

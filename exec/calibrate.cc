@@ -25,7 +25,7 @@
 #include "exec/communicator.h"
 #include "exec/launcher.h"
 #include "exec/worker.h"
-#include "partition/json_reader.h"
+#include "partition/util/json_reader.h"
 
 namespace pipetwin::exec {
 

@@ -14,7 +14,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::exec {
 

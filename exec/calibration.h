@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/cluster.h"
+#include "partition/model/cluster.h"
 
 namespace pipetwin::exec {
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::exec {
 

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 #include "workloads/cluster_device.h"
 #include "workloads/scenario_plan.h"
 #include "workloads/scenario_schedule.h"
 #include "workloads/workload_source.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin::exec {
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "exec/run_options.h"
-#include "partition/plan.h"
-#include "partition/schedule.h"
+#include "partition/model/plan.h"
+#include "partition/schedule/op.h"
 #include "workloads/cnn.h"
 #include "workloads/mlp.h"
 #include "workloads/scenario.h"

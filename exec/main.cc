@@ -20,7 +20,7 @@
 #include "exec/run_options.h"
 #include "exec/worker.h"
 #include "partition/cli/options.h"
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace {
 

@@ -1,4 +1,5 @@
 #include "exec/measurement.h"
+#include "partition/timeline/chrome_trace.h"
 
 #include <algorithm>
 #include <map>

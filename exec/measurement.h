@@ -17,9 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/job.h"
-#include "partition/report.h"
-#include "partition/schedule.h"
-#include "partition/timeline.h"
+#include "partition/report/report.h"
+#include "partition/schedule/op.h"
+#include "partition/timeline/timeline.h"
+#include "partition/timeline/chrome_trace.h"
 
 namespace pipetwin::exec {
 

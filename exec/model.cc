@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::exec {
 

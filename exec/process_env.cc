@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::exec {
 

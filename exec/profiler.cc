@@ -29,9 +29,9 @@
 #include "exec/stage_executor.h"
 #include "exec/weights.h"
 #include "exec/worker.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
-#include "partition/workload.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/model/workload.h"
 
 namespace pipetwin::exec {
 

@@ -11,7 +11,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::exec {
 

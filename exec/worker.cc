@@ -15,8 +15,11 @@
 #include "exec/cpu_policy.h"
 #include "exec/stage_executor.h"
 #include "exec/worker.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/report/text.h"
+#include "partition/schedule/format.h"
+#include "partition/timeline/chrome_trace.h"
 
 namespace pipetwin::exec {
 

@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "partition/cluster.h"
+#include "partition/model/cluster.h"
 
 namespace pipetwin::sim {
 

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::sim {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 #include "sim/commands.h"
 
 int main(int argc, char** argv) {

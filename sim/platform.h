@@ -21,7 +21,7 @@
 
 #include <simgrid/s4u/Host.hpp>
 
-#include "partition/cluster.h"
+#include "partition/model/cluster.h"
 
 namespace pipetwin::sim {
 

@@ -1,4 +1,5 @@
 #include "sim/report_builder.h"
+#include "partition/schedule/replay.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -15,10 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "partition/report.h"
-#include "partition/schedule.h"
+#include "partition/report/report.h"
+#include "partition/schedule/op.h"
 #include "sim/runner.h"
 #include "sim/setup.h"
+#include "partition/schedule/replay.h"
 
 namespace pipetwin::sim {
 

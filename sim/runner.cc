@@ -17,7 +17,7 @@
 #include <simgrid/s4u/Semaphore.hpp>
 #include <xbt/log.h>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 #include "sim/collective.h"
 #include "sim/platform.h"
 

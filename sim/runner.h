@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/report.h"
+#include "partition/report/report.h"
 #include "sim/setup.h"
 #include "sim/worker_state.h"
 

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
-#include "partition/error.h"
-#include "partition/planner_common.h"
+#include "partition/util/error.h"
+#include "partition/cost/pipeline_cost_model.h"
+#include "partition/planners/settings.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin::sim {
 

@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "workloads/scenario_schedule.h"
-#include "partition/cluster.h"
-#include "partition/plan.h"
-#include "partition/schedule.h"
-#include "partition/workload.h"
+#include "partition/model/cluster.h"
+#include "partition/model/plan.h"
+#include "partition/schedule/op.h"
+#include "partition/model/workload.h"
 #include "workloads/scenario.h"
 
 namespace pipetwin::sim {

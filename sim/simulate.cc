@@ -1,6 +1,6 @@
 #include "sim/simulate.h"
 
-#include "partition/json_reader.h"
+#include "partition/util/json_reader.h"
 #include "sim/isolated.h"
 #include "sim/report_builder.h"
 

@@ -11,8 +11,8 @@
 
 #include <string>
 
-#include "partition/plan.h"
-#include "partition/report.h"
+#include "partition/model/plan.h"
+#include "partition/report/report.h"
 #include "sim/runner.h"
 #include "sim/setup.h"
 #include "workloads/scenario.h"

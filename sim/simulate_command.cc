@@ -5,14 +5,18 @@
 #include <iostream>
 
 #include "partition/cli/options.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
-#include "partition/report.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/report/report.h"
 #include "sim/commands.h"
 #include "sim/report_builder.h"
 #include "sim/runner.h"
 #include "sim/trace.h"
 #include "workloads/scenario_plan.h"
+#include "partition/report/csv.h"
+#include "partition/report/text.h"
+#include "partition/timeline/chrome_trace.h"
+#include "partition/timeline/svg.h"
 
 namespace pipetwin::sim {
 

@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 #include "sim/isolated.h"
 #include "sim/simulate.h"
 #include "workloads/scenario_plan.h"

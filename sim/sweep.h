@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "partition/report.h"
+#include "partition/report/report.h"
 #include "sim/setup.h"
 #include "workloads/scenario.h"
 

@@ -5,11 +5,12 @@
 #include <iostream>
 
 #include "partition/cli/options.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
-#include "partition/report.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/report/report.h"
 #include "sim/commands.h"
 #include "sim/sweep.h"
+#include "partition/report/csv.h"
 
 namespace pipetwin::sim {
 

@@ -1,4 +1,6 @@
 #include "sim/trace.h"
+#include "partition/timeline/chrome_trace.h"
+#include "partition/timeline/svg.h"
 
 namespace pipetwin::sim {
 

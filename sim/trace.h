@@ -16,9 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "partition/timeline.h"
+#include "partition/timeline/timeline.h"
 #include "sim/runner.h"
 #include "sim/setup.h"
+#include "partition/timeline/chrome_trace.h"
+#include "partition/timeline/svg.h"
 
 namespace pipetwin::sim {
 

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "partition/report.h"
-#include "partition/schedule.h"
+#include "partition/report/report.h"
+#include "partition/schedule/op.h"
 #include "sim/setup.h"
 
 namespace pipetwin::sim {

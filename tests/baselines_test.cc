@@ -1,15 +1,18 @@
 // The shared cost model (planner_common.h) worked by hand, and the baselines: data parallelism,
 // GPipe and PipeDream-Flush formulas, the uniform split, the balanced split against an
 // exhaustive one, the depth choice and the over-capacity error.
-#include "partition/baselines.h"
+#include "partition/planners/baselines.h"
 
 #include <algorithm>
 #include <random>
 
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 #include "tests/test_support.h"
+#include "partition/cost/memory.h"
+#include "partition/planners/settings.h"
+#include "partition/planners/splits.h"
 
 namespace pipetwin {
 namespace {

@@ -1,9 +1,9 @@
-#include "partition/cluster.h"
+#include "partition/model/cluster.h"
 
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 
 namespace pipetwin {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin {
 namespace {

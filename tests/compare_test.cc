@@ -1,14 +1,15 @@
 // partition/compare.h: relative errors figure by figure, staleness matched stage by stage, runs
 // that differ refused, and timelines read back from the Chrome traces both back ends write.
-#include "partition/compare.h"
+#include "partition/report/compare.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 #include "test_support.h"
+#include "partition/timeline/chrome_trace.h"
 
 namespace pipetwin {
 namespace {

@@ -2,8 +2,8 @@
 // small graphs whose states can be listed by hand.
 #include <gtest/gtest.h>
 
-#include "partition/antichain.h"
-#include "partition/error.h"
+#include "partition/planners/pipedream/antichain.h"
+#include "partition/util/error.h"
 
 namespace pipetwin {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <set>
 
-#include "partition/error.h"
-#include "partition/pipedream_planner.h"
+#include "partition/util/error.h"
+#include "partition/planners/pipedream/planner.h"
 #include "tests/pipedream_planner_reference.h"
 #include "tests/test_support.h"
 #include "workloads/pipedream_profile.h"

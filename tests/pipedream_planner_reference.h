@@ -12,9 +12,9 @@
 #include <limits>
 #include <vector>
 
-#include "partition/antichain.h"
-#include "partition/pipedream_dp.h"
-#include "partition/pipedream_options.h"
+#include "partition/planners/pipedream/antichain.h"
+#include "partition/planners/pipedream/dp.h"
+#include "partition/planners/pipedream/options.h"
 
 namespace pipetwin::testing {
 

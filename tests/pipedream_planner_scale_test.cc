@@ -4,7 +4,7 @@
 // sequence 2048, micro-batch 1, fp16, V100-class throughput) and only set the problem's shape.
 #include <gtest/gtest.h>
 
-#include "partition/pipedream_planner.h"
+#include "partition/planners/pipedream/planner.h"
 #include "workloads/cluster_device.h"
 #include "workloads/transformer.h"
 

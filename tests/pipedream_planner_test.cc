@@ -11,9 +11,9 @@
 #include <random>
 #include <tuple>
 
-#include "partition/error.h"
-#include "partition/pipedream_dp.h"
-#include "partition/pipedream_planner.h"
+#include "partition/util/error.h"
+#include "partition/planners/pipedream/dp.h"
+#include "partition/planners/pipedream/planner.h"
 #include "tests/pipedream_planner_reference.h"
 
 namespace pipetwin {

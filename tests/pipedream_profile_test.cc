@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 #include "tests/test_support.h"
 
 namespace pipetwin {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "partition/plan.h"
+#include "partition/model/plan.h"
 #include "tests/test_support.h"
 #include "workloads/scenario.h"
 

@@ -2,7 +2,7 @@
 // space on small random workloads (every w, d, b, recomputation, m and every contiguous split),
 // the smallest-shortfall error, one-line errors for bad input, the plan's shape, and the search
 // time for GPT 3.8B on 64 V100s (the bound: 50 ms).
-#include "partition/planner_2bw.h"
+#include "partition/planners/two_bw.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,9 +10,11 @@
 
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 #include "tests/test_support.h"
 #include "workloads/transformer.h"
+#include "partition/planners/settings.h"
+#include "partition/util/format.h"
 
 namespace pipetwin {
 namespace {
@@ -49,8 +51,7 @@ struct Found {
 // Exhaustive search of the 2BW space with the shared cost primitives (Times, Memory): every
 // (w, d, b, recompute), every m from d to the global-batch limit, every split into d contiguous
 // stages. Returns each (w, d, b, recompute)'s best, best first.
-std::vector<Found> BruteForce(const PipelineCostModel& model) {
-  const PlannerSettings& s = model.settings();
+std::vector<Found> BruteForce(const PipelineCostModel& model, const PlannerSettings& s) {
   const int layers = model.LayerCount(), workers = model.WorkerCount();
   std::vector<Found> out;
   for (int d = 1; d <= std::min(layers, workers); ++d) {
@@ -146,13 +147,13 @@ TEST(Planner2BWTest, AgreesWithExhaustiveSearch) {
       if (heavy_stash)
         for (const Layer& l : w.layers) s.stash_bytes_per_layer.push_back(8 * l.activation_bytes);
       const PipelineCostModel model(w, SmallCluster(), s);
-      const std::vector<Found> expected = BruteForce(model);
+      const std::vector<Found> expected = BruteForce(model, s);
       if (expected.empty()) {
-        EXPECT_THROW(Search2BW(model), InputError);
+        EXPECT_THROW(Search2BW(model, s), InputError);
         continue;
       }
       ++cases;
-      const TwoBWSearch search = Search2BW(model);
+      const TwoBWSearch search = Search2BW(model, s);
       const size_t rows = std::min<size_t>(expected.size(), 10);
       ASSERT_EQ(search.ranked.size(), rows) << "seed " << seed << " capacity " << capacity;
       for (size_t i = 0; i < rows; ++i)
@@ -200,7 +201,7 @@ TEST(Planner2BWTest, NothingFitsNamesTheSmallestShortfall) {
           smallest = std::min(smallest, fullest);
         }
   try {
-    Search2BW(model);
+    Search2BW(model, s);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string message = e.what();
@@ -320,9 +321,9 @@ TEST(Planner2BWTest, BranchAndBoundKeepsTheTopTenOfTheFullSearch) {
   PlannerSettings s;
   const Workload w = Gpt38B(&s);
   const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
-  const TwoBWSearch bounded = Search2BW(PipelineCostModel(w, cluster, s));
+  const TwoBWSearch bounded = Search2BW(PipelineCostModel(w, cluster, s), s);
   s.ranked_count = 1 << 20;  // never full: every configuration is solved
-  const TwoBWSearch full = Search2BW(PipelineCostModel(w, cluster, s));
+  const TwoBWSearch full = Search2BW(PipelineCostModel(w, cluster, s), s);
   EXPECT_LT(bounded.solved, full.solved / 4);
   ASSERT_EQ(bounded.ranked.size(), 10u);
   for (size_t i = 0; i < 10; ++i) {

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 #include "tests/test_support.h"
 
 namespace pipetwin {

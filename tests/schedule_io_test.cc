@@ -5,8 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "partition/error.h"
-#include "partition/schedule.h"
+#include "partition/util/error.h"
+#include "partition/schedule/op.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/check.h"
+#include "partition/schedule/format.h"
+#include "partition/schedule/replay.h"
+#include "partition/schedule/spec.h"
+#include "partition/timeline/svg.h"
 
 namespace pipetwin {
 namespace {

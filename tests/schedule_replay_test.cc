@@ -15,8 +15,12 @@
 #include <malloc.h>
 #endif
 
-#include "partition/error.h"
-#include "partition/schedule.h"
+#include "partition/util/error.h"
+#include "partition/schedule/op.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/check.h"
+#include "partition/schedule/replay.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin {
 namespace {

@@ -10,8 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "partition/error.h"
-#include "partition/schedule.h"
+#include "partition/util/error.h"
+#include "partition/schedule/op.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/check.h"
+#include "partition/schedule/replay.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin {
 namespace {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "partition/workload.h"
+#include "partition/model/workload.h"
 
 namespace pipetwin::testing {
 

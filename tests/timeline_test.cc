@@ -8,8 +8,13 @@
 #include <tuple>
 #include <vector>
 
-#include "partition/schedule.h"
-#include "partition/timeline.h"
+#include "partition/schedule/op.h"
+#include "partition/timeline/timeline.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/replay.h"
+#include "partition/schedule/spec.h"
+#include "partition/timeline/chrome_trace.h"
+#include "partition/timeline/svg.h"
 
 namespace pipetwin {
 namespace {

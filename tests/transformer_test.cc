@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin {
 namespace {

@@ -1,11 +1,11 @@
 // Workload JSON: round trip, topological sorting, and every bad-input case the foundation issue
 // names (malformed JSON, unknown keys, missing/negative/zero/NaN values, cycles, dangling edges).
-#include "partition/workload.h"
+#include "partition/model/workload.h"
 
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 #include "tests/test_support.h"
 
 namespace pipetwin {

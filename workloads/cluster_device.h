@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "partition/cluster.h"
+#include "partition/model/cluster.h"
 #include "workloads/device_model.h"
 
 namespace pipetwin {

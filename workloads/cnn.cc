@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin {
 

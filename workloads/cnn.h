@@ -25,7 +25,7 @@
 //   Workload resnet = GenerateResnet50(c, DeviceModel{});  // name "resnet50-224", not a chain
 #pragma once
 
-#include "partition/workload.h"
+#include "partition/model/workload.h"
 #include "workloads/device_model.h"
 
 namespace pipetwin {

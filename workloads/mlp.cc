@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin {
 

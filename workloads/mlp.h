@@ -11,8 +11,8 @@
 //   Workload w = GenerateMlp(c, DeviceModel{});   // "fc0" .. "fc3", name "mlp-4x512"
 #pragma once
 
-#include "partition/json_reader.h"
-#include "partition/workload.h"
+#include "partition/util/json_reader.h"
+#include "partition/model/workload.h"
 #include "workloads/device_model.h"
 
 namespace pipetwin {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 
 namespace pipetwin {
 

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "partition/workload.h"
+#include "partition/model/workload.h"
 
 namespace pipetwin {
 

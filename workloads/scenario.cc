@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 #include "workloads/cluster_device.h"
 #include "workloads/workload_source.h"
 

@@ -19,9 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "partition/cluster.h"
-#include "partition/plan.h"
-#include "partition/workload.h"
+#include "partition/model/cluster.h"
+#include "partition/model/plan.h"
+#include "partition/model/workload.h"
 
 namespace pipetwin {
 

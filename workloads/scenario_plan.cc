@@ -1,10 +1,11 @@
 #include "workloads/scenario_plan.h"
 
-#include "partition/baselines.h"
-#include "partition/error.h"
-#include "partition/pipedream_planner.h"
-#include "partition/planner_2bw.h"
-#include "partition/planner_common.h"
+#include "partition/planners/baselines.h"
+#include "partition/util/error.h"
+#include "partition/planners/pipedream/planner.h"
+#include "partition/planners/two_bw.h"
+#include "partition/cost/pipeline_cost_model.h"
+#include "partition/planners/settings.h"
 
 namespace pipetwin {
 

@@ -3,9 +3,10 @@
 // see the same plan.
 #pragma once
 
-#include "partition/plan.h"
-#include "partition/planner_common.h"
+#include "partition/model/plan.h"
+#include "partition/cost/pipeline_cost_model.h"
 #include "workloads/scenario.h"
+#include "partition/planners/settings.h"
 
 namespace pipetwin {
 

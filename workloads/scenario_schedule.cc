@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin {
 

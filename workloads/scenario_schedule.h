@@ -8,9 +8,10 @@
 
 #include <string>
 
-#include "partition/plan.h"
-#include "partition/schedule.h"
+#include "partition/model/plan.h"
+#include "partition/schedule/op.h"
 #include "workloads/scenario.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin {
 

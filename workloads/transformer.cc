@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin {
 

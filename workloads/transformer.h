@@ -29,7 +29,7 @@
 
 #include <string>
 
-#include "partition/workload.h"
+#include "partition/model/workload.h"
 #include "workloads/device_model.h"
 
 namespace pipetwin {

@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "partition/json_reader.h"
-#include "partition/workload.h"
+#include "partition/util/json_reader.h"
+#include "partition/model/workload.h"
 #include "workloads/cnn.h"
 #include "workloads/device_model.h"
 #include "workloads/transformer.h"

@@ -10,11 +10,12 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "partition/pipedream_planner.h"
-#include "partition/planner_2bw.h"
+#include "partition/planners/pipedream/planner.h"
+#include "partition/planners/two_bw.h"
 #include "workloads/cluster_device.h"
 #include "workloads/pipedream_profile.h"
 #include "workloads/transformer.h"
+#include "partition/planners/settings.h"
 
 namespace pipetwin {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::cli {
 

@@ -25,12 +25,15 @@
 
 #include "partition/cli/back_end.h"
 #include "partition/cli/options.h"
-#include "partition/compare.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
-#include "partition/timeline.h"
+#include "partition/report/compare.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/timeline/timeline.h"
 #include "workloads/scenario.h"
 #include "workloads/scenario_plan.h"
+#include "partition/report/validation_table.h"
+#include "partition/timeline/chrome_trace.h"
+#include "partition/timeline/svg.h"
 
 namespace pipetwin::cli {
 

@@ -13,9 +13,10 @@
 
 #include "partition/cli/options.h"
 #include "partition/cli/plan_scenario.h"
-#include "partition/error.h"
-#include "partition/pipedream_planner.h"
+#include "partition/util/error.h"
+#include "partition/planners/pipedream/planner.h"
 #include "workloads/pipedream_profile.h"
+#include "partition/util/format.h"
 
 namespace pipetwin::cli {
 

@@ -6,11 +6,13 @@
 #include <iostream>
 #include <sstream>
 
-#include "partition/baselines.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
+#include "partition/planners/baselines.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
 #include "workloads/scenario.h"
 #include "workloads/scenario_plan.h"
+#include "partition/planners/settings.h"
+#include "partition/util/format.h"
 
 namespace pipetwin::cli {
 

@@ -11,7 +11,7 @@
 #include "exec/calibrate_options.h"
 #include "exec/run_options.h"
 #include "partition/cli/options.h"
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::cli {
 

@@ -7,9 +7,15 @@
 #include <vector>
 
 #include "partition/cli/options.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
-#include "partition/schedule.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/schedule/op.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/check.h"
+#include "partition/schedule/format.h"
+#include "partition/schedule/replay.h"
+#include "partition/schedule/spec.h"
+#include "partition/timeline/svg.h"
 
 namespace pipetwin::cli {
 

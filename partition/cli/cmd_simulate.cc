@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "partition/cli/options.h"
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::cli {
 

@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 
 #include "partition/cli/options.h"
-#include "partition/error.h"
-#include "partition/json_reader.h"
-#include "partition/workload.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/model/workload.h"
 #include "workloads/cluster_device.h"
 #include "workloads/workload_source.h"
 

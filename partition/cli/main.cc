@@ -5,7 +5,7 @@
 #include <string>
 
 #include "partition/cli/commands.h"
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace {
 

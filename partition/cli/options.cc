@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "partition/error.h"
+#include "partition/util/error.h"
 
 namespace pipetwin::cli {
 
@@ -26,18 +26,6 @@ po::variables_map ParseCommandLine(const std::string& command, po::options_descr
     throw InputError("pipetwin " + command + ": " + e.what());
   }
   return vm;
-}
-
-std::string FormatDeviceList(const std::vector<int>& devices) {
-  std::string out;
-  for (size_t i = 0; i < devices.size();) {
-    size_t j = i;
-    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1) ++j;
-    out += (i ? "," : "") + std::to_string(devices[i]);
-    if (j > i) out += "-" + std::to_string(devices[j]);
-    i = j + 1;
-  }
-  return out;
 }
 
 void PrintUsage(std::ostream& out, const std::string& command, const std::string& usage,

@@ -29,7 +29,5 @@ po::variables_map ParseCommandLine(const std::string& command, po::options_descr
 void PrintUsage(std::ostream& out, const std::string& command, const std::string& usage,
                 const std::string& description, const po::options_description& desc);
 
-// "0-3,8,10-11": device ids with consecutive runs shortened, for tables.
-std::string FormatDeviceList(const std::vector<int>& devices);
 
 }  // namespace pipetwin::cli

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/calibration.h"
-#include "partition/cluster.h"
-#include "partition/json_reader.h"
+#include "partition/model/cluster.h"
+#include "partition/util/json_reader.h"
 #include "test_support.h"
 
 namespace pipetwin::exec {

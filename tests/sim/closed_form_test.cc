@@ -7,6 +7,8 @@
 
 #include "sim/setup.h"
 #include "tests/sim/sim_test_support.h"
+#include "partition/schedule/replay.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin {
 namespace {

@@ -3,10 +3,12 @@
 // planner_common's WorkerMemory (bytes); a plan over capacity is simulated and flagged.
 #include <gtest/gtest.h>
 
-#include "partition/planner_common.h"
+#include "partition/cost/pipeline_cost_model.h"
 #include "sim/setup.h"
 #include "tests/sim/sim_test_support.h"
 #include "tests/test_support.h"
+#include "partition/cost/memory.h"
+#include "partition/schedule/replay.h"
 
 namespace pipetwin {
 namespace {

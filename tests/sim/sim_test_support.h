@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "partition/cluster.h"
-#include "partition/plan.h"
-#include "partition/report.h"
-#include "partition/workload.h"
+#include "partition/model/cluster.h"
+#include "partition/model/plan.h"
+#include "partition/report/report.h"
+#include "partition/model/workload.h"
 #include "sim/setup.h"
 #include "workloads/scenario.h"
 

@@ -1,12 +1,15 @@
 // The SimGrid-free pieces: ring plans, report JSON and CSV, sweep variations, repeated schedules.
 #include <gtest/gtest.h>
 
-#include "partition/error.h"
-#include "partition/report.h"
+#include "partition/util/error.h"
+#include "partition/report/report.h"
 #include "sim/collective.h"
 #include "sim/setup.h"
 #include "sim/sweep.h"
 #include "tests/sim/sim_test_support.h"
+#include "partition/report/csv.h"
+#include "partition/schedule/check.h"
+#include "partition/util/format.h"
 
 namespace pipetwin {
 namespace {

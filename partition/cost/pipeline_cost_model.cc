@@ -1,0 +1,259 @@
+#include "partition/cost/pipeline_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "partition/util/error.h"
+#include "partition/cost/memory.h"
+
+namespace pipetwin {
+
+namespace {
+
+std::string Number(double x) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%g", x);
+  return buffer;
+}
+
+void Require(bool rule_holds, const std::string& message) {
+  if (!rule_holds) throw InputError("planner: " + message);
+}
+
+bool FiniteAtLeast(double x, double minimum) { return std::isfinite(x) && x >= minimum; }
+bool FinitePositive(double x) { return std::isfinite(x) && x > 0; }
+
+// "8 x 4" for a cluster of 4 servers of 8 devices.
+std::string DescribeShape(const Cluster& c) {
+  std::string out;
+  for (const ClusterLevel& l : c.levels) out += (out.empty() ? "" : " x ") + std::to_string(l.count);
+  return out;
+}
+
+void ValidateCluster(const Cluster& c) {
+  Require(!c.levels.empty(), "the cluster has no levels, so no workers");
+  for (size_t i = 0; i < c.levels.size(); ++i) {
+    const ClusterLevel& l = c.levels[i];
+    const std::string name = "cluster level " + std::to_string(i) + " (\"" + l.name + "\")";
+    Require(l.count >= 1, name + " has count " + std::to_string(l.count) +
+                              ": every level needs count >= 1 (zero workers)");
+    Require(FinitePositive(l.bandwidth_gbps),
+            name + " has bandwidth " + Number(l.bandwidth_gbps) + " Gbps: needs > 0");
+    Require(FiniteAtLeast(l.latency_us, 0),
+            name + " has latency " + Number(l.latency_us) + " us: needs >= 0");
+  }
+  Require(FinitePositive(c.device.memory_bytes),
+          "device memory must be > 0 bytes, got " + Number(c.device.memory_bytes));
+  Require(FinitePositive(c.device.relative_speed),
+          "device relative_speed must be > 0, got " + Number(c.device.relative_speed));
+  Require(FiniteAtLeast(c.launch_overhead_us, 0) && FiniteAtLeast(c.communication_overhead_us, 0),
+          "cluster overheads must be >= 0");
+}
+
+void ValidateSettings(const CostSettings& s, const Cluster& c, int layers) {
+  Require(s.workers >= 0, "workers must be >= 0 (0: all), got " + std::to_string(s.workers));
+  Require(s.workers <= c.DeviceCount(),
+          std::to_string(s.workers) + " workers requested but the cluster (" + DescribeShape(c) +
+              ") holds " + std::to_string(c.DeviceCount()));
+  Require(FiniteAtLeast(s.memory_bytes_per_device, 0), "memory_bytes_per_device must be >= 0");
+  Require(FiniteAtLeast(s.parameter_dtype_bytes, 0) && FiniteAtLeast(s.gradient_dtype_bytes, 0),
+          "parameter and gradient dtype bytes must be >= 0 (0: the workload's)");
+  Require(FiniteAtLeast(s.optimizer_bytes_per_parameter, 0),
+          "optimizer_bytes_per_parameter must be >= 0, got " +
+              Number(s.optimizer_bytes_per_parameter));
+  Require(s.stash_bytes_per_layer.empty() ||
+              static_cast<int>(s.stash_bytes_per_layer.size()) == layers,
+          "stash_bytes_per_layer has " + std::to_string(s.stash_bytes_per_layer.size()) +
+              " entries but the workload has " + std::to_string(layers) + " layers");
+  for (double x : s.stash_bytes_per_layer)
+    Require(FiniteAtLeast(x, 0), "stash_bytes_per_layer entries must be >= 0, got " + Number(x));
+}
+
+std::vector<double> Prefix(const std::vector<double>& values) {
+  std::vector<double> out(values.size() + 1, 0);
+  for (size_t i = 0; i < values.size(); ++i) out[i + 1] = out[i] + values[i];
+  return out;
+}
+
+}  // namespace
+
+PipelineCostModel::PipelineCostModel(const Workload& workload, const Cluster& cluster,
+                                     const CostSettings& settings)
+    : cluster_(cluster), settings_(settings) {
+  const int layers = workload.LayerCount();
+  Require(layers >= 1, "the workload has no layers");
+  Require(workload.reference.batch_size >= 1, "the workload's reference batch size must be >= 1");
+  Require(FinitePositive(workload.parameter_dtype_bytes),
+          "the workload's parameter_dtype_bytes must be > 0");
+  ValidateCluster(cluster);
+  ValidateSettings(settings, cluster, layers);
+  workers_ = settings.workers > 0 ? settings.workers : cluster.DeviceCount();
+  capacity_bytes_ = settings.memory_bytes_per_device > 0 ? settings.memory_bytes_per_device
+                                                         : cluster.device.memory_bytes;
+  parameter_dtype_bytes_ = settings.parameter_dtype_bytes > 0 ? settings.parameter_dtype_bytes
+                                                              : workload.parameter_dtype_bytes;
+  gradient_dtype_bytes_ =
+      settings.gradient_dtype_bytes > 0 ? settings.gradient_dtype_bytes : parameter_dtype_bytes_;
+  samples_per_reference_ = workload.reference.batch_size;
+
+  // Per sample: the reference batch's times and bytes scale linearly with the batch.
+  const double per_sample = 1.0 / samples_per_reference_;
+  const double per_sample_ms =
+      per_sample / SpeedOverReference(cluster, workload.reference.device);
+  std::vector<double> forward(layers), backward(layers), parameters(layers), stash(layers);
+  std::vector<double> cut_change(layers + 1, 0);
+  const auto successors = workload.Successors();
+  for (int i = 0; i < layers; ++i) {
+    const Layer& l = workload.layers[i];
+    forward[i] = l.forward_ms * per_sample_ms;
+    backward[i] = l.backward_ms * per_sample_ms;
+    parameters[i] = l.parameters > 0 ? l.parameters
+                                     : l.parameter_bytes / workload.parameter_dtype_bytes;
+    stash[i] = (settings.stash_bytes_per_layer.empty() ? l.activation_bytes
+                                                       : settings.stash_bytes_per_layer[i]) *
+               per_sample;
+    // Layer i's output crosses every cut after i up to its last consumer.
+    int last_consumer = i;
+    for (int s : successors[i]) last_consumer = std::max(last_consumer, s);
+    cut_change[i] += l.activation_bytes * per_sample;
+    cut_change[last_consumer] -= l.activation_bytes * per_sample;
+  }
+  forward_ms_ = Prefix(forward);
+  backward_ms_ = Prefix(backward);
+  parameters_ = Prefix(parameters);
+  stash_bytes_ = Prefix(stash);
+  cut_bytes_.assign(layers, 0);
+  double crossing = 0;
+  for (int j = 0; j + 1 < layers; ++j) {
+    crossing += cut_change[j];
+    cut_bytes_[j] = std::max(0.0, crossing);  // rounding never makes it negative
+  }
+}
+
+double PipelineCostModel::ComputeMs(int first, int last, int b, bool recompute) const {
+  const double forward = forward_ms_[last + 1] - forward_ms_[first];
+  const double backward = backward_ms_[last + 1] - backward_ms_[first];
+  // Recomputation runs the forward pass again before the backward (2BW section 4.1; appendix
+  // A.1.1's c_extra = 4/3 when the backward takes twice the forward).
+  const int operations_per_layer = recompute ? 3 : 2;
+  return b * (forward + backward + (recompute ? forward : 0)) +
+         (last - first + 1) * operations_per_layer * cluster_.launch_overhead_us * 1e-3;
+}
+
+double PipelineCostModel::StashBytes(int first, int last, int b) const {
+  return b * (stash_bytes_[last + 1] - stash_bytes_[first]);
+}
+
+double PipelineCostModel::BoundaryBytes(int last, int b) const {
+  return last < 0 ? 0 : b * cut_bytes_[last];
+}
+
+// Ring all-reduce moves 2 (p-1)/p of the data over each link and takes 2 (p-1) steps (Patarasuk
+// and Yuan, JPDC 2009). Hierarchically (Jia et al., arXiv:1807.11205, 2018): a ring among the g_0
+// devices of each server reduce-scatters, a ring among the g_1 servers all-reduces the 1/g_0
+// shard, and so on up; the all-gathers mirror the reduce-scatters. With one replica per server
+// this is a single ring over the slowest level the replicas span. g_l = (units of level l-1
+// touched) / (units of level l touched), exact for the symmetric sets our placement makes.
+LinearCost PipelineCostModel::AllReduceCost(const std::vector<int>& devices) const {
+  // Hierarchical ring (reduce-scatter inside each unit, all-reduce of the shards across units,
+  // all-gather back): at level l, each of `group` units exchanges 2(group-1)/group of its shard.
+  // A unit has one link at its level (a server's NIC), shared by all of its devices that take
+  // part, so the bytes that cross it are shard x sharing: the whole buffer when the devices are
+  // spread evenly (the simulator models the same NIC; sim/collective.cc).
+  LinearCost cost;
+  double below = static_cast<double>(devices.size());
+  double shard = 1;
+  for (size_t l = 0; l < cluster_.levels.size(); ++l) {
+    std::set<int> units;
+    for (int d : devices) units.insert(d / cluster_.DevicesPerUnit(static_cast<int>(l)));
+    const double group = below / static_cast<double>(units.size());
+    if (group > 1) {
+      const ClusterLevel& level = cluster_.levels[l];
+      const double sharing = static_cast<double>(devices.size()) / below;  // devices per unit below
+      cost.ms_per_byte +=
+          2 * (group - 1) / group * shard * sharing * 1e3 / level.bandwidth_bytes_per_s();
+      cost.fixed_ms +=
+          2 * (group - 1) * (level.latency_us + cluster_.communication_overhead_us) * 1e-3;
+      shard /= group;
+    }
+    below = static_cast<double>(units.size());
+  }
+  return cost;
+}
+
+LinearCost PipelineCostModel::TransferCost(int device_a, int device_b) const {
+  if (device_a == device_b) return {};
+  const ClusterLevel& level = cluster_.levels[cluster_.LinkLevel(device_a, device_b)];
+  return {(level.latency_us + cluster_.communication_overhead_us) * 1e-3,
+          1e3 / level.bandwidth_bytes_per_s()};
+}
+
+PipelinePlacement PipelineCostModel::Place(int depth, int width) const {
+  Require(depth >= 1 && width >= 1 && depth * width <= workers_,
+          "a pipeline of depth " + std::to_string(depth) + " and width " + std::to_string(width) +
+              " needs " + std::to_string(depth * width) + " workers, " +
+              std::to_string(workers_) + " available");
+  PipelinePlacement p;
+  p.depth = depth;
+  p.width = width;
+  p.devices.resize(depth);
+  p.send_next.resize(depth);
+  p.allreduce.resize(depth);
+  for (int s = 0; s < depth; ++s) {
+    for (int k = 0; k < width; ++k) {
+      const int device = k * depth + s;
+      p.devices[s].push_back(device);
+      if (s + 1 < depth) {  // the slowest replica's link sets the stage's pace
+        const LinearCost link = TransferCost(device, device + 1);
+        p.send_next[s].fixed_ms = std::max(p.send_next[s].fixed_ms, link.fixed_ms);
+        p.send_next[s].ms_per_byte = std::max(p.send_next[s].ms_per_byte, link.ms_per_byte);
+      }
+    }
+    p.allreduce[s] = AllReduceCost(p.devices[s]);
+  }
+  return p;
+}
+
+StageTimes PipelineCostModel::Times(const PipelinePlacement& p, int stage, int first, int last,
+                                    int b, bool recompute) const {
+  StageTimes t;
+  t.compute_ms = ComputeMs(first, last, b, recompute);
+  // PipeDream-2BW appendix A.1.1: T_comm(j -> i) = 2 |A(b)| / bandwidth for each neighbour j
+  // (the activation one way, its gradient back), on top of the compute.
+  if (stage + 1 < p.depth) t.transfer_ms += 2 * p.send_next[stage].Ms(BoundaryBytes(last, b));
+  if (stage > 0) t.transfer_ms += 2 * p.send_next[stage - 1].Ms(BoundaryBytes(first - 1, b));
+  t.allreduce_ms = p.allreduce[stage].Ms(Parameters(first, last) * gradient_dtype_bytes_);
+  return t;
+}
+
+MemoryBreakdown PipelineCostModel::Memory(int first, int last, int b, int weight_versions,
+                                          int stashed_microbatches, bool recompute) const {
+  WorkerMemoryInputs in;
+  in.parameters = Parameters(first, last);
+  in.parameter_dtype_bytes = parameter_dtype_bytes_;
+  in.gradient_dtype_bytes = gradient_dtype_bytes_;
+  in.optimizer_bytes_per_parameter = settings_.optimizer_bytes_per_parameter;
+  in.weight_versions = weight_versions;
+  in.stash_bytes_per_microbatch = StashBytes(first, last, b);
+  in.input_bytes_per_microbatch = BoundaryBytes(first - 1, b);
+  in.stashed_microbatches = stashed_microbatches;
+  in.recompute = recompute;
+  return WorkerMemory(in);
+}
+
+StageEstimate PipelineCostModel::EstimateStage(const PipelinePlacement& p, int stage, int first,
+                                               int last, int b, bool recompute,
+                                               int weight_versions,
+                                               int stashed_microbatches) const {
+  StageEstimate e;
+  e.first_layer = first;
+  e.last_layer = last;
+  e.devices = p.devices[stage];
+  e.times = Times(p, stage, first, last, b, recompute);
+  e.memory = Memory(first, last, b, weight_versions, stashed_microbatches, recompute);
+  return e;
+}
+
+}  // namespace pipetwin

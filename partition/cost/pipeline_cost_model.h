@@ -1,0 +1,132 @@
+// The cost model every planner shares: what one stage of a pipeline costs in time and memory.
+//
+// Units and assumptions (stated once, used by the 2BW planner and every baseline):
+//  - A Workload's times and activation bytes are per reference batch (reference.batch_size
+//    samples); a micro-batch of b samples costs b / reference.batch_size of them (linear
+//    scaling: exact in FLOPs for the analytic transformers, approximate for memory-bound layers
+//    and for measured profiles).
+//    Times are divided by SpeedOverReference (the device's relative_speed, unless the workload
+//    was timed on this very device).
+//  - A DAG workload is pipelined in its topological order as a chain: the bytes crossing the cut
+//    after layer j are the outputs of every layer <= j that feeds a layer > j.
+//  - Stage s of replica k of a pipeline of depth d sits on device k*d + s: the d stages of one
+//    replica are neighbours (inside a server when d divides the server), the replicas of a
+//    stage lie a server apart (depth within a server, width across; PipeDream-2BW, ICML'21,
+//    section 3.3 and its figure 4, equi-replicated parallel pipelines).
+//  - A boundary between two devices uses the innermost level that holds both (level 0 inside a
+//    server); a boundary's cost is the worst over the replicas.
+//
+//   PipelineCostModel model(workload, cluster, settings);   // validates, throws InputError
+//   PipelinePlacement p = model.Place(/*depth=*/4, /*width=*/2);
+//   StageEstimate e = model.EstimateStage(p, 0, 0, 9, /*microbatch=*/2, false, 2, 4);
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "partition/cost/memory.h"
+#include "partition/model/cluster.h"
+#include "partition/model/plan.h"
+#include "partition/model/workload.h"
+
+namespace pipetwin {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// What the cost model is told besides the workload and the cluster.
+struct CostSettings {
+  int workers = 0;                      // devices to use, 0: every device of the cluster
+  double memory_bytes_per_device = 0;   // capacity, 0: the cluster's device memory
+  double parameter_dtype_bytes = 0;     // bytes per weight, 0: the workload's
+  double gradient_dtype_bytes = 0;      // bytes per gradient, 0: as the weights
+  double optimizer_bytes_per_parameter = 8;  // Adam in fp32: two moments of 4 bytes
+  // Bytes each layer keeps from its forward pass for its backward pass, per reference batch
+  // (e.g. TransformerBlockStashBytes for the blocks). Empty: each layer's activation_bytes.
+  std::vector<double> stash_bytes_per_layer;
+};
+
+// ms = fixed_ms + ms_per_byte * bytes (0 when there are no bytes).
+struct LinearCost {
+  double fixed_ms = 0;
+  double ms_per_byte = 0;
+  double Ms(double bytes) const { return bytes > 0 ? fixed_ms + ms_per_byte * bytes : 0; }
+};
+
+// Where a pipeline of `depth` stages times `width` replicas runs (device k*depth + s).
+struct PipelinePlacement {
+  int depth = 1;
+  int width = 1;
+  std::vector<std::vector<int>> devices;  // per stage: one device per replica
+  std::vector<LinearCost> send_next;      // per stage: to the next stage (last: none)
+  std::vector<LinearCost> allreduce;      // per stage: among its replicas
+};
+
+// A stage's time per micro-batch and its all-reduce per update.
+struct StageTimes {
+  double compute_ms = 0;    // forward + backward (+ forward again with recomputation)
+  double transfer_ms = 0;   // 2 |A| / bandwidth per neighbouring stage (activation + gradient)
+  double allreduce_ms = 0;  // gradient all-reduce among the replicas, once per update
+};
+
+struct StageEstimate {
+  int first_layer = 0;
+  int last_layer = 0;
+  std::vector<int> devices;
+  StageTimes times;
+  MemoryBreakdown memory;
+};
+
+// The shared cost model over one workload, cluster and settings. Requires nothing; validates
+// everything and throws InputError with a one-line rule. Queries over layer ranges are O(1).
+class PipelineCostModel {
+ public:
+  PipelineCostModel(const Workload& workload, const Cluster& cluster,
+                    const CostSettings& settings);
+
+  int LayerCount() const { return static_cast<int>(forward_ms_.size()) - 1; }
+  int WorkerCount() const { return workers_; }
+  int DeviceCount() const { return cluster_.DeviceCount(); }
+  double CapacityBytes() const { return capacity_bytes_; }
+  const Cluster& cluster() const { return cluster_; }
+  const CostSettings& settings() const { return settings_; }
+
+  // Layers first..last (inclusive), one micro-batch of b samples.
+  double ComputeMs(int first, int last, int b, bool recompute) const;
+  double Parameters(int first, int last) const { return parameters_[last + 1] - parameters_[first]; }
+  double StashBytes(int first, int last, int b) const;
+  // Bytes crossing the cut after layer `last` for b samples (0 after the last layer, and
+  // "before layer 0": the model's input is not a layer and costs nothing here).
+  double BoundaryBytes(int last, int b) const;
+
+  // Ring all-reduce, hierarchical across levels, of `bytes` among `devices`.
+  LinearCost AllReduceCost(const std::vector<int>& devices) const;
+  // Point-to-point message between two devices.
+  LinearCost TransferCost(int device_a, int device_b) const;
+  PipelinePlacement Place(int depth, int width) const;
+
+  StageTimes Times(const PipelinePlacement& placement, int stage, int first, int last, int b,
+                   bool recompute) const;
+  MemoryBreakdown Memory(int first, int last, int b, int weight_versions,
+                         int stashed_microbatches, bool recompute) const;
+  StageEstimate EstimateStage(const PipelinePlacement& placement, int stage, int first, int last,
+                              int b, bool recompute, int weight_versions,
+                              int stashed_microbatches) const;
+
+ private:
+  Cluster cluster_;
+  CostSettings settings_;
+  int workers_ = 0;
+  double capacity_bytes_ = 0;
+  double parameter_dtype_bytes_ = 4;
+  double gradient_dtype_bytes_ = 4;
+  double samples_per_reference_ = 1;  // reference.batch_size
+  // Prefix sums over layers (index i: layers 0..i-1); times already divided by the speed and
+  // per sample, bytes per sample.
+  std::vector<double> forward_ms_, backward_ms_, parameters_, stash_bytes_;
+  std::vector<double> cut_bytes_;  // per sample, after layer j
+};
+
+}  // namespace pipetwin

@@ -1,0 +1,286 @@
+#include "partition/model/workload.h"
+
+#include <cmath>
+#include <map>
+#include <queue>
+
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+
+namespace pipetwin {
+
+bool Workload::IsChain() const {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (i == 0 ? !layers[i].inputs.empty()
+               : layers[i].inputs.size() != 1 || layers[i].inputs[0] != static_cast<int>(i) - 1)
+      return false;
+  }
+  return true;
+}
+
+double Workload::TotalForwardMs() const {
+  double sum = 0;
+  for (const Layer& l : layers) sum += l.forward_ms;
+  return sum;
+}
+
+double Workload::TotalBackwardMs() const {
+  double sum = 0;
+  for (const Layer& l : layers) sum += l.backward_ms;
+  return sum;
+}
+
+double Workload::TotalParameterBytes() const {
+  double sum = 0;
+  for (const Layer& l : layers) sum += l.parameter_bytes;
+  return sum;
+}
+
+double Workload::TotalParameters() const {
+  double sum = 0;
+  for (const Layer& l : layers) sum += l.parameters;
+  return sum;
+}
+
+double Workload::TotalActivationBytes() const {
+  double sum = 0;
+  for (const Layer& l : layers) sum += l.activation_bytes;
+  return sum;
+}
+
+double Workload::StashBytes(int i) const {
+  return layers[i].stash_bytes ? *layers[i].stash_bytes : layers[i].activation_bytes;
+}
+
+std::vector<std::vector<int>> Workload::Successors() const {
+  std::vector<std::vector<int>> out(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i)
+    for (int j : layers[i].inputs) out[j].push_back(static_cast<int>(i));
+  return out;
+}
+
+namespace {
+
+void CheckNumber(double v, const std::string& file, const std::string& where, bool positive) {
+  if (!std::isfinite(v) || v < 0 || (positive && v == 0)) {
+    throw InputError(file, where,
+                     std::string("expected a number ") + (positive ? "> 0" : ">= 0") + ", got " +
+                         DescribeJson(nlohmann::json(v)));
+  }
+}
+
+// Finds one cycle among the layers that Kahn's algorithm could not place, for the message.
+std::string DescribeCycle(const Workload& w, const std::vector<int>& unplaced_flags) {
+  // Walk inputs from an unplaced layer; every unplaced layer has an unplaced input.
+  int start = -1;
+  for (size_t i = 0; i < unplaced_flags.size(); ++i)
+    if (unplaced_flags[i]) { start = static_cast<int>(i); break; }
+  std::vector<int> seen_at(w.layers.size(), -1);
+  std::vector<int> path;
+  int cur = start;
+  while (seen_at[cur] < 0) {
+    seen_at[cur] = static_cast<int>(path.size());
+    path.push_back(cur);
+    int next = -1;
+    for (int in : w.layers[cur].inputs)
+      if (unplaced_flags[in]) { next = in; break; }
+    cur = next;
+  }
+  // `path` follows inputs (against the data flow); print the cycle in the data's direction.
+  std::string out = w.layers[cur].id;
+  for (size_t k = path.size(); k-- > static_cast<size_t>(seen_at[cur]);)
+    out += " -> " + w.layers[path[k]].id;
+  return out;
+}
+
+// `pipetwin workload ... --json` writes totals beside the layers; when a file carries them they
+// must agree with its layers (a hand-edited layer with stale totals is an inconsistency).
+void CheckDeclaredTotals(JsonReader& root, const Workload& w) {
+  const std::pair<const char*, double> totals[] = {
+      {"parameter_bytes", w.TotalParameterBytes()},
+      {"parameters", w.TotalParameters()},
+      {"forward_ms", w.TotalForwardMs()},
+      {"backward_ms", w.TotalBackwardMs()},
+      {"layer_count", static_cast<double>(w.layers.size())}};
+  for (const auto& [key, actual] : totals) {
+    if (!root.Has(key)) continue;
+    double declared = root.NonNegativeNumber(key);
+    if (std::fabs(declared - actual) > 1e-6 * std::max(1.0, std::fabs(actual)))
+      root.FailAt(key, "expected the sum over the layers (" + DescribeJson(actual) + "), got " +
+                           DescribeJson(declared));
+  }
+  root.Accept("is_chain");
+}
+
+}  // namespace
+
+void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::string& path) {
+  const std::string prefix = path.empty() ? "" : path + ".";
+  if (w.layers.empty())
+    throw InputError(file, prefix + "layers", "expected at least one layer, got none");
+  if (w.reference.batch_size < 1)
+    throw InputError(file, prefix + "reference.batch_size", "expected an integer >= 1");
+  CheckNumber(w.parameter_dtype_bytes, file, prefix + "parameter_dtype_bytes", true);
+  const int n = w.LayerCount();
+  std::map<std::string, int> seen;
+  for (int i = 0; i < n; ++i) {
+    const Layer& l = w.layers[i];
+    const std::string at = prefix + "layers[" + std::to_string(i) + "]";
+    if (l.id.empty()) throw InputError(file, at + ".id", "expected a non-empty string");
+    if (!seen.emplace(l.id, i).second)
+      throw InputError(file, at + ".id", "duplicate layer id \"" + l.id + "\"");
+    CheckNumber(l.forward_ms, file, at + ".forward_ms", false);
+    CheckNumber(l.backward_ms, file, at + ".backward_ms", false);
+    CheckNumber(l.activation_bytes, file, at + ".activation_bytes", false);
+    CheckNumber(l.parameter_bytes, file, at + ".parameter_bytes", false);
+    CheckNumber(l.parameters, file, at + ".parameters", false);
+    if (l.forward_flops) CheckNumber(*l.forward_flops, file, at + ".forward_flops", false);
+    if (l.stash_bytes) CheckNumber(*l.stash_bytes, file, at + ".stash_bytes", false);
+    if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      if (l.inputs[k] < 0 || l.inputs[k] >= n)
+        throw InputError(file, at + ".inputs[" + std::to_string(k) + "]", "dangling edge");
+      if (l.inputs[k] == i)
+        throw InputError(file, at + ".inputs[" + std::to_string(k) + "]",
+                         "layer \"" + l.id + "\" feeds itself (a cycle)");
+    }
+  }
+  // Kahn's algorithm, taking ready layers in their listed order so chains keep their order.
+  std::vector<int> missing_inputs(n);
+  std::vector<std::vector<int>> successors(n);
+  for (int i = 0; i < n; ++i) {
+    missing_inputs[i] = static_cast<int>(w.layers[i].inputs.size());
+    for (int in : w.layers[i].inputs) successors[in].push_back(i);
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (missing_inputs[i] == 0) ready.push(i);
+  std::vector<int> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int s : successors[i])
+      if (--missing_inputs[s] == 0) ready.push(s);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    std::vector<int> unplaced(n, 1);
+    for (int i : order) unplaced[i] = 0;
+    throw InputError(file, prefix + "layers",
+                     "the layer graph has a cycle: " + DescribeCycle(w, unplaced));
+  }
+  std::vector<int> new_index(n);
+  for (int k = 0; k < n; ++k) new_index[order[k]] = k;
+  std::vector<Layer> sorted;
+  sorted.reserve(n);
+  for (int k = 0; k < n; ++k) {
+    Layer l = std::move(w.layers[order[k]]);
+    for (int& in : l.inputs) in = new_index[in];
+    sorted.push_back(std::move(l));
+  }
+  w.layers = std::move(sorted);
+}
+
+nlohmann::json WorkloadToJson(const Workload& w) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const Layer& l = w.layers[i];
+    nlohmann::json j = {{"id", l.id},
+                        {"forward_ms", l.forward_ms},
+                        {"backward_ms", l.backward_ms},
+                        {"activation_bytes", l.activation_bytes},
+                        {"parameter_bytes", l.parameter_bytes},
+                        {"parameters", l.parameters}};
+    if (!l.description.empty()) j["description"] = l.description;
+    if (!l.output_bytes.empty()) j["output_bytes"] = l.output_bytes;
+    if (l.forward_flops) j["forward_flops"] = *l.forward_flops;
+    if (l.stash_bytes) j["stash_bytes"] = *l.stash_bytes;
+    if (l.update_ms) j["update_ms"] = *l.update_ms;
+    nlohmann::json inputs = nlohmann::json::array();
+    for (int in : l.inputs) inputs.push_back(w.layers[in].id);
+    j["inputs"] = inputs;
+    layers.push_back(j);
+  }
+  return {{"name", w.name},
+          {"reference",
+           {{"batch_size", w.reference.batch_size},
+            {"device", w.reference.device},
+            {"source", w.reference.source}}},
+          {"parameter_dtype_bytes", w.parameter_dtype_bytes},
+          {"layers", layers}};
+}
+
+Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
+                          const std::string& path) {
+  JsonReader root(doc, file, path);
+  Workload w;
+  w.name = root.OptionalString("name", "workload");
+  if (auto ref = root.OptionalMember("reference")) {
+    w.reference.batch_size = static_cast<int>(ref->PositiveInteger("batch_size"));
+    w.reference.device = ref->OptionalString("device", "unknown");
+    w.reference.source = ref->OptionalString("source", "manual");
+    ref->Finish();
+  }
+  w.parameter_dtype_bytes = root.OptionalPositiveNumber("parameter_dtype_bytes", 4);
+  std::vector<JsonReader> entries = root.Array("layers");
+  if (entries.empty()) root.FailAt("layers", "expected at least one layer, got none");
+  std::map<std::string, int> index_of;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string id = entries[i].OptionalString("id", "layer" + std::to_string(i));
+    if (!index_of.emplace(id, static_cast<int>(i)).second)
+      entries[i].FailAt("id", "duplicate layer id \"" + id + "\"");
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    JsonReader& e = entries[i];
+    Layer l;
+    l.id = e.OptionalString("id", "layer" + std::to_string(i));
+    l.description = e.OptionalString("description", "");
+    l.forward_ms = e.NonNegativeNumber("forward_ms");
+    l.backward_ms = e.NonNegativeNumber("backward_ms");
+    l.activation_bytes = e.NonNegativeNumber("activation_bytes");
+    l.parameter_bytes = e.NonNegativeNumber("parameter_bytes");
+    l.parameters = e.OptionalNonNegativeNumber("parameters", l.parameter_bytes / w.parameter_dtype_bytes);
+    l.forward_flops = e.MaybeNonNegativeNumber("forward_flops");
+    l.stash_bytes = e.MaybeNonNegativeNumber("stash_bytes");
+    l.update_ms = e.MaybeNonNegativeNumber("update_ms");
+    if (auto outs = e.OptionalMember("output_bytes")) {
+      double sum = 0;
+      for (const JsonReader& o : outs->Elements()) {
+        l.output_bytes.push_back(o.AsNonNegativeNumber());
+        sum += l.output_bytes.back();
+      }
+      if (std::fabs(sum - l.activation_bytes) > 1e-6 * std::max(1.0, l.activation_bytes))
+        e.FailAt("output_bytes", "expected outputs summing to activation_bytes (" +
+                                     DescribeJson(l.activation_bytes) + "), got " +
+                                     DescribeJson(sum));
+    }
+    if (auto inputs = e.OptionalMember("inputs")) {
+      for (const JsonReader& in : inputs->Elements()) {
+        std::string name = in.AsString();
+        auto it = index_of.find(name);
+        if (it == index_of.end())
+          in.Fail("dangling edge: no layer has id \"" + name + "\"");
+        l.inputs.push_back(it->second);
+      }
+    } else if (i > 0) {
+      l.inputs.push_back(static_cast<int>(i) - 1);  // no "inputs": a chain
+    }
+    e.Finish();
+    w.layers.push_back(std::move(l));
+  }
+  CheckDeclaredTotals(root, w);
+  root.Finish();
+  ValidateAndSortWorkload(w, file, path);
+  return w;
+}
+
+Workload LoadWorkloadFile(const std::string& path) {
+  return WorkloadFromJson(ParseJsonFile(path), path);
+}
+
+void SaveWorkloadFile(const Workload& workload, const std::string& path) {
+  WriteTextFileAtomically(path, WorkloadToJson(workload).dump(2) + "\n");
+}
+
+}  // namespace pipetwin

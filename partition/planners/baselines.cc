@@ -1,0 +1,221 @@
+#include "partition/planners/baselines.h"
+
+#include <algorithm>
+
+#include "partition/planners/stage_plan.h"
+#include "partition/util/error.h"
+#include "partition/util/format.h"
+#include "partition/cost/memory.h"
+#include "partition/planners/settings.h"
+#include "partition/planners/splits.h"
+
+namespace pipetwin {
+
+namespace {
+
+const std::vector<std::pair<BaselineKind, std::string>>& Names() {
+  static const std::vector<std::pair<BaselineKind, std::string>> names = {
+      {BaselineKind::kDataParallel, "data-parallel"},
+      {BaselineKind::kGPipe, "gpipe"},
+      {BaselineKind::kFlush, "flush"},
+      {BaselineKind::kUniform, "uniform"},
+      {BaselineKind::kBalanced, "balanced"}};
+  return names;
+}
+
+void CheckSettings(const std::string& who, const PlannerSettings& s, int max_depth) {
+  auto fail = [&](const std::string& rule) { throw InputError(who + ": " + rule); };
+  if (s.microbatch_size < 1)
+    fail("microbatch_size must be >= 1, got " + std::to_string(s.microbatch_size));
+  if (s.microbatches < 1) fail("microbatches must be >= 1, got " + std::to_string(s.microbatches));
+  if (s.depth < 0) fail("depth must be >= 0 (0: the smallest that fits), got " +
+                        std::to_string(s.depth));
+  if (s.depth > max_depth)
+    fail("depth " + std::to_string(s.depth) + " exceeds min(layers, workers) = " +
+         std::to_string(max_depth));
+  if (s.split_schedule != "flush" && s.split_schedule != "gpipe")
+    fail("split_schedule must be \"flush\" or \"gpipe\", got \"" + s.split_schedule + "\"");
+}
+
+// The fullest worker of a prediction, for the shortfall message.
+int FullestStage(const PipelinePrediction& p) {
+  int fullest = 0;
+  for (int s = 1; s < p.depth; ++s)
+    if (p.stages[s].memory.Total() > p.stages[fullest].memory.Total()) fullest = s;
+  return fullest;
+}
+
+[[noreturn]] void ThrowShortfall(const std::string& who, const std::string& what,
+                                 const PipelinePrediction& p, double capacity) {
+  const int s = FullestStage(p);
+  const StageEstimate& e = p.stages[s];
+  throw InputError(who + ": " + what + "; the smallest shortfall is stage " + std::to_string(s) +
+                   " of " + std::to_string(p.depth) + " (layers " +
+                   std::to_string(e.first_layer) + ".." + std::to_string(e.last_layer) +
+                   ", micro-batch " + std::to_string(p.microbatch_size) + ", recomputation " +
+                   (p.recompute ? "on" : "off") + "), which needs " +
+                   DescribeBytes(e.memory.Total()) + " but the device has " +
+                   DescribeBytes(capacity));
+}
+
+PipelinePrediction PredictAtDepth(BaselineKind kind, const PipelineCostModel& model,
+                                  const PlannerSettings& s, int depth) {
+  const int b = s.microbatch_size;
+  if (kind == BaselineKind::kDataParallel)
+    return PredictFlushedPipeline(model, "flush", {{0, model.LayerCount() - 1}},
+                                  model.WorkerCount(), b, s.microbatches, s.recompute);
+  const std::vector<StageRange> splits = kind == BaselineKind::kUniform
+                                             ? UniformSplit(model.LayerCount(), depth)
+                                             : BalancedSplit(model, depth, b, s.recompute);
+  const std::string schedule = kind == BaselineKind::kGPipe   ? "gpipe"
+                               : kind == BaselineKind::kFlush ? "flush"
+                                                              : s.split_schedule;
+  return PredictFlushedPipeline(model, schedule, splits, model.WorkerCount() / depth, b,
+                                s.microbatches, s.recompute);
+}
+
+std::string Formula(const std::string& schedule, int depth) {
+  if (depth == 1)
+    return "data parallel: m x compute + hierarchical ring all-reduce (not overlapped)";
+  return schedule == "gpipe"
+             ? "GPipe (Huang et al., NeurIPS 2019, section 2.3): (m + d - 1) x max stage "
+               "(compute + transfer) + max all-reduce"
+             : "PipeDream-Flush (Narayanan et al., ICML 2021; SC'21 section 2.2.1): (m + d - 1) "
+               "x max stage (compute + transfer) + max all-reduce";
+}
+
+}  // namespace
+
+std::string BaselineName(BaselineKind kind) {
+  for (const auto& [k, name] : Names())
+    if (k == kind) return name;
+  return "unknown";
+}
+
+std::vector<std::string> BaselineNames() {
+  std::vector<std::string> out;
+  for (const auto& entry : Names()) out.push_back(entry.second);
+  return out;
+}
+
+BaselineKind BaselineKindFromName(const std::string& name) {
+  std::string all;
+  for (const auto& [kind, known] : Names()) {
+    if (known == name) return kind;
+    all += (all.empty() ? "" : ", ") + known;
+  }
+  throw InputError("unknown baseline planner \"" + name + "\" (expected one of " + all + ")");
+}
+
+PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model,
+                                          const std::string& schedule,
+                                          const std::vector<StageRange>& splits, int width,
+                                          int microbatch_size, int microbatches, bool recompute) {
+  PipelinePrediction p;
+  p.schedule = schedule;
+  p.width = width;
+  p.depth = static_cast<int>(splits.size());
+  p.microbatch_size = microbatch_size;
+  p.microbatches = microbatches;
+  p.recompute = recompute;
+  const PipelinePlacement placement = model.Place(p.depth, width);
+  double slowest_ms = -1;
+  for (int s = 0; s < p.depth; ++s) {
+    const StageRange& r = splits[s];
+    p.stages.push_back(model.EstimateStage(
+        placement, s, r.first_layer, r.last_layer, microbatch_size, recompute,
+        WeightVersions(schedule, s, p.depth),
+        StashedMicrobatches(schedule, s, p.depth, microbatches)));
+    const StageTimes& t = p.stages.back().times;
+    if (t.compute_ms + t.transfer_ms > slowest_ms) {
+      slowest_ms = t.compute_ms + t.transfer_ms;
+      p.bottleneck_stage = s;
+    }
+    p.allreduce_ms = std::max(p.allreduce_ms, t.allreduce_ms);
+    p.memory_bytes = std::max(p.memory_bytes, p.stages.back().memory.Total());
+  }
+  // Every micro-batch passes the slowest stage once forward and once backward, and the pipeline
+  // fills and drains once per update: (m + d - 1) slots of the slowest stage (GPipe section 2.3;
+  // SC'21 section 2.2.1). The all-reduce follows the flush.
+  const StageTimes& slow = p.stages[p.bottleneck_stage].times;
+  p.compute_ms = microbatches * slow.compute_ms;
+  p.communication_ms = microbatches * slow.transfer_ms;
+  p.bubble_ms = (p.depth - 1) * slowest_ms;
+  p.time_per_update_ms = p.compute_ms + p.communication_ms + p.bubble_ms + p.allreduce_ms;
+  p.samples_per_s = static_cast<double>(width) * microbatch_size * microbatches * 1e3 /
+                    p.time_per_update_ms;
+  return p;
+}
+
+Plan PlanBaseline(BaselineKind kind, const Workload& workload, const Cluster& cluster,
+                  const PlannerSettings& settings) {
+  const std::string who = BaselineName(kind) + " baseline";
+  const PipelineCostModel model(workload, cluster, settings);
+  const int max_depth = std::min(model.LayerCount(), model.WorkerCount());
+  CheckSettings(who, settings, max_depth);
+  const double capacity = model.CapacityBytes();
+
+  // Data parallelism has depth 1; a fixed depth is tried alone; depth 0 tries 1, 2, ... and
+  // takes the first that fits, else the one that comes closest.
+  std::vector<int> depths;
+  if (kind == BaselineKind::kDataParallel) {
+    depths = {1};
+  } else if (settings.depth > 0) {
+    depths = {settings.depth};
+  } else {
+    for (int d = 1; d <= max_depth; ++d) depths.push_back(d);
+  }
+  PipelinePrediction chosen;
+  bool found = false;
+  PipelinePrediction closest;
+  for (int d : depths) {
+    PipelinePrediction p = PredictAtDepth(kind, model, settings, d);
+    if (p.memory_bytes <= capacity) {
+      chosen = std::move(p);
+      found = true;
+      break;
+    }
+    if (closest.stages.empty() || p.memory_bytes < closest.memory_bytes) closest = std::move(p);
+  }
+  if (!found) {
+    const std::string what = depths.size() == 1 ? "depth " + std::to_string(depths[0]) +
+                                                      " does not fit the device"
+                                                : "no depth fits the device";
+    if (!settings.allow_over_capacity) ThrowShortfall(who, what, closest, capacity);
+    chosen = std::move(closest);
+  }
+
+  const PipelinePrediction& p = chosen;
+  Plan plan;
+  plan.planner = BaselineName(kind);
+  plan.schedule = p.schedule;
+  for (const StageEstimate& e : p.stages) plan.stages.push_back(MakeStagePlan(e));
+  plan.microbatch_size = p.microbatch_size;
+  plan.microbatches_per_update = p.microbatches;
+  plan.recompute = p.recompute;
+  plan.predicted_samples_per_s = p.samples_per_s;
+  plan.predicted_time_per_sample_s = 1 / p.samples_per_s;
+  plan.memory_bytes_per_device = DeviceMemory(p.stages, model.DeviceCount());
+  plan.details = {{"model", Formula(p.schedule, p.depth)},
+                  {"w", p.width},
+                  {"d", p.depth},
+                  {"b", p.microbatch_size},
+                  {"m", p.microbatches},
+                  {"recompute", p.recompute},
+                  {"global_batch_size", p.width * p.microbatch_size * p.microbatches},
+                  {"time_per_update_ms", p.time_per_update_ms},
+                  {"bottleneck_stage", p.bottleneck_stage},
+                  {"breakdown",
+                   {{"compute_ms", p.compute_ms},
+                    {"communication_ms", p.communication_ms},
+                    {"allreduce_ms", p.allreduce_ms},
+                    {"exposed_allreduce_ms", p.allreduce_ms},
+                    {"bubble_ms", p.bubble_ms}}},
+                  {"memory_bytes", p.memory_bytes},
+                  {"capacity_bytes", capacity},
+                  {"fits", found},
+                  {"stages", StageDetails(p.stages)}};
+  return plan;
+}
+
+}  // namespace pipetwin

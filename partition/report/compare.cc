@@ -1,0 +1,161 @@
+#include "partition/report/compare.h"
+
+#include <cmath>
+#include <iomanip>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "partition/util/error.h"
+#include "partition/util/format.h"
+
+namespace pipetwin {
+
+double RelativeError(double predicted, double measured) {
+  if (measured == 0)
+    return predicted == 0 ? 0 : std::copysign(std::numeric_limits<double>::infinity(), predicted);
+  return (predicted - measured) / measured;
+}
+
+namespace {
+
+ComparedFigure Figure(const std::string& name, double predicted, double measured) {
+  return {name, predicted, measured, RelativeError(predicted, measured), predicted - measured};
+}
+
+void RequireSame(const std::string& what, const std::string& predicted,
+                 const std::string& measured) {
+  if (predicted != measured)
+    throw InputError("compare: the reports describe different runs: " + what + " " + predicted +
+                     " predicted, " + measured + " measured");
+}
+
+// Staleness is a property of the schedule's op lists, not of timing: both back ends must count
+// the same delays (PipeDream, SOSP 2019, section 3.3; 2BW, ICML 2021, section 3.1).
+bool SameStaleness(const StageSummary& a, const StageSummary& b) {
+  const auto same = [](double x, double y) { return std::fabs(x - y) <= 1e-9; };
+  return same(a.staleness_min, b.staleness_min) && same(a.staleness_mean, b.staleness_mean) &&
+         same(a.staleness_max, b.staleness_max) &&
+         a.max_weight_versions == b.max_weight_versions && a.updates == b.updates;
+}
+
+nlohmann::json ErrorJson(double e) {
+  return std::isfinite(e) ? nlohmann::json(e) : nlohmann::json(nullptr);
+}
+
+
+}  // namespace
+
+Comparison CompareReports(const Report& predicted, const Report& measured) {
+  RequireSame("schedule", predicted.schedule, measured.schedule);
+  RequireSame("workers", std::to_string(predicted.worker_count),
+              std::to_string(measured.worker_count));
+  RequireSame("pipeline depth", std::to_string(predicted.pipeline_depth),
+              std::to_string(measured.pipeline_depth));
+  RequireSame("samples per iteration", std::to_string(predicted.samples_per_iteration),
+              std::to_string(measured.samples_per_iteration));
+  RequireSame("stages", std::to_string(predicted.stages.size()),
+              std::to_string(measured.stages.size()));
+  if (predicted.workers.size() != measured.workers.size() ||
+      predicted.devices.size() != measured.devices.size())
+    throw InputError("compare: the reports list different workers or devices");
+
+  Comparison c;
+  c.predicted = predicted;
+  c.measured = measured;
+  c.samples_per_s = Figure("samples_per_s", predicted.samples_per_s, measured.samples_per_s);
+  c.iteration_s = Figure("iteration_s", predicted.iteration_s, measured.iteration_s);
+  c.peak_memory_bytes =
+      Figure("peak_memory_bytes", predicted.peak_memory_bytes, measured.peak_memory_bytes);
+  for (size_t w = 0; w < predicted.workers.size(); ++w)
+    c.worker_bubble.push_back(Figure("worker " + std::to_string(predicted.workers[w].worker) +
+                                         " bubble_fraction",
+                                     predicted.workers[w].bubble_fraction,
+                                     measured.workers[w].bubble_fraction));
+  for (size_t d = 0; d < predicted.devices.size(); ++d)
+    c.device_peak_memory.push_back(
+        Figure("device " + std::to_string(predicted.devices[d].device) + " peak_memory_bytes",
+               predicted.devices[d].peak_memory_bytes, measured.devices[d].peak_memory_bytes));
+  c.staleness_match = true;
+  for (size_t s = 0; s < predicted.stages.size(); ++s) {
+    StalenessComparison st{predicted.stages[s].stage, predicted.stages[s], measured.stages[s],
+                           SameStaleness(predicted.stages[s], measured.stages[s])};
+    c.staleness_match = c.staleness_match && st.match;
+    c.staleness.push_back(st);
+  }
+  return c;
+}
+
+nlohmann::json ComparisonToJson(const Comparison& c) {
+  nlohmann::json bubbles = nlohmann::json::array(), memory = nlohmann::json::array();
+  for (const ComparedFigure& f : c.worker_bubble) bubbles.push_back(ErrorJson(f.relative_error));
+  for (const ComparedFigure& f : c.device_peak_memory) memory.push_back(ErrorJson(f.relative_error));
+  nlohmann::json staleness = nlohmann::json::array();
+  for (const StalenessComparison& s : c.staleness)
+    staleness.push_back({{"stage", s.stage},
+                         {"match", s.match},
+                         {"predicted", {s.predicted.staleness_min, s.predicted.staleness_mean,
+                                        s.predicted.staleness_max}},
+                         {"measured", {s.measured.staleness_min, s.measured.staleness_mean,
+                                       s.measured.staleness_max}},
+                         {"predicted_weight_versions", s.predicted.max_weight_versions},
+                         {"measured_weight_versions", s.measured.max_weight_versions}});
+  return {{"predicted", ReportToJson(c.predicted)},
+          {"measured", ReportToJson(c.measured)},
+          {"relative_error",
+           {{"samples_per_s", ErrorJson(c.samples_per_s.relative_error)},
+            {"iteration_s", ErrorJson(c.iteration_s.relative_error)},
+            {"peak_memory_bytes", ErrorJson(c.peak_memory_bytes.relative_error)},
+            {"bubble_fraction", bubbles},
+            {"peak_memory_per_device", memory}}},
+          {"bubble_fraction_difference",
+           [&] {
+             nlohmann::json d = nlohmann::json::array();
+             for (const ComparedFigure& f : c.worker_bubble) d.push_back(f.absolute_error);
+             return d;
+           }()},
+          {"staleness_match", c.staleness_match},
+          {"staleness", staleness}};
+}
+
+std::string ComparisonToText(const Comparison& c) {
+  std::ostringstream out;
+  out << c.measured.scenario << "\n" << c.measured.schedule << ", " << c.measured.pipeline_depth
+      << " stages, " << c.measured.worker_count << " workers, micro-batch "
+      << c.measured.microbatch_size << " x " << c.measured.microbatches_per_iteration
+      << " per iteration\n\n";
+  out << std::left << std::setw(34) << "figure" << std::right << std::setw(16) << "predicted"
+      << std::setw(16) << "measured" << std::setw(10) << "error\n";
+  const auto row = [&](const ComparedFigure& f, int precision, double scale,
+                       const std::string& unit) {
+    out << std::left << std::setw(34) << f.name + unit << std::right << std::fixed
+        << std::setprecision(precision) << std::setw(16) << f.predicted * scale << std::setw(16)
+        << f.measured * scale << std::setw(10) << SignedPercent(f.relative_error) << "\n"
+        << std::defaultfloat;
+  };
+  row(c.samples_per_s, 1, 1, "");
+  row(c.iteration_s, 3, 1e3, " (ms)");
+  row(c.peak_memory_bytes, 2, 1e-6, " (MB)");
+  for (const ComparedFigure& f : c.device_peak_memory) row(f, 2, 1e-6, " (MB)");
+  for (const ComparedFigure& f : c.worker_bubble) {
+    out << std::left << std::setw(34) << f.name << std::right << std::fixed
+        << std::setprecision(1) << std::setw(15) << 100 * f.predicted << "%" << std::setw(15)
+        << 100 * f.measured << "%" << std::setw(10) << std::showpos << 100 * f.absolute_error
+        << std::noshowpos << " pt\n" << std::defaultfloat;
+  }
+  out << "\nstage  staleness predicted (min/mean/max, versions)  measured              match\n";
+  for (const StalenessComparison& s : c.staleness) {
+    const auto cell = [](const StageSummary& x) {
+      std::ostringstream t;
+      t << x.staleness_min << " / " << std::setprecision(3) << x.staleness_mean << " / "
+        << x.staleness_max << ", " << x.max_weight_versions;
+      return t.str();
+    };
+    out << std::setw(5) << s.stage << "  " << std::left << std::setw(46) << cell(s.predicted)
+        << std::setw(22) << cell(s.measured) << (s.match ? "yes" : "NO") << std::right << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace pipetwin

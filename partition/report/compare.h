@@ -1,0 +1,61 @@
+// Comparison: a predicted Report (the simulator's) against a measured one (the executor's) of the
+// same scenario and plan, figure by figure, with the relative error of each.
+//
+//   Comparison c = CompareReports(predicted, measured);
+//   c.samples_per_s.relative_error;          // (predicted - measured) / measured
+//   c.staleness_match;                        // every stage's staleness and versions identical
+//   std::cout << ComparisonToText(c);         // the table `pipetwin compare` prints
+//   ComparisonToJson(c);                      // {"predicted", "measured", "relative_error", ...}
+//
+// The two reports must describe the same run: same schedule, workers, stages and micro-batches
+// (CompareReports throws InputError naming what differs). Free of SimGrid and LibTorch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "partition/report/report.h"
+
+namespace pipetwin {
+
+// One figure, predicted and measured.
+struct ComparedFigure {
+  std::string name;  // "samples_per_s", "worker 1 bubble_fraction", ...
+  double predicted = 0;
+  double measured = 0;
+  // (predicted - measured) / measured; for fractions (bubble) the absolute difference in points
+  // would hide nothing either, so both are kept: absolute_error = predicted - measured.
+  double relative_error = 0;
+  double absolute_error = 0;
+};
+
+struct StalenessComparison {
+  int stage = 0;
+  StageSummary predicted, measured;
+  bool match = false;  // min, mean, max staleness and weight versions all equal
+};
+
+struct Comparison {
+  Report predicted, measured;
+  ComparedFigure samples_per_s, iteration_s, peak_memory_bytes;
+  std::vector<ComparedFigure> worker_bubble;       // by worker
+  std::vector<ComparedFigure> device_peak_memory;  // by device (tensor bytes)
+  std::vector<StalenessComparison> staleness;      // by stage
+  bool staleness_match = false;                    // every stage's
+};
+
+// Throws InputError when the reports do not describe the same run.
+Comparison CompareReports(const Report& predicted, const Report& measured);
+
+// {"predicted": report, "measured": report, "relative_error": {"samples_per_s": e,
+//  "iteration_s": e, "peak_memory_bytes": e, "bubble_fraction": [by worker],
+//  "peak_memory_per_device": [by device]}, "staleness_match": bool, "staleness": [...]}
+nlohmann::json ComparisonToJson(const Comparison& comparison);
+std::string ComparisonToText(const Comparison& comparison);
+
+// (predicted - measured) / measured; 0 when both are 0, +-inf when only measured is 0.
+double RelativeError(double predicted, double measured);
+
+}  // namespace pipetwin

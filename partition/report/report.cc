@@ -1,0 +1,242 @@
+#include "partition/report/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <sstream>
+
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+
+namespace pipetwin {
+
+namespace {
+
+const char* const kCategories[] = {"weights", "optimizer", "gradients", "activations",
+                                   "recompute"};
+
+double& Category(MemoryCategories& m, int i) {
+  double* fields[] = {&m.weights, &m.optimizer, &m.gradients, &m.activations, &m.recompute};
+  return *fields[i];
+}
+
+double Category(const MemoryCategories& m, int i) {
+  return Category(const_cast<MemoryCategories&>(m), i);
+}
+
+nlohmann::json CategoriesToJson(const MemoryCategories& m) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int i = 0; i < 5; ++i) out[kCategories[i]] = Category(m, i);
+  out["total"] = m.Total();
+  return out;
+}
+
+MemoryCategories CategoriesFromJson(JsonReader r) {
+  MemoryCategories m;
+  for (int i = 0; i < 5; ++i) Category(m, i) = r.NonNegativeNumber(kCategories[i]);
+  r.Accept("total");
+  r.Finish();
+  return m;
+}
+
+// Timelines are columns: {"time_s": [...], "weights": [...], ...}, one entry per sample.
+nlohmann::json TimelineToJson(const std::vector<MemorySample>& timeline) {
+  nlohmann::json out = nlohmann::json::object();
+  std::vector<double> column(timeline.size());
+  for (size_t k = 0; k < timeline.size(); ++k) column[k] = timeline[k].time_s;
+  out["time_s"] = column;
+  for (int i = 0; i < 5; ++i) {
+    for (size_t k = 0; k < timeline.size(); ++k) column[k] = Category(timeline[k].bytes, i);
+    out[kCategories[i]] = column;
+  }
+  return out;
+}
+
+std::vector<MemorySample> TimelineFromJson(JsonReader r) {
+  auto column = [&](const std::string& key) {
+    std::vector<double> values;
+    for (const JsonReader& v : r.Array(key)) values.push_back(v.AsNonNegativeNumber());
+    return values;
+  };
+  const std::vector<double> times = column("time_s");
+  std::vector<MemorySample> out(times.size());
+  for (size_t k = 0; k < times.size(); ++k) out[k].time_s = times[k];
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<double> values = column(kCategories[i]);
+    if (values.size() != times.size())
+      r.FailAt(kCategories[i], "expected " + std::to_string(times.size()) +
+                                   " values (one per time_s), got " +
+                                   std::to_string(values.size()));
+    for (size_t k = 0; k < times.size(); ++k) Category(out[k].bytes, i) = values[k];
+  }
+  r.Finish();
+  return out;
+}
+
+// A string that may be empty (JsonReader's strings are non-empty).
+std::string Text(JsonReader& r, const std::string& key) {
+  if (!r.Has(key)) return "";
+  JsonReader value = r.Member(key);
+  if (!value.value().is_string())
+    value.Fail("expected a string, got " + DescribeJson(value.value()));
+  return value.value().get<std::string>();
+}
+
+int Int(JsonReader& r, const std::string& key) {
+  return static_cast<int>(r.OptionalNonNegativeInteger(key, 0));
+}
+
+}  // namespace
+
+nlohmann::json ReportToJson(const Report& r, bool timelines) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerReport& w : r.workers)
+    workers.push_back({{"worker", w.worker},
+                       {"device", w.device},
+                       {"stage", w.stage},
+                       {"replica", w.replica},
+                       {"busy_s", w.busy_s},
+                       {"idle_s", w.idle_s},
+                       {"bubble_fraction", w.bubble_fraction},
+                       {"exposed_communication_s", w.exposed_communication_s}});
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceReport& d : r.devices) {
+    nlohmann::json device = {{"device", d.device},
+                             {"worker", d.worker},
+                             {"capacity_bytes", d.capacity_bytes},
+                             {"peak_memory_bytes", d.peak_memory_bytes},
+                             {"peak_time_s", d.peak_time_s},
+                             {"over_capacity", d.over_capacity},
+                             {"at_peak", CategoriesToJson(d.at_peak)},
+                             {"category_peaks", CategoriesToJson(d.category_peaks)}};
+    if (timelines) device["timeline"] = TimelineToJson(d.timeline);
+    devices.push_back(device);
+  }
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageSummary& s : r.stages)
+    stages.push_back({{"stage", s.stage},
+                      {"staleness", {{"min", s.staleness_min},
+                                     {"mean", s.staleness_mean},
+                                     {"max", s.staleness_max}}},
+                      {"max_weight_versions", s.max_weight_versions},
+                      {"max_in_flight_activations", s.max_in_flight_activations},
+                      {"updates", s.updates}});
+  nlohmann::json communication = nlohmann::json::array();
+  for (const CommunicationLevel& c : r.communication)
+    communication.push_back({{"level", c.level},
+                             {"name", c.name},
+                             {"link", c.link},
+                             {"pipeline_bytes", c.pipeline_bytes},
+                             {"allreduce_bytes", c.allreduce_bytes},
+                             {"bytes", c.Bytes()},
+                             {"messages", c.messages}});
+  return {{"source", r.source},
+          {"scenario", r.scenario},
+          {"schedule", r.schedule},
+          {"planner", r.planner},
+          {"network_model", r.network_model},
+          {"pipeline_depth", r.pipeline_depth},
+          {"worker_count", r.worker_count},
+          {"microbatch_size", r.microbatch_size},
+          {"microbatches_per_iteration", r.microbatches_per_iteration},
+          {"iterations", r.iterations},
+          {"samples_per_iteration", r.samples_per_iteration},
+          {"samples_per_s", r.samples_per_s},
+          {"iteration_s", r.iteration_s},
+          {"measurement", r.measurement},
+          {"makespan_s", r.makespan_s},
+          {"bubble_fraction", r.bubble_fraction},
+          {"exposed_communication_s", r.exposed_communication_s},
+          {"peak_memory_bytes", r.peak_memory_bytes},
+          {"over_capacity", r.over_capacity},
+          {"workers", workers},
+          {"devices", devices},
+          {"stages", stages},
+          {"communication", communication},
+          {"warnings", r.warnings},
+          {"details", r.details}};
+}
+
+Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
+  JsonReader root(doc, file);
+  Report r;
+  r.source = root.Choice("source", {"simulator", "executor"});
+  r.scenario = Text(root, "scenario");
+  r.schedule = Text(root, "schedule");
+  r.planner = Text(root, "planner");
+  r.network_model = Text(root, "network_model");
+  r.pipeline_depth = Int(root, "pipeline_depth");
+  r.worker_count = Int(root, "worker_count");
+  r.microbatch_size = Int(root, "microbatch_size");
+  r.microbatches_per_iteration = Int(root, "microbatches_per_iteration");
+  r.iterations = Int(root, "iterations");
+  r.samples_per_iteration = root.OptionalNonNegativeNumber("samples_per_iteration", 0);
+  r.samples_per_s = root.NonNegativeNumber("samples_per_s");
+  r.iteration_s = root.NonNegativeNumber("iteration_s");
+  r.measurement = Text(root, "measurement");
+  r.makespan_s = root.OptionalNonNegativeNumber("makespan_s", 0);
+  r.bubble_fraction = root.OptionalNonNegativeNumber("bubble_fraction", 0);
+  r.exposed_communication_s = root.OptionalNonNegativeNumber("exposed_communication_s", 0);
+  r.peak_memory_bytes = root.OptionalNonNegativeNumber("peak_memory_bytes", 0);
+  r.over_capacity = root.OptionalBool("over_capacity", false);
+  for (JsonReader w : root.Array("workers")) {
+    WorkerReport x;
+    x.worker = Int(w, "worker");
+    x.device = Int(w, "device");
+    x.stage = Int(w, "stage");
+    x.replica = Int(w, "replica");
+    x.busy_s = w.NonNegativeNumber("busy_s");
+    x.idle_s = w.NonNegativeNumber("idle_s");
+    x.bubble_fraction = w.NonNegativeNumber("bubble_fraction");
+    x.exposed_communication_s = w.NonNegativeNumber("exposed_communication_s");
+    w.Finish();
+    r.workers.push_back(x);
+  }
+  for (JsonReader d : root.Array("devices")) {
+    DeviceReport x;
+    x.device = Int(d, "device");
+    x.worker = static_cast<int>(d.Number("worker"));
+    x.capacity_bytes = d.NonNegativeNumber("capacity_bytes");
+    x.peak_memory_bytes = d.NonNegativeNumber("peak_memory_bytes");
+    x.peak_time_s = d.OptionalNonNegativeNumber("peak_time_s", 0);
+    x.over_capacity = d.OptionalBool("over_capacity", false);
+    x.at_peak = CategoriesFromJson(d.Member("at_peak"));
+    x.category_peaks = CategoriesFromJson(d.Member("category_peaks"));
+    if (auto t = d.OptionalMember("timeline")) x.timeline = TimelineFromJson(*t);
+    d.Finish();
+    r.devices.push_back(x);
+  }
+  for (JsonReader s : root.Array("stages")) {
+    StageSummary x;
+    x.stage = Int(s, "stage");
+    JsonReader staleness = s.Member("staleness");
+    x.staleness_min = staleness.NonNegativeNumber("min");
+    x.staleness_mean = staleness.NonNegativeNumber("mean");
+    x.staleness_max = staleness.NonNegativeNumber("max");
+    staleness.Finish();
+    x.max_weight_versions = Int(s, "max_weight_versions");
+    x.max_in_flight_activations = Int(s, "max_in_flight_activations");
+    x.updates = Int(s, "updates");
+    s.Finish();
+    r.stages.push_back(x);
+  }
+  for (JsonReader c : root.Array("communication")) {
+    CommunicationLevel x;
+    x.level = Int(c, "level");
+    x.name = Text(c, "name");
+    x.link = Text(c, "link");
+    x.pipeline_bytes = c.NonNegativeNumber("pipeline_bytes");
+    x.allreduce_bytes = c.NonNegativeNumber("allreduce_bytes");
+    c.Accept("bytes");
+    x.messages = static_cast<long long>(c.OptionalNonNegativeInteger("messages", 0));
+    c.Finish();
+    r.communication.push_back(x);
+  }
+  if (root.Has("warnings"))
+    for (const JsonReader& w : root.Array("warnings")) r.warnings.push_back(w.AsString());
+  if (auto details = root.OptionalMember("details")) r.details = details->value();
+  root.Finish();
+  return r;
+}
+
+}  // namespace pipetwin

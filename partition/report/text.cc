@@ -1,0 +1,78 @@
+#include "partition/report/text.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace pipetwin {
+
+namespace {
+
+std::string Bytes(double bytes) {
+  char buffer[32];
+  const char* unit = bytes >= 1e9 ? "GB" : bytes >= 1e6 ? "MB" : bytes >= 1e3 ? "kB" : "B";
+  const double scale = bytes >= 1e9 ? 1e9 : bytes >= 1e6 ? 1e6 : bytes >= 1e3 ? 1e3 : 1;
+  std::snprintf(buffer, sizeof buffer, "%.4g %s", bytes / scale, unit);
+  return buffer;
+}
+
+std::string Fixed(double x, int digits) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, x);
+  return buffer;
+}
+
+}  // namespace
+
+std::string ReportToText(const Report& r) {
+  std::ostringstream out;
+  out << r.scenario << "\n"
+      << r.schedule << ", " << r.pipeline_depth << " stages, " << r.worker_count
+      << " workers, micro-batch " << r.microbatch_size << " x " << r.microbatches_per_iteration
+      << " per iteration, " << r.iterations << " iterations (" << r.source << ", "
+      << r.network_model << " network)\n\n";
+  out << "throughput   " << Fixed(r.samples_per_s, 2) << " samples/s, iteration "
+      << Fixed(r.iteration_s * 1e3, 3) << " ms (" << r.measurement << ")\n";
+  out << "bubble       " << Fixed(100 * r.bubble_fraction, 1)
+      << "% of worker time; exposed communication up to "
+      << Fixed(r.exposed_communication_s * 1e3, 3) << " ms per worker\n";
+  const DeviceReport* fullest = nullptr;
+  for (const DeviceReport& d : r.devices)
+    if (!fullest || d.peak_memory_bytes > fullest->peak_memory_bytes) fullest = &d;
+  if (fullest)
+    out << "memory       peak " << Bytes(fullest->peak_memory_bytes) << " on device "
+        << fullest->device << " of " << Bytes(fullest->capacity_bytes)
+        << (r.over_capacity ? "  OVER CAPACITY" : "") << " (weights "
+        << Bytes(fullest->at_peak.weights) << ", optimizer " << Bytes(fullest->at_peak.optimizer)
+        << ", gradients " << Bytes(fullest->at_peak.gradients) << ", activations "
+        << Bytes(fullest->at_peak.activations) << ", recompute "
+        << Bytes(fullest->at_peak.recompute) << ")\n";
+  out << "communication";
+  for (const CommunicationLevel& c : r.communication)
+    out << (c.level ? ", " : " ") << "level " << c.level << " (" << c.name << ", " << c.link
+        << ") " << Bytes(c.Bytes());
+  out << "\n\nstage  staleness min/mean/max  weight versions  in-flight activations\n";
+  for (const StageSummary& s : r.stages)
+    out << std::string(5 - std::min<size_t>(5, std::to_string(s.stage).size()), ' ') << s.stage
+        << "  " << Fixed(s.staleness_min, 0) << " / " << Fixed(s.staleness_mean, 2) << " / "
+        << Fixed(s.staleness_max, 0) << std::string(12, ' ') << s.max_weight_versions
+        << std::string(16, ' ') << s.max_in_flight_activations << "\n";
+  out << "\nworker  device  stage    busy ms    idle ms  bubble  exposed comm ms  peak memory\n";
+  const size_t shown = std::min<size_t>(r.workers.size(), 64);
+  for (size_t i = 0; i < shown; ++i) {
+    const WorkerReport& w = r.workers[i];
+    double peak = 0;
+    for (const DeviceReport& d : r.devices)
+      if (d.device == w.device) peak = d.peak_memory_bytes;
+    char line[160];
+    std::snprintf(line, sizeof line, "%6d  %6d  %5d  %9.3f  %9.3f  %5.1f%%  %15.3f  %s\n",
+                  w.worker, w.device, w.stage, w.busy_s * 1e3, w.idle_s * 1e3,
+                  100 * w.bubble_fraction, w.exposed_communication_s * 1e3, Bytes(peak).c_str());
+    out << line;
+  }
+  if (shown < r.workers.size())
+    out << "... " << r.workers.size() - shown << " more workers (--json lists them all)\n";
+  return out.str();
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,237 @@
+// The checker: the structural rules every op list must follow (coverage, order on each worker,
+// matched sends and receives, live weight versions), then a rendezvous replay for deadlocks.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "partition/util/error.h"
+#include "partition/schedule/check.h"
+#include "partition/schedule/replay.h"
+#include "partition/schedule/internal/lowering.h"
+#include "partition/schedule/spec.h"
+
+namespace pipetwin {
+
+namespace {
+
+using schedule_internal::DescribeOp;
+using schedule_internal::Routing;
+
+bool IsSend(OpKind k) { return k == OpKind::kSendActivation || k == OpKind::kSendGradient; }
+
+[[noreturn]] void Broken(const PipelineSchedule& s, const std::string& what) {
+  throw InputError("schedule " + ScheduleKindName(s.kind) + ": " + what);
+}
+
+std::string At(int worker, const Op& op) {
+  return "worker " + std::to_string(worker) + ": " + DescribeOp(op);
+}
+
+void CheckCoverage(const PipelineSchedule& s, const Routing& routing) {
+  const int G = routing.model_stages(), M = std::max(routing.microbatches(), s.microbatches);
+  std::vector<int> count(static_cast<size_t>(G) * M * 4, 0);
+  for (const auto& w : s.workers) {
+    for (const Op& op : w.ops) {
+      if (!IsComputeOp(op.kind) || op.kind == OpKind::kRecompute) continue;
+      if (op.stage < 0 || op.microbatch < 0) Broken(s, At(w.worker, op) + " has a negative index");
+      int kind = op.kind == OpKind::kForward ? 0 : op.kind == OpKind::kBackward ? 1
+                 : op.kind == OpKind::kBackwardInput ? 2 : 3;
+      ++count[(static_cast<size_t>(op.stage) * M + op.microbatch) * 4 + kind];
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    for (int k = 0; k < M; ++k) {
+      const int* c = &count[(static_cast<size_t>(g) * M + k) * 4];
+      const std::string what = "stage " + std::to_string(g) + " micro-batch " + std::to_string(k);
+      if (c[0] != 1)
+        Broken(s, what + " runs its forward " + std::to_string(c[0]) + " times (exactly once)");
+      const bool full = c[1] == 1 && c[2] == 0 && c[3] == 0;
+      const bool split = c[1] == 0 && c[2] == 1 && c[3] == 1;
+      if (!full && !split)
+        Broken(s, what + " needs one backward, or one backward-input and one backward-weight");
+    }
+  }
+}
+
+// Facts per (stage, micro-batch), each stamped with the worker that established it (worker + 1),
+// so that one set of flat arrays serves every worker without clearing.
+struct Marks {
+  Marks(int stages, int microbatches)
+      : G(stages), M(microbatches), forward(Size()), backward(Size()), activation_in(Size()),
+        gradient_in(Size()), stashed(Size()), forward_version(Size(), -1) {}
+  size_t Size() const { return static_cast<size_t>(G) * M; }
+  bool Valid(int stage, int mb) const { return stage >= 0 && stage < G && mb >= 0 && mb < M; }
+  size_t At(int stage, int mb) const { return static_cast<size_t>(stage) * M + mb; }
+  int G, M;
+  std::vector<int> forward, backward, activation_in, gradient_in, stashed, forward_version;
+};
+
+// Order on each worker: inputs before use, forward before backward, weight versions alive.
+void CheckWorkerOrder(const PipelineSchedule& s, const Routing& routing, const WorkerProgram& w,
+                      Marks& marks) {
+  const int G = routing.model_stages();
+  const int me = w.worker + 1;
+  std::vector<int> stashed_versions;
+  auto version_alive = [&](int v, int current) {
+    return v == current ||
+           std::find(stashed_versions.begin(), stashed_versions.end(), v) != stashed_versions.end();
+  };
+  int current = 0;
+  for (const Op& op : w.ops) {
+    const bool per_microbatch = IsComputeOp(op.kind) || IsCommunicationOp(op.kind) ||
+                                op.kind == OpKind::kStashActivation ||
+                                op.kind == OpKind::kReleaseActivation;
+    if (per_microbatch && !marks.Valid(op.stage, op.microbatch))
+      Broken(s, At(w.worker, op) + " names no stage or micro-batch of this schedule");
+    const size_t id = per_microbatch ? marks.At(op.stage, op.microbatch) : 0;
+    auto seen = [&](const std::vector<int>& flags, int stage) {
+      return flags[marks.At(stage, op.microbatch)] == me;
+    };
+    if (IsComputeOp(op.kind) && op.weight_version >= 0 && !version_alive(op.weight_version, current))
+      Broken(s, At(w.worker, op) + " uses weight version " + std::to_string(op.weight_version) +
+                    ", which is not alive (current " + std::to_string(current) + ")");
+    switch (op.kind) {
+      case OpKind::kForward: {
+        const int u = routing.ForwardWorker(op.stage - 1, op.microbatch);
+        if (op.stage > 0 && u == w.worker && !seen(marks.forward, op.stage - 1))
+          Broken(s, At(w.worker, op) + " runs before the forward of stage " +
+                        std::to_string(op.stage - 1));
+        if (op.stage > 0 && u != w.worker && marks.activation_in[id] != me)
+          Broken(s, At(w.worker, op) + " runs before its input activation is received");
+        marks.forward[id] = me;
+        marks.forward_version[id] = op.weight_version;
+        break;
+      }
+      case OpKind::kBackward:
+      case OpKind::kBackwardInput: {
+        if (marks.forward[id] != me)
+          Broken(s, At(w.worker, op) + " runs before its forward on this worker");
+        const int u = routing.BackwardWorker(op.stage + 1, op.microbatch);
+        if (op.stage + 1 < G && u == w.worker && !seen(marks.backward, op.stage + 1))
+          Broken(s, At(w.worker, op) + " runs before the backward of stage " +
+                        std::to_string(op.stage + 1));
+        if (op.stage + 1 < G && u != w.worker && marks.gradient_in[id] != me)
+          Broken(s, At(w.worker, op) + " runs before its output gradient is received");
+        if (marks.forward_version[id] != op.weight_version)
+          Broken(s, At(w.worker, op) + " uses weight version " + std::to_string(op.weight_version) +
+                        " but its forward used " + std::to_string(marks.forward_version[id]));
+        marks.backward[id] = me;
+        break;
+      }
+      case OpKind::kBackwardWeight:
+        if (marks.backward[id] != me) Broken(s, At(w.worker, op) + " runs before its backward-input");
+        break;
+      case OpKind::kRecompute:
+        if (marks.forward[id] != me) Broken(s, At(w.worker, op) + " runs before its forward");
+        break;
+      case OpKind::kSendActivation:
+        if (marks.forward[id] != me) Broken(s, At(w.worker, op) + " sends before its forward ran");
+        break;
+      case OpKind::kSendGradient:
+        if (marks.backward[id] != me) Broken(s, At(w.worker, op) + " sends before its backward ran");
+        break;
+      case OpKind::kRecvActivation: marks.activation_in[id] = me; break;
+      case OpKind::kRecvGradient: marks.gradient_in[id] = me; break;
+      case OpKind::kStashActivation:
+        if (marks.stashed[id] == me) Broken(s, At(w.worker, op) + " stashes twice");
+        marks.stashed[id] = me;
+        break;
+      case OpKind::kReleaseActivation:
+        if (marks.stashed[id] != me)
+          Broken(s, At(w.worker, op) + " releases an activation never stashed");
+        marks.stashed[id] = 0;
+        break;
+      case OpKind::kStashWeights:
+        if (op.weight_version != current)
+          Broken(s, At(w.worker, op) + " stashes a version that is not current");
+        stashed_versions.push_back(current);
+        break;
+      case OpKind::kReleaseWeights: {
+        auto it = std::find(stashed_versions.begin(), stashed_versions.end(), op.weight_version);
+        if (it == stashed_versions.end())
+          Broken(s, At(w.worker, op) + " releases a version never stashed");
+        stashed_versions.erase(it);
+        break;
+      }
+      case OpKind::kUpdate:
+        if (op.weight_version <= current)
+          Broken(s, At(w.worker, op) + " does not create a newer version than " +
+                        std::to_string(current));
+        current = op.weight_version;
+        break;
+      case OpKind::kAllReduce: break;
+    }
+  }
+}
+
+// Every Send has exactly one Recv on its peer naming it, and the other way round. There is one
+// message per (direction, sender's stage, micro-batch).
+void CheckMatching(const PipelineSchedule& s, const Routing& routing) {
+  const int W = s.WorkerCount(), G = routing.model_stages(), M = routing.microbatches();
+  struct End {
+    int count = 0, worker = -1, peer = -1;
+    const Op* op = nullptr;
+  };
+  std::vector<End> sends(2 * static_cast<size_t>(G) * M), recvs(sends.size());
+  for (const auto& w : s.workers) {
+    for (const Op& op : w.ops) {
+      if (!IsCommunicationOp(op.kind)) continue;
+      if (op.peer_worker < 0 || op.peer_worker >= W || op.peer_worker == w.worker)
+        Broken(s, At(w.worker, op) + " names no other worker as its peer");
+      const bool activation =
+          op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
+      const bool send = IsSend(op.kind);
+      const int sender_stage = send ? op.stage : activation ? op.stage - 1 : op.stage + 1;
+      if (op.microbatch < 0 || op.microbatch >= M || op.stage < 0 || op.stage >= G ||
+          sender_stage < 0 || sender_stage >= G)
+        Broken(s, At(w.worker, op) + " names no stage or micro-batch of this schedule");
+      End& end = (send ? sends : recvs)[(static_cast<size_t>(activation) * G + sender_stage) * M +
+                                        op.microbatch];
+      if (++end.count > 1) Broken(s, At(w.worker, op) + " appears twice");
+      end.worker = w.worker;
+      end.peer = op.peer_worker;
+      end.op = &op;
+    }
+  }
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const End& send = sends[i];
+    const End& recv = recvs[i];
+    if (recv.count && (!send.count || send.worker != recv.peer || send.peer != recv.worker))
+      Broken(s, At(recv.worker, *recv.op) + " never gets its send");
+    if (send.count && (!recv.count || recv.worker != send.peer))
+      Broken(s, At(send.worker, *send.op) + " has no matching receive");
+  }
+}
+
+}  // namespace
+
+void ValidateSchedule(const PipelineSchedule& s) {
+  for (int i = 0; i < s.WorkerCount(); ++i)
+    if (s.workers[i].worker != i) Broken(s, "worker " + std::to_string(i) + " is misnumbered");
+  Routing routing(s);
+  CheckCoverage(s, routing);
+  CheckMatching(s, routing);
+  Marks marks(routing.model_stages(), routing.microbatches());
+  for (const auto& w : s.workers) CheckWorkerOrder(s, routing, w, marks);
+}
+
+namespace schedule_internal {
+
+void CheckComputeCoverage(const PipelineSchedule& schedule) {
+  CheckCoverage(schedule, Routing(schedule));
+}
+
+}  // namespace schedule_internal
+
+
+void CheckSchedule(const PipelineSchedule& schedule) {
+  ValidateSchedule(schedule);
+  OpCosts unit;
+  unit.forward = unit.backward = 1;
+  unit.backward_input = unit.backward_weight = unit.recompute = 1;
+  ReplayResult r = ReplaySchedule(schedule, unit, SendSemantics::kRendezvous);
+  if (!r.completed)
+    Broken(schedule, "deadlock when sends wait for their receives (rendezvous): " + r.deadlock);
+}
+
+}  // namespace pipetwin

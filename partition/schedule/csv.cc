@@ -1,0 +1,274 @@
+// torch.distributed.pipelining's action CSV, both ways.
+//
+// The CSV is the "compute_only" form torch's PipelineScheduleMulti._dump_csv writes and _load_csv
+// reads: one row per rank, one action per cell, "STAGE" + type + "MICROBATCH" ("0F0", "1B3",
+// "0I2", "0W2"); empty cells (torch's idle steps) are skipped. We also read the lowered form with
+// SEND_F/RECV_F/SEND_B/RECV_B cells, and use REDUCE_GRAD cells as the update points.
+#include <algorithm>
+#include <cctype>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "partition/util/error.h"
+#include "partition/schedule/check.h"
+#include "partition/schedule/format.h"
+#include "partition/schedule/internal/lowering.h"
+#include "partition/schedule/spec.h"
+
+namespace pipetwin {
+
+namespace {
+
+using schedule_internal::MakeOp;
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  std::string t = s.substr(b, e - b);
+  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
+  return t;
+}
+
+// One parsed cell.
+struct Action {
+  int stage = 0;
+  std::string type;  // F, I, B, W, REDUCE_GRAD, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD
+  int microbatch = -1;
+};
+
+Action ParseAction(const std::string& cell, const std::string& file, int line) {
+  static const std::vector<std::string> kTypes = {"REDUCE_GRAD", "UNSHARD", "RESHARD", "SEND_F",
+                                                  "RECV_F",      "SEND_B",  "RECV_B",  "F",
+                                                  "I",           "B",       "W"};
+  auto fail = [&]() -> Action {
+    throw InputError(file, "line " + std::to_string(line),
+                     "unknown action '" + cell + "' (expected a stage, then F, I, B, W, "
+                     "REDUCE_GRAD, SEND_F, RECV_F, SEND_B or RECV_B, then the micro-batch: 0F3)");
+  };
+  size_t i = 0;
+  while (i < cell.size() && std::isdigit(static_cast<unsigned char>(cell[i]))) ++i;
+  if (i == 0 || i > 6) return fail();
+  Action a;
+  a.stage = std::stoi(cell.substr(0, i));
+  for (const auto& type : kTypes) {
+    if (cell.compare(i, type.size(), type) != 0) continue;
+    a.type = type;
+    const std::string rest = cell.substr(i + type.size());
+    const bool no_microbatch = type == "REDUCE_GRAD" || type == "UNSHARD" || type == "RESHARD";
+    if (no_microbatch != rest.empty() || rest.size() > 7) return fail();
+    for (char c : rest)
+      if (!std::isdigit(static_cast<unsigned char>(c))) return fail();
+    if (!rest.empty()) a.microbatch = std::stoi(rest);
+    return a;
+  }
+  return fail();
+}
+
+std::vector<std::vector<std::pair<Action, int>>> ParseRows(const std::string& text,
+                                                           const std::string& file) {
+  std::vector<std::vector<std::pair<Action, int>>> rows;  // (action, line)
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  std::vector<int> empty_lines;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::pair<Action, int>> row;
+    std::stringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, ',')) {
+      cell = Trim(cell);
+      if (!cell.empty()) row.push_back({ParseAction(cell, file, number), number});
+    }
+    if (row.empty()) {
+      empty_lines.push_back(number);
+      continue;
+    }
+    if (!empty_lines.empty())
+      throw InputError(file, "line " + std::to_string(empty_lines.front()),
+                       "a rank with no actions (every row must hold the rank's actions)");
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) throw InputError(file, "", "no actions (expected one row per rank)");
+  if (rows.size() > 4096) throw InputError(file, "", "more than 4096 ranks");
+  return rows;
+}
+
+// Positions, replicas and chunks from which stages each row holds.
+void InferLayout(PipelineSchedule& s, const std::vector<std::set<int>>& held,
+                 const std::string& file) {
+  int G = 0;
+  bool single = true;
+  for (const auto& h : held) {
+    if (h.empty()) throw InputError(file, "", "a rank runs no forward or backward");
+    G = std::max(G, *h.rbegin() + 1);
+    single = single && h.size() == 1;
+  }
+  std::map<int, int> holders;
+  for (const auto& h : held)
+    for (int g : h) ++holders[g];
+  for (int g = 0; g < G; ++g) {
+    if (!holders.count(g)) throw InputError(file, "", "no rank runs stage " + std::to_string(g));
+    if (!single && holders[g] > 1)
+      throw InputError(file, "", "stage " + std::to_string(g) +
+                                     " is on several ranks, which only single-stage ranks "
+                                     "(replicas) may share");
+  }
+  const int rows = static_cast<int>(held.size());
+  if (single) {
+    s.stages = G;
+    s.chunks = 1;
+    s.replicas.assign(G, 0);
+  } else {
+    s.stages = rows;
+    s.replicas.assign(rows, 1);
+    s.chunks = 0;
+    for (const auto& h : held) s.chunks = std::max<int>(s.chunks, h.size());
+  }
+  for (int r = 0; r < rows; ++r) {
+    WorkerProgram w;
+    w.worker = r;
+    w.model_stages.assign(held[r].begin(), held[r].end());
+    w.stage = single ? w.model_stages[0] : r;
+    w.replica = single ? s.replicas[w.stage]++ : 0;
+    s.workers.push_back(w);
+  }
+}
+
+// Rows into op lists: compute ops, and an AllReduce/Update each time the row has reduced every
+// stage it holds once more (REDUCE_GRAD), or one at the end when it never does.
+void FillOps(PipelineSchedule& s, const std::vector<std::vector<std::pair<Action, int>>>& rows,
+             bool& explicit_comm) {
+  explicit_comm = false;
+  for (auto& w : s.workers) {
+    std::map<int, int> reduced;
+    int updates = 0;
+    auto chunk_of = [&](int g) {
+      auto it = std::find(w.model_stages.begin(), w.model_stages.end(), g);
+      return it == w.model_stages.end() ? 0 : static_cast<int>(it - w.model_stages.begin());
+    };
+    auto sync = [&]() {
+      if (s.replicas[w.stage] > 1) w.ops.push_back(MakeOp(OpKind::kAllReduce, w.stage, 0, -1));
+      w.ops.push_back(MakeOp(OpKind::kUpdate, w.stage, 0, -1));
+      ++updates;
+    };
+    for (const auto& [a, line] : rows[w.worker]) {
+      static const std::map<std::string, OpKind> kKinds = {
+          {"F", OpKind::kForward},          {"B", OpKind::kBackward},
+          {"I", OpKind::kBackwardInput},    {"W", OpKind::kBackwardWeight},
+          {"SEND_F", OpKind::kSendActivation}, {"RECV_F", OpKind::kRecvActivation},
+          {"SEND_B", OpKind::kSendGradient},   {"RECV_B", OpKind::kRecvGradient}};
+      if (a.type == "REDUCE_GRAD") {
+        ++reduced[a.stage];
+        bool all = true;
+        for (int g : w.model_stages) all = all && reduced[g] > updates;
+        if (all) sync();
+        continue;
+      }
+      auto it = kKinds.find(a.type);
+      if (it == kKinds.end()) continue;  // UNSHARD / RESHARD: FSDP only, nothing to run here
+      Op op = MakeOp(it->second, a.stage, chunk_of(a.stage), a.microbatch);
+      explicit_comm = explicit_comm || IsCommunicationOp(op.kind);
+      w.ops.push_back(op);
+    }
+    if (updates == 0) sync();
+  }
+}
+
+// Peers of explicit SEND/RECV cells, from who runs the matching compute.
+void ResolvePeers(PipelineSchedule& s, const std::string& file) {
+  schedule_internal::Routing routing(s);
+  for (auto& w : s.workers) {
+    for (Op& op : w.ops) {
+      if (!IsCommunicationOp(op.kind)) continue;
+      const int g = op.stage, k = op.microbatch;
+      std::string needed;
+      switch (op.kind) {
+        case OpKind::kSendActivation:
+          op.peer_worker = routing.ForwardWorker(g + 1, k);
+          needed = std::to_string(g + 1) + "F" + std::to_string(k);
+          break;
+        case OpKind::kRecvActivation:
+          op.peer_worker = routing.ForwardWorker(g - 1, k);
+          needed = std::to_string(g - 1) + "F" + std::to_string(k);
+          break;
+        case OpKind::kSendGradient:
+          op.peer_worker = routing.BackwardWorker(g - 1, k);
+          needed = std::to_string(g - 1) + "B" + std::to_string(k);
+          break;
+        default:
+          op.peer_worker = routing.BackwardWorker(g + 1, k);
+          needed = std::to_string(g + 1) + "B" + std::to_string(k);
+          break;
+      }
+      const bool recv = op.kind == OpKind::kRecvActivation || op.kind == OpKind::kRecvGradient;
+      if (op.peer_worker < 0)
+        throw InputError(file, "rank " + std::to_string(w.worker),
+                         "'" + ActionName(op) + (recv ? "' never gets its send" : "' has no receiver") +
+                             ": no rank runs " + needed);
+      if (op.peer_worker == w.worker)
+        throw InputError(file, "rank " + std::to_string(w.worker),
+                         "'" + ActionName(op) + "' communicates with its own rank");
+    }
+  }
+}
+
+}  // namespace
+
+std::string ScheduleToCsv(const PipelineSchedule& s) {
+  std::string out;
+  for (const auto& w : s.workers) {
+    std::string row;
+    auto cell = [&row](const std::string& c) { row += (row.empty() ? "" : ",") + c; };
+    for (const Op& op : w.ops) {
+      if (IsComputeOp(op.kind) && op.kind != OpKind::kRecompute) cell(ActionName(op));
+      if (op.kind == OpKind::kUpdate)
+        for (int g : w.model_stages) cell(std::to_string(g) + "REDUCE_GRAD");
+    }
+    out += row + "\n";
+  }
+  return out;
+}
+
+PipelineSchedule ScheduleFromCsv(const std::string& text, const std::string& file,
+                                 const OpCosts& costs) {
+  const auto rows = ParseRows(text, file);
+  PipelineSchedule s;
+  s.kind = ScheduleKind::kImported;
+  std::vector<std::set<int>> held(rows.size());
+  int microbatches = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (const auto& [a, line] : rows[r]) {
+      const bool compute = a.type == "F" || a.type == "B" || a.type == "I" || a.type == "W";
+      if (!compute) continue;
+      held[r].insert(a.stage);
+      microbatches = std::max(microbatches, a.microbatch + 1);
+    }
+  }
+  if (microbatches * static_cast<long>(rows.size()) > 4'000'000)
+    throw InputError(file, "", "too large a schedule");
+  InferLayout(s, held, file);
+  s.microbatches = s.microbatches_per_batch = microbatches;
+  bool explicit_comm = false;
+  FillOps(s, rows, explicit_comm);
+  try {
+    if (explicit_comm) ResolvePeers(s, file);
+    schedule_internal::CheckComputeCoverage(s);
+    schedule_internal::AssignWeightVersions(s, schedule_internal::VersionPolicy::kLatest);
+    if (explicit_comm) schedule_internal::AnnotateStashes(s);
+    else schedule_internal::PlaceCommunication(s, costs);
+    ValidateSchedule(s);
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    throw InputError(file, "", e.what());
+  }
+  return s;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,70 @@
+// Names and comparisons of the op-list data model (op.h).
+#include "partition/schedule/op.h"
+
+namespace pipetwin {
+
+const char* OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kForward: return "forward";
+    case OpKind::kBackward: return "backward";
+    case OpKind::kBackwardInput: return "backward_input";
+    case OpKind::kBackwardWeight: return "backward_weight";
+    case OpKind::kRecompute: return "recompute";
+    case OpKind::kSendActivation: return "send_activation";
+    case OpKind::kRecvActivation: return "recv_activation";
+    case OpKind::kSendGradient: return "send_gradient";
+    case OpKind::kRecvGradient: return "recv_gradient";
+    case OpKind::kAllReduce: return "all_reduce";
+    case OpKind::kUpdate: return "update";
+    case OpKind::kStashActivation: return "stash_activation";
+    case OpKind::kReleaseActivation: return "release_activation";
+    case OpKind::kStashWeights: return "stash_weights";
+    case OpKind::kReleaseWeights: return "release_weights";
+  }
+  return "?";
+}
+
+bool Op::operator==(const Op& other) const {
+  return kind == other.kind && stage == other.stage && chunk == other.chunk &&
+         microbatch == other.microbatch && peer_worker == other.peer_worker &&
+         weight_version == other.weight_version && input_only == other.input_only;
+}
+
+std::string ActionName(const Op& op) {
+  const std::string stage = std::to_string(op.stage);
+  const std::string mb = std::to_string(op.microbatch);
+  switch (op.kind) {
+    case OpKind::kForward: return stage + "F" + mb;
+    case OpKind::kBackward: return stage + "B" + mb;
+    case OpKind::kBackwardInput: return stage + "I" + mb;
+    case OpKind::kBackwardWeight: return stage + "W" + mb;
+    case OpKind::kSendActivation: return stage + "SEND_F" + mb;
+    case OpKind::kRecvActivation: return stage + "RECV_F" + mb;
+    case OpKind::kSendGradient: return stage + "SEND_B" + mb;
+    case OpKind::kRecvGradient: return stage + "RECV_B" + mb;
+    case OpKind::kAllReduce:
+    case OpKind::kUpdate: return stage + "REDUCE_GRAD";
+    case OpKind::kRecompute:
+    case OpKind::kStashActivation:
+    case OpKind::kReleaseActivation: return std::string(OpKindName(op.kind)) + " " + stage + ":" + mb;
+    case OpKind::kStashWeights:
+    case OpKind::kReleaseWeights:
+      return std::string(OpKindName(op.kind)) + " v" + std::to_string(op.weight_version);
+  }
+  return "?";
+}
+
+bool WorkerProgram::operator==(const WorkerProgram& other) const {
+  return worker == other.worker && stage == other.stage && replica == other.replica &&
+         model_stages == other.model_stages && ops == other.ops;
+}
+
+bool PipelineSchedule::operator==(const PipelineSchedule& other) const {
+  return kind == other.kind && stages == other.stages && replicas == other.replicas &&
+         microbatches == other.microbatches &&
+         microbatches_per_batch == other.microbatches_per_batch && chunks == other.chunks &&
+         vertical_sync == other.vertical_sync && recompute == other.recompute &&
+         workers == other.workers;
+}
+
+}  // namespace pipetwin

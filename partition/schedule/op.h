@@ -1,0 +1,132 @@
+// Pipeline schedules as data: for every worker, the ordered list of operations it runs.
+//
+// A PipelineSchedule is what the simulator (sim/) and the executor (exec/) both run; neither
+// invents its own order. Each worker's list holds
+//   - compute: Forward, Backward (or the split BackwardInput / BackwardWeight of zero-bubble
+//     schedules) and Recompute, each naming its model stage, micro-batch and weight version;
+//   - communication: SendActivation / RecvActivation, SendGradient / RecvGradient with the peer
+//     worker, and AllReduce over the replicas of a stage;
+//   - state: Update(new version), StashActivation / ReleaseActivation, StashWeights /
+//     ReleaseWeights, which make memory accounting a walk over the list.
+//
+//   ScheduleSpec spec;                                  // schedule/spec.h
+//   spec.kind = ScheduleKind::kFlush;  spec.stages = 4;  spec.microbatches = 8;
+//   PipelineSchedule schedule = BuildSchedule(spec);    // schedule/build.h
+//   CheckSchedule(schedule);                            // schedule/check.h
+//   ReplayResult r = ReplaySchedule(schedule, spec.costs);   // schedule/replay.h
+//   r.bubble_fraction;                                  // (p-1)/(m+p-1) = 3/11
+//
+// How the lists execute (the contract both back ends follow):
+//   - A worker runs its ops strictly in list order, one at a time.
+//   - A Send and its Recv match by their MessageKey (MessageOf: direction, sender's model stage,
+//     micro-batch, sender, receiver), and between two workers the messages arrive in the order
+//     they are sent (first in, first out), as every c10d and SimGrid channel delivers them.
+//     Under rendezvous semantics (NCCL-like, the stricter one) a Send completes only when the
+//     peer has reached the matching Recv, and both complete together; under buffered semantics
+//     (Gloo, small messages) a Send completes at once and the Recv waits for it. Every list
+//     BuildSchedule makes is deadlock-free under both: each Send/Recv pair was placed at one
+//     instant of a global order, so executing that global order is always possible. A pair is
+//     placed where both workers are between ops at the times of ScheduleSpec::costs, so with
+//     those times no Send ever waits and both semantics give the same timeline; with other times
+//     a rendezvous Send may wait, never forever.
+//   - AllReduce(stage, version) is a collective over the stage's replicas; it completes when all
+//     of them have reached it. Update(v) follows it and makes version v current.
+//   - A forward uses the weight version it names; its backward uses the same one (weight
+//     stashing, PipeDream SOSP'19 section 3.3). StashWeights(v) comes just before an Update when
+//     version v is still needed after it; ReleaseWeights(v) frees a stashed version after its last
+//     use. Versions alive on a worker = 1 (current) + stashed ones.
+//   - StashActivation follows each Forward (input_only under recomputation); ReleaseActivation
+//     follows the Backward (or the BackwardWeight of a split backward).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partition/schedule/kind.h"
+
+namespace pipetwin {
+
+enum class OpKind {  // the order matters: compute kinds first, then the Send/Recv kinds
+  kForward,
+  kBackward,
+  kBackwardInput,     // zero-bubble "B": gradient with respect to the stage input
+  kBackwardWeight,    // zero-bubble "W": gradient with respect to the weights
+  kRecompute,         // re-run the forward from the stashed stage input before the backward
+  kSendActivation,
+  kRecvActivation,
+  kSendGradient,
+  kRecvGradient,
+  kAllReduce,         // gradients over the stage's replicas
+  kUpdate,            // optimizer step; weight_version is the version it creates
+  kStashActivation,
+  kReleaseActivation,
+  kStashWeights,
+  kReleaseWeights,
+};
+
+// "forward", "backward", "backward_input", ... (snake case, as in the JSON export).
+const char* OpKindName(OpKind kind);
+// Forward, Backward, BackwardInput, BackwardWeight, Recompute.
+inline bool IsComputeOp(OpKind kind) { return kind <= OpKind::kRecompute; }
+// The four Send/Recv kinds.
+inline bool IsCommunicationOp(OpKind kind) {
+  return kind >= OpKind::kSendActivation && kind <= OpKind::kRecvGradient;
+}
+// SendActivation, SendGradient.
+inline bool IsSendOp(OpKind kind) {
+  return kind == OpKind::kSendActivation || kind == OpKind::kSendGradient;
+}
+// Backward, BackwardInput, BackwardWeight.
+inline bool IsBackwardOp(OpKind kind) {
+  return kind >= OpKind::kBackward && kind <= OpKind::kBackwardWeight;
+}
+
+// One operation of one worker. Fields that do not apply to a kind hold -1.
+struct Op {
+  OpKind kind = OpKind::kForward;
+  // Model stage: the global index of the part of the model (interleaved: chunk * P + position);
+  // for Send the sender's stage, for Recv the receiver's; for AllReduce/Update the worker's first.
+  int stage = 0;
+  int chunk = 0;            // local model chunk on the worker (0 unless interleaved)
+  int microbatch = -1;      // micro-batch (PipeDream: minibatch) index, from 0
+  int peer_worker = -1;     // Send/Recv: the other worker
+  // Compute ops: the version used. Update/AllReduce: the version created. Stash/ReleaseWeights:
+  // the version kept or freed.
+  int weight_version = -1;
+  bool input_only = false;  // StashActivation under recomputation: only the stage input is kept
+
+  bool operator==(const Op& other) const;
+};
+
+// torch.distributed.pipelining's action notation: "0F3", "1B0", "2I5", "2W5", "1SEND_F3",
+// "2RECV_F3", "0REDUCE_GRAD" (AllReduce and Update are both shown as REDUCE_GRAD); ops with no
+// torch equivalent get a readable name ("stash_activation 1:3").
+std::string ActionName(const Op& op);
+
+struct WorkerProgram {
+  int worker = 0;
+  int stage = 0;                  // pipeline position (0 = input stage)
+  int replica = 0;                // index among the stage's replicas
+  std::vector<int> model_stages;  // model stages this worker holds, by chunk
+  std::vector<Op> ops;
+
+  bool operator==(const WorkerProgram& other) const;
+};
+
+struct PipelineSchedule {
+  ScheduleKind kind = ScheduleKind::kFlush;
+  int stages = 1;                  // pipeline depth P (positions)
+  std::vector<int> replicas;       // workers per position
+  int microbatches = 1;            // micro-batches (PipeDream: minibatches) run in total
+  int microbatches_per_batch = 1;  // micro-batches whose gradients form one update
+  int chunks = 1;                  // model chunks per worker (interleaved)
+  bool vertical_sync = false;
+  bool recompute = false;
+  std::vector<WorkerProgram> workers;  // stage 0's replicas first, then stage 1's, ...
+
+  int WorkerCount() const { return static_cast<int>(workers.size()); }
+  int ModelStageCount() const { return stages * chunks; }
+  bool operator==(const PipelineSchedule& other) const;
+};
+
+}  // namespace pipetwin

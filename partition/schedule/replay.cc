@@ -1,0 +1,252 @@
+// The replayer: a discrete-event execution of the op lists (the semantics the simulator and the
+// executor follow), and the memory and staleness figures that follow from the lists alone.
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "partition/schedule/replay.h"
+#include "partition/schedule/internal/lowering.h"
+#include "partition/schedule/spec.h"
+
+namespace pipetwin {
+
+namespace {
+
+using schedule_internal::DescribeOp;
+using schedule_internal::Routing;
+
+bool IsSend(OpKind k) { return k == OpKind::kSendActivation || k == OpKind::kSendGradient; }
+
+}  // namespace
+
+std::vector<StageReport> AnalyzeSchedule(const PipelineSchedule& s) {
+  std::vector<StageReport> stages(s.stages);
+  std::vector<std::vector<double>> delays(s.stages);
+  for (int i = 0; i < s.stages; ++i) stages[i].stage = i;
+  for (const auto& w : s.workers) {
+    if (w.stage < 0 || w.stage >= s.stages) continue;
+    StageReport& r = stages[w.stage];
+    int activations = 0, versions = 1, current = 0, updates = 0;
+    int oldest_gradient = std::numeric_limits<int>::max();
+    r.max_weight_versions = std::max(r.max_weight_versions, 1);
+    for (const Op& op : w.ops) {
+      switch (op.kind) {
+        case OpKind::kStashActivation: ++activations; break;
+        case OpKind::kReleaseActivation: --activations; break;
+        case OpKind::kStashWeights: ++versions; break;
+        case OpKind::kReleaseWeights: --versions; break;
+        case OpKind::kBackward:
+        case OpKind::kBackwardWeight:
+          if (op.weight_version >= 0) oldest_gradient = std::min(oldest_gradient, op.weight_version);
+          break;
+        case OpKind::kUpdate:
+          // The gradients this update applies were computed with oldest_gradient..current.
+          if (oldest_gradient != std::numeric_limits<int>::max())
+            delays[w.stage].push_back(current - oldest_gradient);
+          oldest_gradient = std::numeric_limits<int>::max();
+          current = op.weight_version;
+          ++updates;
+          break;
+        default: break;
+      }
+      r.max_in_flight_activations = std::max(r.max_in_flight_activations, activations);
+      r.max_weight_versions = std::max(r.max_weight_versions, versions);
+    }
+    r.updates = std::max(r.updates, updates);
+  }
+  for (int i = 0; i < s.stages; ++i) {
+    if (delays[i].empty()) continue;
+    double sum = 0;
+    for (double d : delays[i]) sum += d;
+    stages[i].staleness_min = *std::min_element(delays[i].begin(), delays[i].end());
+    stages[i].staleness_max = *std::max_element(delays[i].begin(), delays[i].end());
+    stages[i].staleness_mean = sum / delays[i].size();
+  }
+  return stages;
+}
+
+namespace {
+
+// The discrete-event execution. Each worker advances through its list until it blocks on a
+// Recv (no Send yet), a rendezvous Send (no Recv yet) or an AllReduce (replicas missing); the
+// partner that arrives later completes both sides. Times follow the dataflow: an op starts when
+// its worker is free, a matched pair ends at the later of the two posts plus the transfer time.
+class Replayer {
+ public:
+  Replayer(const PipelineSchedule& s, const OpCosts& costs, SendSemantics semantics)
+      : s_(s), costs_(costs), semantics_(semantics), routing_(s) {
+    const int W = s.WorkerCount();
+    const size_t slots = 2 * static_cast<size_t>(routing_.model_stages()) * routing_.microbatches();
+    arrival_.assign(slots, -1);
+    waiting_send_.assign(slots, -1);
+    waiting_recv_.assign(slots, -1);
+    clock_.assign(W, 0);
+    pc_.assign(W, 0);
+    posted_.assign(W, false);
+    result_.workers.resize(W);
+    for (int w = 0; w < W; ++w) {
+      result_.workers[w].worker = w;
+      result_.workers[w].op_start.assign(s.workers[w].ops.size(), 0);
+      result_.workers[w].op_end.assign(s.workers[w].ops.size(), 0);
+      replicas_of_[s.workers[w].stage].push_back(w);
+    }
+  }
+
+  ReplayResult Run() {
+    for (int w = 0; w < s_.WorkerCount(); ++w) ready_.push_back(w);
+    while (!ready_.empty()) {
+      int w = ready_.front();
+      ready_.pop_front();
+      Advance(w);
+    }
+    Finish();
+    return result_;
+  }
+
+ private:
+  // One slot per message: (direction, sender's stage, micro-batch); -1 for an op that names
+  // none (it then never matches and shows as a deadlock).
+  long Slot(const Op& op) const {
+    const bool activation =
+        op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
+    const int G = routing_.model_stages(), M = routing_.microbatches();
+    const int sender = IsSend(op.kind) ? op.stage : activation ? op.stage - 1 : op.stage + 1;
+    if (sender < 0 || sender >= G || op.microbatch < 0 || op.microbatch >= M) return -1;
+    return (static_cast<long>(activation) * G + sender) * M + op.microbatch;
+  }
+
+  // Completes the op at worker w's pc, started at `start`, ended at `end`.
+  void Complete(int w, double start, double end) {
+    result_.workers[w].op_start[pc_[w]] = start;
+    result_.workers[w].op_end[pc_[w]] = end;
+    clock_[w] = end;
+    ++pc_[w];
+    posted_[w] = false;
+  }
+
+  void Advance(int w) {
+    const auto& ops = s_.workers[w].ops;
+    while (pc_[w] < ops.size()) {
+      const Op& op = ops[pc_[w]];
+      const double t = clock_[w];
+      if (IsCommunicationOp(op.kind)) {
+        if (!Communicate(w, op, t)) return;
+      } else if (op.kind == OpKind::kAllReduce) {
+        if (!Collective(w, op, t)) return;
+      } else {
+        const double cost = costs_.Of(op, s_.chunks);
+        if (IsComputeOp(op.kind)) result_.workers[w].busy += cost;
+        Complete(w, t, t + cost);
+      }
+    }
+  }
+
+  // Returns whether the op completed now.
+  bool Communicate(int w, const Op& op, double t) {
+    if (posted_[w]) return false;  // waiting; the partner completes it
+    const long slot = Slot(op);
+    if (slot < 0) {
+      posted_[w] = true;
+      return false;
+    }
+    const bool send = IsSend(op.kind);
+    if (semantics_ == SendSemantics::kBuffered) {
+      if (send) {
+        arrival_[slot] = t + costs_.transfer;
+        Complete(w, t, t);
+        Wake(op.peer_worker);
+        return true;
+      }
+      if (arrival_[slot] < 0) return false;  // re-checked when the send happens
+      Complete(w, t, std::max(t, arrival_[slot]));
+      return true;
+    }
+    std::vector<double>& partner = send ? waiting_recv_ : waiting_send_;
+    if (partner[slot] < 0) {
+      (send ? waiting_send_ : waiting_recv_)[slot] = t;
+      posted_[w] = true;
+      return false;
+    }
+    const double partner_post = partner[slot];
+    partner[slot] = -1;
+    const double end = std::max(t, partner_post) + costs_.transfer;
+    Complete(op.peer_worker, partner_post, end);
+    Wake(op.peer_worker);
+    Complete(w, t, end);
+    return true;
+  }
+
+  bool Collective(int w, const Op& op, double t) {
+    if (posted_[w]) return false;
+    const auto& group = replicas_of_[s_.workers[w].stage];
+    auto& arrived = collectives_[{s_.workers[w].stage, op.weight_version}];
+    arrived.push_back({w, t});
+    posted_[w] = true;
+    if (arrived.size() < group.size()) return false;
+    double start = 0;
+    for (const auto& [r, when] : arrived) start = std::max(start, when);
+    const double end = start + costs_.Of(op, s_.chunks);
+    for (const auto& [r, when] : arrived) {
+      Complete(r, when, end);
+      if (r != w) Wake(r);
+    }
+    collectives_.erase({s_.workers[w].stage, op.weight_version});
+    return true;
+  }
+
+  void Wake(int w) { ready_.push_back(w); }
+
+  void Finish() {
+    std::string stuck;
+    int stuck_count = 0;
+    for (int w = 0; w < s_.WorkerCount(); ++w) {
+      const auto& ops = s_.workers[w].ops;
+      if (pc_[w] >= ops.size()) continue;
+      if (++stuck_count <= 4)
+        stuck += std::string(stuck.empty() ? "" : "; ") + "worker " + std::to_string(w) +
+                 " waits at " + DescribeOp(ops[pc_[w]]);
+    }
+    if (stuck_count > 4) stuck += "; " + std::to_string(stuck_count - 4) + " more";
+    result_.completed = stuck_count == 0;
+    result_.deadlock = stuck;
+    double makespan = 0;
+    for (int w = 0; w < s_.WorkerCount(); ++w) makespan = std::max(makespan, clock_[w]);
+    double idle = 0, busy = 0;
+    for (auto& wt : result_.workers) {
+      wt.finish = clock_[wt.worker];
+      wt.idle = makespan - wt.busy;
+      idle += wt.idle;
+      busy += wt.busy;
+    }
+    result_.makespan = makespan;
+    const double capacity = makespan * s_.WorkerCount();
+    result_.bubble_fraction = capacity > 0 ? idle / capacity : 0;
+    result_.bubble_over_compute = busy > 0 ? idle / busy : 0;
+    result_.stages = AnalyzeSchedule(s_);
+  }
+
+  const PipelineSchedule& s_;
+  const OpCosts& costs_;
+  SendSemantics semantics_;
+  Routing routing_;
+  std::vector<double> clock_;
+  std::vector<size_t> pc_;
+  std::vector<bool> posted_;
+  std::deque<int> ready_;
+  std::vector<double> arrival_, waiting_send_, waiting_recv_;  // by Slot, -1: none
+  std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> collectives_;
+  std::map<int, std::vector<int>> replicas_of_;
+  ReplayResult result_;
+};
+
+}  // namespace
+
+ReplayResult ReplaySchedule(const PipelineSchedule& schedule, const OpCosts& costs,
+                            SendSemantics semantics) {
+  return Replayer(schedule, costs, semantics).Run();
+}
+
+}  // namespace pipetwin

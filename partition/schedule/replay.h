@@ -1,0 +1,49 @@
+// Running the op lists as a discrete-event executor with given op times, and the memory and
+// staleness figures that follow from the lists alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partition/schedule/op.h"
+#include "partition/schedule/spec.h"
+
+namespace pipetwin {
+
+enum class SendSemantics { kBuffered, kRendezvous };
+
+struct WorkerTiming {
+  int worker = 0;
+  double busy = 0;    // compute time
+  double idle = 0;    // makespan - busy
+  double finish = 0;
+  std::vector<double> op_start, op_end;  // per op of the worker's list
+};
+
+struct StageReport {
+  int stage = 0;  // pipeline position
+  int max_in_flight_activations = 0;
+  int max_weight_versions = 0;
+  int updates = 0;
+  // Version delay of the gradients an update applies: current version - version they used.
+  double staleness_min = 0, staleness_mean = 0, staleness_max = 0;
+};
+
+struct ReplayResult {
+  bool completed = false;
+  std::string deadlock;  // when not completed: who waits on what
+  double makespan = 0;
+  double bubble_fraction = 0;      // idle / (workers * makespan)
+  double bubble_over_compute = 0;  // idle / busy (Megatron's convention)
+  std::vector<WorkerTiming> workers;
+  std::vector<StageReport> stages;
+};
+
+// Runs the lists as a discrete-event executor (Recv blocks until its Send; AllReduce until all
+// replicas) and measures time, memory and staleness. Never throws for a deadlock: it reports it.
+ReplayResult ReplaySchedule(const PipelineSchedule& schedule, const OpCosts& costs,
+                            SendSemantics semantics = SendSemantics::kRendezvous);
+// Memory and staleness per pipeline position, from the lists alone (no timing).
+std::vector<StageReport> AnalyzeSchedule(const PipelineSchedule& schedule);
+
+}  // namespace pipetwin

@@ -1,0 +1,48 @@
+// What a schedule is built from: its kind, depth, replicas and micro-batches, and the op times
+// its communication is laid out for.
+#pragma once
+
+#include <vector>
+
+#include "partition/schedule/op.h"
+
+namespace pipetwin {
+
+// Time of each op in a replay. Compute ops scale by 1/chunks under interleaving (F and B are a
+// worker's time per micro-batch over all its chunks).
+struct OpCosts {
+  double forward = 1;
+  double backward = 2;
+  double backward_input = -1;   // < 0: backward / 2
+  double backward_weight = -1;  // < 0: backward / 2
+  double recompute = -1;        // < 0: forward
+  double all_reduce = 0;
+  double update = 0;
+  double transfer = 0;          // per Send/Recv pair
+
+  double Of(const Op& op, int chunks) const;
+};
+
+struct ScheduleSpec {
+  ScheduleKind kind = ScheduleKind::kFlush;
+  int stages = 1;
+  // Micro-batches per batch (gpipe, flush, interleaved, zb-h1, 2bw's m); minibatches to run
+  // (pipedream).
+  int microbatches = 1;
+  std::vector<int> replicas;  // per stage; empty = one each
+  int chunks = 1;             // interleaved only
+  int batches = 0;            // 2bw only: batches to run (0: 4)
+  bool vertical_sync = false; // pipedream only
+  bool recompute = false;
+  int layer_count = 0;        // when known (> 0): stages * chunks must not exceed it
+  int worker_count = 0;       // when known (> 0): the replicas must add up to it
+  OpCosts costs;              // the times the comm ops are placed for (any times stay valid)
+};
+
+// NOAM (PipeDream SOSP'19 section 3.2): ceil(workers / replicas of the input stage).
+int OptimalActiveMinibatches(const std::vector<int>& replicas);
+// Micro-batches a worker of position `stage` has in flight in 1F1B: ceil(workers at positions
+// >= stage / replicas of stage). Without replication: P - stage.
+int InFlightTarget(const std::vector<int>& replicas, int stage);
+
+}  // namespace pipetwin

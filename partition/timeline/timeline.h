@@ -1,0 +1,96 @@
+// Timeline: what ran on which worker and when, in one shape for both back ends, and the two
+// pictures drawn from it. The simulator builds one from its record (sim/trace.h, predicted),
+// the executor from its workers' measurements (exec/measurement.h, measured); `compare` puts
+// both in one trace and one SVG.
+//
+// Chrome trace layout (Trace Event Format; Perfetto and chrome://tracing open it):
+//   - one process (pid) per device, named "device D: worker W, stage S", sorted by worker;
+//   - threads (tid) 0 compute, 1 send, 2 receive, 3 all-reduce (the communication stream);
+//   - one complete event ("ph": "X", ts and dur in microseconds) per compute or Send/Recv op,
+//     named by its torch.distributed.pipelining action (ActionName: "0F3", "1SEND_B2"), category
+//     OpKindName, args stage and microbatch, plus weight_version (compute: the version used) or
+//     peer_worker and bytes (Send/Recv); one event "all-reduce" per all-reduce bucket, args
+//     bytes and bucket;
+//   - a counter ("ph": "C") "memory" per device, one series per category, in bytes.
+// Several timelines in one trace: each is a group of processes, with pids past the previous
+// group's, names prefixed by its label ("predicted: device 0: worker 0, stage 0"), and sort
+// indices that keep the group together, in the order given.
+//
+//   Timeline predicted = sim::SimulatedTimeline(setup, record);
+//   Timeline measured = exec::MeasuredTimeline(job, workers);
+//   WriteTextFileAtomically("run.json", ChromeTrace(measured).dump());          // chrome_trace.h
+//   WriteTextFileAtomically("both.json", ChromeTrace({predicted, measured}).dump());
+//   WriteTextFileAtomically("both.svg", TimelineSvg({predicted, measured}));     // svg.h
+//
+// Free of SimGrid and LibTorch (the core's rule). Times in seconds from the start of the run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "partition/report/report.h"
+#include "partition/schedule/op.h"
+
+namespace pipetwin {
+
+// The threads of a device's process in the trace.
+enum TimelineLane { kComputeLane = 0, kSendLane = 1, kReceiveLane = 2, kAllReduceLane = 3 };
+
+// The lane an op's time belongs to: compute kinds and Update 0, sends 1, receives 2,
+// AllReduce 3.
+int LaneOf(OpKind kind);
+
+// One span of time of one worker on one lane.
+struct TimelineEvent {
+  int device = 0;
+  int worker = 0;
+  Op op;                 // what ran: kind, model stage, chunk, micro-batch, weight version, peer
+  std::string name;      // the trace event's name: ActionName(op), or "all-reduce"
+  std::string category;  // OpKindName(op.kind), or "all_reduce"
+  int lane = kComputeLane;
+  double start_s = 0, end_s = 0;
+  nlohmann::json args = nlohmann::json::object();
+};
+
+// The event of an op in the layout above. `bytes` is the payload of a Send/Recv (or an
+// AllReduce), ignored for the other kinds. For an Update, args carry the version it creates.
+TimelineEvent OpEvent(const Op& op, int device, int worker, double start_s, double end_s,
+                      double bytes = 0);
+// One bucket of an all-reduce on the worker's communication stream (lane 3); `stage` is the
+// worker's first model stage, `bucket` the bucket's index on this worker.
+TimelineEvent AllReduceEvent(int device, int worker, int stage, int bucket, double bytes,
+                             double start_s, double end_s);
+
+// One worker on its device: a process of the trace, a row of the SVG.
+struct TimelineProcess {
+  int device = 0;
+  int worker = 0;
+  int stage = 0;    // pipeline position
+  int replica = 0;  // index among the stage's replicas
+  std::vector<MemorySample> memory;  // the device's bytes by category after each change
+};
+
+// "device D: worker W, stage S".
+std::string ProcessName(const TimelineProcess& process);
+
+struct Timeline {
+  std::string label;  // "predicted", "measured": names the group in a combined trace and SVG
+  nlohmann::json other_data = nlohmann::json::object();  // the trace's "otherData"
+  std::vector<TimelineProcess> processes;  // by worker
+  // The trace's complete events, worker by worker (each worker's ops, then its all-reduces).
+  // Every event's worker has a process.
+  std::vector<TimelineEvent> events;
+  // Update ops: ticks in the SVG at their start, not in the trace (the simulator gives them no
+  // time on a thread of the worker; the trace layout has no event for them).
+  std::vector<TimelineEvent> updates;
+
+  // The end of the last event or update; 0 when empty.
+  double EndSeconds() const;
+};
+
+// The timeline's label, or "timeline N" (N = index + 1) when it has none.
+std::string TimelineLabel(const Timeline& timeline, size_t index);
+
+}  // namespace pipetwin

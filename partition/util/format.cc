@@ -1,0 +1,58 @@
+#include "partition/util/format.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+namespace pipetwin {
+
+namespace {
+
+std::string Number(double x) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%g", x);
+  return buffer;
+}
+
+}  // namespace
+
+std::string DescribeBytes(double bytes) {
+  const double whole = std::ceil(bytes);
+  std::string digits = whole < 1e18 ? std::to_string(static_cast<long long>(whole)) : Number(whole);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0 && whole < 1e18; i -= 3)
+    digits.insert(static_cast<size_t>(i), ",");
+  const char* unit = bytes >= 1e9 ? "GB" : bytes >= 1e6 ? "MB" : bytes >= 1e3 ? "kB" : "bytes";
+  const double scale = bytes >= 1e9 ? 1e9 : bytes >= 1e6 ? 1e6 : bytes >= 1e3 ? 1e3 : 1;
+  char rounded[32];
+  std::snprintf(rounded, sizeof rounded, "%.4g %s", bytes / scale, unit);
+  return std::string(rounded) + " (" + digits + " bytes)";
+}
+
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string SignedPercent(double e) {
+  if (!std::isfinite(e)) return "n/a";
+  std::ostringstream out;
+  out << std::showpos << std::fixed << std::setprecision(1) << 100 * e << "%";
+  return out.str();
+}
+
+std::string FormatDeviceList(const std::vector<int>& devices) {
+  std::string out;
+  for (size_t i = 0; i < devices.size();) {
+    size_t j = i;
+    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1) ++j;
+    out += (i ? "," : "") + std::to_string(devices[i]);
+    if (j > i) out += "-" + std::to_string(devices[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace pipetwin

@@ -4,10 +4,10 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
-#include "workloads/cluster_device.h"
-#include "workloads/scenario_plan.h"
-#include "workloads/scenario_schedule.h"
-#include "workloads/workload_source.h"
+#include "partition/model/cluster.h"
+#include "workloads/scenario/plan_for_scenario.h"
+#include "workloads/scenario/schedule_for_scenario.h"
+#include "workloads/scenario/workload_source.h"
 #include "partition/schedule/build.h"
 #include "partition/schedule/spec.h"
 
@@ -28,32 +28,27 @@ ScheduleSpec SpecFor(const ExecutorJob& job, const std::string& file) {
 
 void CheckData(const ExecutorJob& job) {
   if (job.options.data != "fashion-mnist") return;
-  const MlpConfig& m = job.model.mlp;
-  if (job.model.generator != "mlp" || m.input != 784 || m.classes != 10)
+  const NetworkInput& in = job.network.input;
+  if (job.network.generator != "mlp" || in.sample_shape != std::vector<int64_t>{784} ||
+      in.classes != 10)
     throw InputError(job.scenario.file, "workload",
                      "--data fashion-mnist needs an mlp with input 784 and classes 10");
 }
 
 }  // namespace
 
-const std::vector<std::string>& ExecutableGenerators() {
-  static const std::vector<std::string> names = {"mlp", "gpt", "bert", "vgg16", "resnet50"};
-  return names;
-}
-
-ModelSpec ModelSpecFromSource(const nlohmann::json& source, const std::string& file,
-                              const std::string& path) {
+Network NetworkFromSource(const nlohmann::json& source, const std::string& file,
+                          const std::string& path) {
   JsonReader spec(source, file, path);
   if (!source.is_object() || !spec.Has("generator"))
     spec.Fail("the executor builds models from a generator (mlp, gpt, bert, vgg16, resnet50); "
               "a workload file or inline layers carry no model to build");
-  ModelSpec m;
-  m.generator = spec.Choice("generator", ExecutableGenerators());
-  if (m.generator == "mlp") m.mlp = MlpConfigFromSpec(spec);
-  else if (m.generator == "gpt" || m.generator == "bert")
-    m.transformer = TransformerConfigFromSpec(spec, m.generator);
-  else m.cnn = CnnConfigFromSpec(spec);
-  return m;
+  try {
+    return DescribeNetwork(ReadGeneratorSpec(spec));
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    spec.Fail(e.what());
+  }
 }
 
 ExecutorJob PrepareJob(const RunOptions& options) {
@@ -61,7 +56,7 @@ ExecutorJob PrepareJob(const RunOptions& options) {
   job.options = options;
   job.scenario = LoadScenarioFile(options.scenario);
   const std::string& file = job.scenario.file;
-  job.model = ModelSpecFromSource(job.scenario.source["workload"], file, "workload");
+  job.network = NetworkFromSource(job.scenario.source["workload"], file, "workload");
   if (!options.plan_file.empty()) {
     job.plan = LoadPlanFile(options.plan_file);
     ValidatePlan(job.plan, job.scenario.workload, job.scenario.cluster.DeviceCount(),

@@ -18,27 +18,16 @@
 #include "exec/run_options.h"
 #include "partition/model/plan.h"
 #include "partition/schedule/op.h"
-#include "workloads/cnn.h"
-#include "workloads/mlp.h"
-#include "workloads/scenario.h"
-#include "workloads/transformer.h"
+#include "workloads/networks/network.h"
+#include "workloads/scenario/scenario.h"
 
 namespace pipetwin::exec {
-
-// The model the executor builds: a workload generator and its settings. Workload layer i is
-// model layer i, so the plan's layer ranges are module ranges.
-struct ModelSpec {
-  std::string generator;  // mlp | gpt | bert | vgg16 | resnet50
-  MlpConfig mlp;
-  TransformerConfig transformer;
-  CnnConfig cnn;
-};
 
 struct ExecutorJob {
   RunOptions options;
   Scenario scenario;
   Plan plan;
-  ModelSpec model;
+  Network network;             // what the executor builds (workloads/networks/network.h)
   PipelineSchedule schedule;   // one program of ops per worker
   // GPipe, Flush and ZB-H1 lists hold one batch: each worker runs its list once per iteration.
   // PipeDream and 2BW lists hold the whole run: one program.
@@ -65,12 +54,10 @@ struct ExecutorJob {
 // model other than an MLP with 784 inputs and 10 classes, --no-weight-stashing off PipeDream.
 ExecutorJob PrepareJob(const RunOptions& options);
 
-// The generator names the executor builds models for.
-const std::vector<std::string>& ExecutableGenerators();
-
-// Reads the model settings of a workload source ({"generator": ..., settings}); throws
-// InputError naming `file` when the source is not a generator the executor builds.
-ModelSpec ModelSpecFromSource(const nlohmann::json& source, const std::string& file,
-                              const std::string& path);
+// The network of a workload source ({"generator": ..., settings}); throws InputError naming
+// `file` and `path` when the source is not a generator (a file or inline layers carry no model to
+// build) or its settings are out of range.
+Network NetworkFromSource(const nlohmann::json& source, const std::string& file,
+                          const std::string& path);
 
 }  // namespace pipetwin::exec

@@ -14,11 +14,11 @@
 
 #include <c10/util/Exception.h>
 
-#include "exec/calibrate.h"
+#include "exec/calibrate/calibrate.h"
 #include "exec/job.h"
-#include "exec/launcher.h"
+#include "exec/launch/launcher.h"
 #include "exec/run_options.h"
-#include "exec/worker.h"
+#include "exec/launch/worker.h"
 #include "partition/cli/options.h"
 #include "partition/util/error.h"
 

@@ -27,12 +27,12 @@
 #include <string>
 #include <vector>
 
-#include "workloads/scenario_schedule.h"
+#include "workloads/scenario/schedule_for_scenario.h"
 #include "partition/model/cluster.h"
 #include "partition/model/plan.h"
 #include "partition/schedule/op.h"
 #include "partition/model/workload.h"
-#include "workloads/scenario.h"
+#include "workloads/scenario/scenario.h"
 
 namespace pipetwin::sim {
 

@@ -15,7 +15,7 @@
 #include "partition/report/report.h"
 #include "sim/runner.h"
 #include "sim/setup.h"
-#include "workloads/scenario.h"
+#include "workloads/scenario/scenario.h"
 
 namespace pipetwin::sim {
 

@@ -12,7 +12,7 @@
 #include "sim/report_builder.h"
 #include "sim/runner.h"
 #include "sim/trace.h"
-#include "workloads/scenario_plan.h"
+#include "workloads/scenario/plan_for_scenario.h"
 #include "partition/report/csv.h"
 #include "partition/report/text.h"
 #include "partition/timeline/chrome_trace.h"

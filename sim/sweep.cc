@@ -12,7 +12,7 @@
 #include "partition/util/json_reader.h"
 #include "sim/isolated.h"
 #include "sim/simulate.h"
-#include "workloads/scenario_plan.h"
+#include "workloads/scenario/plan_for_scenario.h"
 
 namespace pipetwin::sim {
 

@@ -21,7 +21,7 @@
 
 #include "partition/report/report.h"
 #include "sim/setup.h"
-#include "workloads/scenario.h"
+#include "workloads/scenario/scenario.h"
 
 namespace pipetwin::sim {
 

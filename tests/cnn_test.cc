@@ -1,6 +1,7 @@
 // Analytic VGG-16 and ResNet-50 workloads: published parameter and FLOP counts, the effect of
 // image size and width, ResNet's residual DAG, roofline times, config validation.
-#include "workloads/cnn.h"
+#include "workloads/analytic/analytic.h"
+#include "workloads/networks/network.h"
 
 #include <cmath>
 #include <map>
@@ -40,7 +41,7 @@ CnnConfig WithImage(int image_size) {
 }
 
 TEST(VggTest, ParameterCountIs138357544) {
-  Workload w = GenerateVgg16(CnnConfig{}, DeviceModel{});
+  Workload w = GenerateVgg16(CnnConfig{}, DeviceSpec{});
   EXPECT_EQ(w.TotalParameters(), 138357544.0);
   EXPECT_EQ(w.LayerCount(), 21);  // 13 conv + 5 pool + 3 fc
   EXPECT_TRUE(w.IsChain());
@@ -52,7 +53,7 @@ TEST(VggTest, ParameterCountIs138357544) {
 
 // 15.47 GMACs of convolution and FC at 224 (30.94 GFLOPs), plus the pools' comparisons.
 TEST(VggTest, ForwardFlopsNear31Gflops) {
-  Workload w = GenerateVgg16(CnnConfig{}, DeviceModel{});
+  Workload w = GenerateVgg16(CnnConfig{}, DeviceSpec{});
   EXPECT_NEAR(TotalForwardFlops(w), 30.9e9, 0.02 * 30.9e9);
   // conv1_2: 2 * 9 * 64 * 64 * 224 * 224 per sample.
   EXPECT_EQ(*Find(w, "conv1_2").forward_flops, 2.0 * 9 * 64 * 64 * 224 * 224);
@@ -61,8 +62,8 @@ TEST(VggTest, ForwardFlopsNear31Gflops) {
 // At 32 x 32 the last map is 1 x 1 x 512: fc6 shrinks to 512 * 4096 + 4096 and the total by
 // (25,088 - 512) * 4096 = 100,663,296 to 37,694,248; the convolutions keep 14,714,688.
 TEST(VggTest, ImageSizeChangesOnlyFc6) {
-  Workload big = GenerateVgg16(CnnConfig{}, DeviceModel{});
-  Workload small = GenerateVgg16(WithImage(32), DeviceModel{});
+  Workload big = GenerateVgg16(CnnConfig{}, DeviceSpec{});
+  Workload small = GenerateVgg16(WithImage(32), DeviceSpec{});
   EXPECT_EQ(ConvParameters(big), 14714688.0);
   EXPECT_EQ(ConvParameters(small), 14714688.0);
   EXPECT_EQ(Find(small, "fc6").parameters, 512.0 * 4096 + 4096);
@@ -79,7 +80,7 @@ TEST(VggTest, ImageSizeChangesOnlyFc6) {
 TEST(VggTest, HalfWidthParameterCount) {
   CnnConfig c;
   c.width = 0.5;
-  Workload w = GenerateVgg16(c, DeviceModel{});
+  Workload w = GenerateVgg16(c, DeviceSpec{});
   EXPECT_EQ(ConvParameters(w), 3680160.0);
   EXPECT_EQ(w.TotalParameters(), 35617672.0);
   EXPECT_EQ(w.name, "vgg16-224-w0.5");
@@ -88,18 +89,18 @@ TEST(VggTest, HalfWidthParameterCount) {
 // torchvision's resnet50: 25,557,032 (conv weights 23,454,912, batch-norm scale and shift
 // 53,120, fc 2048 * 1000 + 1000 = 2,049,000).
 TEST(ResnetTest, ParameterCountIs25557032) {
-  Workload w = GenerateResnet50(CnnConfig{}, DeviceModel{});
+  Workload w = GenerateResnet50(CnnConfig{}, DeviceSpec{});
   EXPECT_EQ(w.TotalParameters(), 25557032.0);
   EXPECT_EQ(Find(w, "conv1").parameters, 7 * 7 * 3 * 64 + 2 * 64);
   EXPECT_EQ(Find(w, "fc").parameters, 2049000.0);
   // Global average pooling: the count does not depend on the image size.
-  EXPECT_EQ(GenerateResnet50(WithImage(112), DeviceModel{}).TotalParameters(), 25557032.0);
-  EXPECT_EQ(GenerateResnet50(WithImage(32), DeviceModel{}).TotalParameters(), 25557032.0);
+  EXPECT_EQ(GenerateResnet50(WithImage(112), DeviceSpec{}).TotalParameters(), 25557032.0);
+  EXPECT_EQ(GenerateResnet50(WithImage(32), DeviceSpec{}).TotalParameters(), 25557032.0);
 }
 
 // 4.09 GMACs of convolution and FC at 224 (8.18 GFLOPs), plus pools and adds.
 TEST(ResnetTest, ForwardFlopsNear8Gflops) {
-  Workload w = GenerateResnet50(CnnConfig{}, DeviceModel{});
+  Workload w = GenerateResnet50(CnnConfig{}, DeviceSpec{});
   EXPECT_NEAR(TotalForwardFlops(w), 8.2e9, 0.05 * 8.2e9);
 }
 
@@ -109,11 +110,11 @@ TEST(ResnetTest, ForwardFlopsNear8Gflops) {
 TEST(ResnetTest, HalfWidthParameterCount) {
   CnnConfig c;
   c.width = 0.5;
-  EXPECT_EQ(GenerateResnet50(c, DeviceModel{}).TotalParameters(), 6917640.0);
+  EXPECT_EQ(GenerateResnet50(c, DeviceSpec{}).TotalParameters(), 6917640.0);
 }
 
 TEST(ResnetTest, ResidualBlocksFormADag) {
-  Workload w = GenerateResnet50(CnnConfig{}, DeviceModel{});
+  Workload w = GenerateResnet50(CnnConfig{}, DeviceSpec{});
   EXPECT_FALSE(w.IsChain());
   // conv1, pool1, 16 blocks x (3 convs + add), 4 projections, pool5, fc.
   EXPECT_EQ(w.LayerCount(), 72);
@@ -141,7 +142,7 @@ TEST(CnnTest, LayersCarryBatchDtypeAndReference) {
   CnnConfig c;
   c.batch = 8;
   c.dtype_bytes = 2;
-  DeviceModel device;
+  DeviceSpec device;
   device.name = "A100";
   Workload w = GenerateVgg16(c, device);
   EXPECT_EQ(w.reference.batch_size, 8);
@@ -162,8 +163,8 @@ TEST(CnnTest, LayersCarryBatchDtypeAndReference) {
 TEST(CnnTest, ComputeBoundTimesHalveWithTwicePeak) {
   CnnConfig c;
   c.batch = 32;
-  DeviceModel slow;
-  DeviceModel fast = slow;
+  DeviceSpec slow;
+  DeviceSpec fast = slow;
   fast.peak_flops = 2 * slow.peak_flops;
   const Layer a = Find(GenerateVgg16(c, slow), "conv3_2");
   const Layer b = Find(GenerateVgg16(c, fast), "conv3_2");
@@ -175,7 +176,7 @@ TEST(CnnTest, ComputeBoundTimesHalveWithTwicePeak) {
 
 std::string ErrorOf(const CnnConfig& c, bool resnet) {
   try {
-    resnet ? GenerateResnet50(c, DeviceModel{}) : GenerateVgg16(c, DeviceModel{});
+    resnet ? GenerateResnet50(c, DeviceSpec{}) : GenerateVgg16(c, DeviceSpec{});
   } catch (const InputError& e) {
     return e.what();
   }
@@ -198,7 +199,7 @@ TEST(CnnTest, BadConfigsThrowInputError) {
   c.width = 0;
   EXPECT_EQ(ErrorOf(c, true), "resnet50: width must be > 0, got 0");
   c.width = std::nan("");
-  EXPECT_THROW(GenerateVgg16(c, DeviceModel{}), InputError);
+  EXPECT_THROW(GenerateVgg16(c, DeviceSpec{}), InputError);
   c = CnnConfig{};
   c.dtype_bytes = -4;
   EXPECT_EQ(ErrorOf(c, false), "vgg16: dtype_bytes must be > 0, got -4");

@@ -11,7 +11,7 @@
 #include "partition/planners/pipedream/planner.h"
 #include "tests/pipedream_planner_reference.h"
 #include "tests/test_support.h"
-#include "workloads/pipedream_profile.h"
+#include "workloads/import/pipedream_profile.h"
 
 namespace pipetwin {
 namespace {

@@ -4,9 +4,10 @@
 // sequence 2048, micro-batch 1, fp16, V100-class throughput) and only set the problem's shape.
 #include <gtest/gtest.h>
 
+#include "workloads/analytic/analytic.h"
 #include "partition/planners/pipedream/planner.h"
-#include "workloads/cluster_device.h"
-#include "workloads/transformer.h"
+#include "partition/model/cluster.h"
+#include "workloads/networks/network.h"
 
 namespace pipetwin {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 Workload Gpt3() {
   TransformerConfig c;
   c.layers = 96; c.hidden = 12288; c.heads = 96; c.sequence = 2048; c.vocabulary = 50257;
-  return GenerateTransformer(c, DeviceModelOfPreset("cluster-b"));
+  return GenerateTransformer(c, ClusterPreset("cluster-b", 1).device);
 }
 
 TEST(PipeDreamPlannerScale, Gpt96BlocksOn1024GpusUsesEveryGpu) {

@@ -1,7 +1,7 @@
 // Tests of the PipeDream graph.txt importer: the six shared profiles (checked against totals taken
 // by an independent scan of the file text), handmade fixtures with known values, and bad input,
 // which must always be an InputError naming the file and the line.
-#include "workloads/pipedream_profile.h"
+#include "workloads/import/pipedream_profile.h"
 
 #include <gtest/gtest.h>
 

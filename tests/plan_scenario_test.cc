@@ -7,7 +7,7 @@
 
 #include "partition/model/plan.h"
 #include "tests/test_support.h"
-#include "workloads/scenario.h"
+#include "workloads/scenario/scenario.h"
 
 namespace pipetwin {
 namespace {

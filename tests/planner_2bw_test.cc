@@ -2,6 +2,7 @@
 // space on small random workloads (every w, d, b, recomputation, m and every contiguous split),
 // the smallest-shortfall error, one-line errors for bad input, the plan's shape, and the search
 // time for GPT 3.8B on 64 V100s (the bound: 50 ms).
+#include "workloads/analytic/analytic.h"
 #include "partition/planners/two_bw.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 
 #include "partition/util/error.h"
 #include "tests/test_support.h"
-#include "workloads/transformer.h"
+#include "workloads/networks/network.h"
 #include "partition/planners/settings.h"
 #include "partition/util/format.h"
 
@@ -293,7 +294,7 @@ Workload Gpt38B(PlannerSettings* settings) {
   config.heads = 32;
   config.sequence = 512;
   config.vocabulary = 51200;
-  const Workload w = GenerateTransformer(config, DeviceModel{});
+  const Workload w = GenerateTransformer(config, DeviceSpec{});
   settings->max_global_batch_size = 512;
   settings->stash_bytes_per_layer.clear();
   for (const Layer& l : w.layers)

@@ -1,6 +1,6 @@
 // Scenarios: the shipped ones load, the embedded default equals scenarios/default.json, and bad
 // scenarios fail with one line naming file and JSON path.
-#include "workloads/scenario.h"
+#include "workloads/scenario/scenario.h"
 
 #include <gtest/gtest.h>
 

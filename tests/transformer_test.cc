@@ -1,6 +1,7 @@
 // Analytic GPT/BERT workloads: parameter counts of published models, the per-block FLOP and
 // activation formulas on a small config worked by hand, roofline times, config validation.
-#include "workloads/transformer.h"
+#include "workloads/analytic/analytic.h"
+#include "workloads/networks/network.h"
 
 #include <cmath>
 #include <string>
@@ -34,7 +35,7 @@ TransformerConfig SmallGpt() {
 // 50,257 * 1600 = 80,411,200; positions 1024 * 1600 = 1,638,400; final norm 3,200.
 // Sum 1,557,611,200 (GPT-2 XL, "1,558M" in Radford et al. 2019, table 2).
 TEST(TransformerTest, Gpt2XlParameterCountIsExact) {
-  Workload w = GenerateTransformer(Gpt(48, 1600, 25, 1024, 50257), DeviceModel{});
+  Workload w = GenerateTransformer(Gpt(48, 1600, 25, 1024, 50257), DeviceSpec{});
   EXPECT_EQ(w.TotalParameters(), 1557611200.0);
   EXPECT_EQ(w.name, "gpt-48x1600");
   ASSERT_EQ(w.LayerCount(), 50);
@@ -49,7 +50,7 @@ TEST(TransformerTest, Gpt2XlParameterCountIsExact) {
 // (50,257 + 2048) * 12288 = 642,723,840; final norm 24,576. Sum 174,604,259,328: "175B" (Brown
 // et al. 2020, table 2.1) within 1%.
 TEST(TransformerTest, Gpt3ParameterCountWithinOnePercent) {
-  Workload w = GenerateTransformer(Gpt(96, 12288, 96, 2048, 50257), DeviceModel{});
+  Workload w = GenerateTransformer(Gpt(96, 12288, 96, 2048, 50257), DeviceSpec{});
   EXPECT_EQ(w.TotalParameters(), 174604259328.0);
   EXPECT_NEAR(w.TotalParameters(), 175e9, 0.01 * 175e9);
 }
@@ -61,9 +62,9 @@ TEST(TransformerTest, Gpt3ParameterCountWithinOnePercent) {
 //   (51,200 + 512) * 3072 = 158,859,264; norm 6,144. Sum 3,784,022,016.
 TEST(TransformerTest, PipeDream2bwModelsRoundToTheirNames) {
   const double p22 =
-      GenerateTransformer(Gpt(32, 2304, 32, 512, 51200), DeviceModel{}).TotalParameters();
+      GenerateTransformer(Gpt(32, 2304, 32, 512, 51200), DeviceSpec{}).TotalParameters();
   const double p38 =
-      GenerateTransformer(Gpt(32, 3072, 32, 512, 51200), DeviceModel{}).TotalParameters();
+      GenerateTransformer(Gpt(32, 3072, 32, 512, 51200), DeviceSpec{}).TotalParameters();
   EXPECT_EQ(p22, 2158539264.0);
   EXPECT_EQ(p38, 3784022016.0);
   EXPECT_EQ(std::round(p22 / 1e8), 22);
@@ -81,7 +82,7 @@ TEST(TransformerTest, PipeDream2bwModelsRoundToTheirNames) {
 TEST(TransformerTest, BertLargeParameterCountIsExact) {
   TransformerConfig c = Gpt(24, 1024, 16, 512, 30522);
   c.kind = "bert";
-  Workload w = GenerateTransformer(c, DeviceModel{});
+  Workload w = GenerateTransformer(c, DeviceSpec{});
   EXPECT_EQ(w.layers.front().parameters, 31782912.0);
   EXPECT_EQ(w.layers.back().parameters, 2133820.0);
   EXPECT_EQ(w.TotalParameters(), 336226108.0);
@@ -92,7 +93,7 @@ TEST(TransformerTest, BertLargeParameterCountIsExact) {
 TEST(TransformerTest, BlockForwardFlopsMatchTheHandCount) {
   const TransformerConfig c = SmallGpt();
   EXPECT_EQ(TransformerBlockForwardFlops(c), 6815744.0);
-  Workload w = GenerateTransformer(c, DeviceModel{});
+  Workload w = GenerateTransformer(c, DeviceSpec{});
   ASSERT_TRUE(w.layers[1].forward_flops.has_value());
   EXPECT_EQ(*w.layers[1].forward_flops, 6815744.0);
   EXPECT_EQ(w.layers[1].parameters, 12 * 64 * 64 + 13 * 64);
@@ -111,7 +112,7 @@ TEST(TransformerTest, BlockStashFollowsKorthikanti) {
 
 TEST(TransformerTest, LayersCarryBytesAndReference) {
   const TransformerConfig c = SmallGpt();
-  DeviceModel device;
+  DeviceSpec device;
   device.name = "A100";
   Workload w = GenerateTransformer(c, device);
   EXPECT_EQ(w.reference.batch_size, 2);
@@ -134,8 +135,8 @@ TEST(TransformerTest, LayersCarryBytesAndReference) {
 
 TEST(TransformerTest, ComputeBoundTimesHalveWithTwicePeak) {
   const TransformerConfig c = Gpt(4, 1600, 25, 1024, 50257);
-  DeviceModel slow;
-  DeviceModel fast = slow;
+  DeviceSpec slow;
+  DeviceSpec fast = slow;
   fast.peak_flops = 2 * slow.peak_flops;
   const Workload a = GenerateTransformer(c, slow);
   const Workload b = GenerateTransformer(c, fast);
@@ -151,7 +152,7 @@ TEST(TransformerTest, ComputeBoundTimesHalveWithTwicePeak) {
 
 std::string ErrorOf(const TransformerConfig& c) {
   try {
-    GenerateTransformer(c, DeviceModel{});
+    GenerateTransformer(c, DeviceSpec{});
   } catch (const InputError& e) {
     return e.what();
   }
@@ -177,7 +178,7 @@ TEST(TransformerTest, BadConfigsThrowInputError) {
   c.dtype_bytes = 0;
   EXPECT_EQ(ErrorOf(c), "transformer: dtype_bytes must be > 0, got 0");
   c.dtype_bytes = std::nan("");
-  EXPECT_THROW(GenerateTransformer(c, DeviceModel{}), InputError);
+  EXPECT_THROW(GenerateTransformer(c, DeviceSpec{}), InputError);
 }
 
 }  // namespace
@@ -190,7 +191,7 @@ namespace {
 TEST(TransformerTest, BlocksCarryTheirStashBytes) {
   TransformerConfig c;
   c.layers = 2; c.hidden = 64; c.heads = 4; c.sequence = 32; c.vocabulary = 100; c.microbatch = 2;
-  Workload w = GenerateTransformer(c, DeviceModel{});
+  Workload w = GenerateTransformer(c, DeviceSpec{});
   EXPECT_DOUBLE_EQ(w.StashBytes(1), TransformerBlockStashBytes(c));
   EXPECT_DOUBLE_EQ(w.StashBytes(1), 180224);  // sbh(34 + 5as/h) at 16 bits, worked above
   EXPECT_DOUBLE_EQ(w.StashBytes(0), w.layers[0].activation_bytes);  // no stash given

@@ -10,11 +10,12 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "workloads/analytic/analytic.h"
 #include "partition/planners/pipedream/planner.h"
 #include "partition/planners/two_bw.h"
-#include "workloads/cluster_device.h"
-#include "workloads/pipedream_profile.h"
-#include "workloads/transformer.h"
+#include "partition/model/cluster.h"
+#include "workloads/import/pipedream_profile.h"
+#include "workloads/networks/network.h"
 #include "partition/planners/settings.h"
 
 namespace pipetwin {
@@ -48,7 +49,7 @@ void PlanProfile(benchmark::State& state, const std::string& name, PipeDreamOpti
 Workload Gpt3() {
   TransformerConfig c;
   c.layers = 96; c.hidden = 12288; c.heads = 96; c.sequence = 2048; c.vocabulary = 50257;
-  return GenerateTransformer(c, DeviceModelOfPreset("cluster-b"));
+  return GenerateTransformer(c, ClusterPreset("cluster-b", 1).device);
 }
 
 void PlanGpt(benchmark::State& state, PipeDreamCostModel model) {
@@ -61,7 +62,7 @@ void PlanGpt(benchmark::State& state, PipeDreamCostModel model) {
 void Plan2BWGpt38B(benchmark::State& state) {
   TransformerConfig c;
   c.layers = 32; c.hidden = 3072; c.heads = 32; c.sequence = 512; c.vocabulary = 51200;
-  const Workload w = GenerateTransformer(c, DeviceModelOfPreset("p3.16xlarge"));
+  const Workload w = GenerateTransformer(c, ClusterPreset("p3.16xlarge", 1).device);
   const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
   PlannerSettings settings;
   settings.max_global_batch_size = 512;

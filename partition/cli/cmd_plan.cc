@@ -15,7 +15,7 @@
 #include "partition/cli/plan_scenario.h"
 #include "partition/util/error.h"
 #include "partition/planners/pipedream/planner.h"
-#include "workloads/pipedream_profile.h"
+#include "workloads/import/pipedream_profile.h"
 #include "partition/util/format.h"
 
 namespace pipetwin::cli {

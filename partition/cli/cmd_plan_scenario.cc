@@ -9,8 +9,8 @@
 #include "partition/planners/baselines.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
-#include "workloads/scenario.h"
-#include "workloads/scenario_plan.h"
+#include "workloads/scenario/scenario.h"
+#include "workloads/scenario/plan_for_scenario.h"
 #include "partition/planners/settings.h"
 #include "partition/util/format.h"
 

@@ -9,8 +9,8 @@
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/model/workload.h"
-#include "workloads/cluster_device.h"
-#include "workloads/workload_source.h"
+#include "partition/model/cluster.h"
+#include "workloads/scenario/workload_source.h"
 
 namespace pipetwin::cli {
 
@@ -152,7 +152,7 @@ int RunWorkloadCommand(const Args& args) {
       throw InputError("pipetwin workload: unexpected argument '" + words[1] + "'");
     nlohmann::json spec = GeneratorSpec(words[0], vm);
     w = WorkloadFromSource(JsonReader(spec, "command line"),
-                           DeviceModelOfPreset(vm["device"].as<std::string>()), "");
+                           ClusterPreset(vm["device"].as<std::string>(), 1).device, "");
   }
   if (vm.count("output")) {
     const std::string out = vm["output"].as<std::string>();

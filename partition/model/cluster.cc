@@ -7,6 +7,11 @@
 
 namespace pipetwin {
 
+double DeviceSpec::RooflineMs(double flops, double bytes) const {
+  return 1e3 * std::max(flops / (peak_flops * flops_efficiency),
+                        bytes / memory_bandwidth_bytes_per_s);
+}
+
 int Cluster::DeviceCount() const { return DevicesPerUnit(static_cast<int>(levels.size()) - 1); }
 
 int Cluster::DevicesPerUnit(int level) const {

@@ -52,6 +52,11 @@ struct DeviceSpec {
   double peak_flops = 125e12;
   double flops_efficiency = 0.5;
   double memory_bandwidth_bytes_per_s = 900e9;
+
+  // The roofline time in ms of an operation doing `flops` FLOPs and moving `bytes` bytes of
+  // memory: the longer of its FLOPs at the achieved rate and its traffic at the memory
+  // bandwidth (Williams et al., "Roofline", CACM 2009). The analytic workloads' times.
+  double RooflineMs(double flops, double bytes) const;
 };
 
 class Cluster {

@@ -1,6 +1,7 @@
 // The one error path of pipetwin (STYLE.md): library code throws InputError carrying where the
-// bad input is (file, JSON path or line) and what was expected; the CLI catches it once, prints
-// its one line and exits 2.
+// bad input is (file, JSON path or line) and what was expected, or RunError when a run fails
+// (a lost peer, a failed system call); the CLI catches them once, prints one line and exits 2
+// or 1 (partition/cli/run_main.h).
 //
 //   throw InputError("scenario.json", "cluster.levels[1].bandwidth_gbps",
 //                    "expected a number > 0, got -5");
@@ -34,6 +35,13 @@ class InputError : public std::runtime_error {
   }
   std::string file_;
   std::string where_;
+};
+
+// A run that failed on good input (exit status 1): a lost peer, an unreachable store, workers
+// that disagree on what they run, a system call that failed.
+class RunError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 }  // namespace pipetwin

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/calibration.h"
+#include "exec/calibrate/fit.h"
 #include "partition/model/cluster.h"
 #include "partition/util/json_reader.h"
 #include "test_support.h"

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "exec/cpu_allocator.h"
-#include "exec/stage_executor.h"
+#include "exec/runtime/cpu_allocator.h"
+#include "exec/runtime/stage_executor.h"
 
 namespace pipetwin::exec {
 namespace {

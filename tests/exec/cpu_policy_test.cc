@@ -1,6 +1,6 @@
 // exec/cpu_policy.h: every thread of the process goes under SCHED_RR (the ones already running,
 // as c10d Gloo's are by the time a worker switches) and back.
-#include "exec/cpu_policy.h"
+#include "exec/runtime/cpu_policy.h"
 
 #include <sched.h>
 #include <sys/syscall.h>

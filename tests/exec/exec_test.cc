@@ -27,10 +27,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "exec/data.h"
-#include "exec/measurement.h"
-#include "exec/model.h"
-#include "exec/weights.h"
+#include "exec/runtime/data.h"
+#include "exec/measure/measurement.h"
+#include "exec/model/stage_model.h"
+#include "exec/runtime/weights.h"
 #include "test_support.h"
 
 namespace pipetwin::exec {
@@ -122,9 +122,7 @@ std::string WriteScenario(const ScenarioSpec& s) {
   return path;
 }
 
-ModelSpec SpecOf(const ScenarioSpec& s) {
-  return ModelSpecFromSource(s.model, "test", "workload");
-}
+Network SpecOf(const ScenarioSpec& s) { return NetworkFromSource(s.model, "test", "workload"); }
 
 std::vector<torch::Tensor> LoadVersion(const std::string& dir, int stage, int replica,
                                        int version) {

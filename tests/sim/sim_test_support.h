@@ -10,7 +10,7 @@
 #include "partition/report/report.h"
 #include "partition/model/workload.h"
 #include "sim/setup.h"
-#include "workloads/scenario.h"
+#include "workloads/scenario/scenario.h"
 
 namespace pipetwin::simtest {
 

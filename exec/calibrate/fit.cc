@@ -1,0 +1,345 @@
+#include "exec/calibrate/fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+namespace pipetwin::exec {
+
+namespace {
+
+nlohmann::json Microseconds(const std::vector<double>& seconds) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double s : seconds) out.push_back(s * 1e6);
+  return out;
+}
+
+double GemmFlops(int n) { return 2.0 * n * n * n; }
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+
+// "0-3,8": the CPUs with consecutive runs shortened.
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    out += (i ? "," : "") + std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// The ping-pong table with the fit's prediction and relative residual of every size.
+nlohmann::json PingPongTable(const std::vector<PingPongRow>& rows, const LinearFit& fit) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const PingPongRow& r : rows) {
+    const double predicted = fit.Predict(r.bytes);
+    table.push_back({{"bytes", r.bytes},
+                     {"repeats", r.repeats},
+                     {"one_way_us", r.one_way_s * 1e6},
+                     {"fastest_us", r.fastest_one_way_s * 1e6},
+                     {"predicted_us", predicted * 1e6},
+                     {"residual", (predicted - r.one_way_s) / r.one_way_s}});
+  }
+  return table;
+}
+
+// The largest |residual| over the rows of `min_bytes` to `max_bytes`.
+double WorstResidual(const nlohmann::json& table, double min_bytes, double max_bytes) {
+  double worst = 0;
+  for (const auto& row : table) {
+    const double bytes = row["bytes"].get<double>();
+    if (bytes >= min_bytes && bytes <= max_bytes)
+      worst = std::max(worst, std::abs(row["residual"].get<double>()));
+  }
+  return worst;
+}
+
+}  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+LinearFit FitOneWayTime(const std::vector<PingPongRow>& rows) {
+  int small = 0, large = 0;
+  for (const PingPongRow& r : rows) {
+    if (!(r.one_way_s > 0) || r.bytes < 0)
+      throw std::invalid_argument("FitOneWayTime: a row of " + std::to_string(r.bytes) +
+                                  " bytes has no positive time");
+    small += r.bytes <= kLatencyRegimeBytes;
+    large += r.bytes >= kBandwidthRegimeBytes;
+  }
+  if (small == 0) throw std::invalid_argument("FitOneWayTime: no message of 4 KB or less");
+  if (large == 0) throw std::invalid_argument("FitOneWayTime: no message of 1 MB or more");
+  // Each term from its regime, the other held: a = mean (t - b S) over S <= 4 KB, then
+  // b = argmin sum (a + b S - t)^2 over S >= 1 MB = sum S (t - a) / sum S^2. Each round shrinks
+  // the other term's leak by a factor (mean small S) * sum S / sum S^2 < 1e-3: three suffice.
+  LinearFit fit;
+  for (int round = 0; round < 3; ++round) {
+    double sum_s = 0, size_product = 0, size_square = 0;
+    for (const PingPongRow& r : rows)
+      if (r.bytes <= kLatencyRegimeBytes) sum_s += r.one_way_s - fit.seconds_per_byte * r.bytes;
+    fit.intercept_s = sum_s / small;
+    for (const PingPongRow& r : rows) {
+      if (r.bytes < kBandwidthRegimeBytes) continue;
+      size_product += r.bytes * (r.one_way_s - fit.intercept_s);
+      size_square += r.bytes * r.bytes;
+    }
+    fit.seconds_per_byte = size_product / size_square;
+  }
+  if (!(fit.seconds_per_byte > 0))
+    throw std::invalid_argument("FitOneWayTime: the time does not grow with the message size");
+  if (!(fit.intercept_s > 0))
+    throw std::invalid_argument("FitOneWayTime: the small messages leave no per-message time");
+  return fit;
+}
+
+double SmallMessageSpread(const std::vector<PingPongRow>& rows) {
+  double spread = 0;
+  for (const PingPongRow& r : rows)
+    if (r.bytes <= kLatencyRegimeBytes && r.fastest_one_way_s > 0)
+      spread = std::max(spread, r.one_way_s / r.fastest_one_way_s);
+  return spread;
+}
+
+Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
+  const LinearFit fit = FitOneWayTime(p.ping_pong);
+  // a = latency + overhead: the raw TCP time is the latency, c10d Gloo's share the rest.
+  const double latency_s = std::min(p.tcp_one_way_s, fit.intercept_s);
+  const double overhead_s = fit.intercept_s - latency_s;
+  const double alone_flops = GemmFlops(p.compute.gemm_n) / p.compute.alone_s;
+  const double busy_s = Mean(p.compute.busy_s);
+
+  Cluster c;
+  c.name = "this machine (calibrated)";
+  c.device.name = "CPU (" + p.host + ")";
+  c.device.memory_bytes = p.memory_bytes;
+  c.device.relative_speed = 1;  // workloads are profiled on this machine (`pipetwin profile`)
+  // Analytic (FLOP-counted) workloads: one core's measured GEMM rate, taken as reached.
+  c.device.peak_flops = alone_flops;
+  c.device.flops_efficiency = 1;
+  c.device.memory_bandwidth_bytes_per_s = p.compute.copy_bytes / p.compute.copy_s;
+  ClusterLevel host;
+  host.name = "host";
+  host.count = workers;
+  host.bandwidth_gbps = fit.bandwidth_bytes_per_s() * 8 / 1e9;
+  host.latency_us = latency_s * 1e6;
+  host.link = "loopback";
+  nlohmann::json allreduce = nlohmann::json::array();
+  if (!p.allreduce.empty()) {
+    host.allreduce.ranks = 2;
+    for (const AllReduceRow& r : p.allreduce) {
+      host.allreduce.bytes.push_back(r.bytes);
+      host.allreduce.seconds.push_back(r.seconds);
+      allreduce.push_back({{"bytes", r.bytes},
+                           {"repeats", r.repeats},
+                           {"mean_us", r.seconds * 1e6},
+                           {"median_us", r.median_s * 1e6},
+                           {"fastest_us", r.fastest_s * 1e6}});
+    }
+  }
+  c.levels = {host};
+  c.network_model = "datacenter";
+  c.launch_overhead_us = 0;
+  c.communication_overhead_us = overhead_s * 1e6;
+  c.shared_cores = p.cores();
+  // The ring: P processes on C cores, each hop a process's GEMMs of CPU time W (measured in
+  // the ring; without it, G GEMMs of the busy-core time). Ideal hop time P W / C; what a hop
+  // takes beyond it, per core, is the core time one message to an oversubscribed server costs:
+  // per ring, hop x C / P - W, then the median over the rings (per_message_us). Both terms of
+  // each difference come from the same ring: from separate probes, seconds apart, W moved by
+  // 20% here (a hop's busy-core GEMMs read 0.80 and 0.96 ms in two calibrations) and the cost
+  // with it (916 and 520 us).
+  // Under SCHED_OTHER most of that is core time nobody used (the OS scheduler left a core idle
+  // while a process waited in the other's queue), and the simulator charges all of it: it is
+  // the only stand-in it has for that loss. Under SCHED_RR, as the executor's workers run on
+  // such a server, the kernel runs a waiting thread on any free core at once and the
+  // simulator's cores serve the workers first come, first served; a message then costs the
+  // CPU it takes (cpu_per_message_us below: c10d Gloo's threads, the kernel's copies), and
+  // that is what the simulator charges.
+  nlohmann::json ring;
+  if (p.ring.hops > 0 && p.ring.processes > p.cores()) {
+    const bool measured_work = p.ring.gemm_cpu_s_each.size() == p.ring.hop_s_each.size() &&
+                               !p.ring.hop_s_each.empty();
+    std::vector<double> work_each, per_message_each;
+    for (size_t k = 0; k < p.ring.hop_s_each.size(); ++k) {
+      work_each.push_back(measured_work ? p.ring.gemm_cpu_s_each[k]
+                                        : p.ring.gemms_per_hop * busy_s);
+      per_message_each.push_back(std::max(
+          0.0, p.ring.hop_s_each[k] * p.cores() / p.ring.processes - work_each.back()));
+    }
+    const double hop_work_s =
+        work_each.empty() ? p.ring.gemms_per_hop * busy_s : Median(work_each);
+    const double ideal_s = p.ring.processes * hop_work_s / p.cores();
+    const double per_message_s =
+        per_message_each.empty()
+            ? std::max(0.0, p.ring.hop_s * p.cores() / p.ring.processes - hop_work_s)
+            : Median(per_message_each);
+    c.oversubscribed_message_us = per_message_s * 1e6;
+    ring = {{"processes", p.ring.processes},
+            {"gemms_per_hop", p.ring.gemms_per_hop},
+            {"hops", p.ring.hops},
+            {"message_bytes", 128 * 1024},
+            {"hop_us", p.ring.hop_s * 1e6},
+            {"hop_us_each", Microseconds(p.ring.hop_s_each)},
+            {"work_per_hop_us_each", Microseconds(work_each)},
+            {"work", measured_work ? "thread CPU time of the GEMMs in the ring"
+                                   : "the compute probe's busy-core GEMM time"},
+            {"per_message_us_each", Microseconds(per_message_each)},
+            {"ideal_hop_us", ideal_s * 1e6},
+            {"per_message_us", per_message_s * 1e6}};
+    // How the cost splits: per ring, the CPU every process spent per hop (summed) against what
+    // the cores offered in that hop (cores x hop), and the CPU beyond the GEMMs per message
+    // ((process CPU - P x W) / P: c10d Gloo's threads, the kernel's copies). The rest of
+    // per_message_us is core time nobody used.
+    if (p.ring.process_cpu_s_each.size() == p.ring.hop_s_each.size() &&
+        !p.ring.hop_s_each.empty()) {
+      std::vector<double> busy_each, cpu_per_message_each;
+      for (size_t k = 0; k < p.ring.hop_s_each.size(); ++k) {
+        busy_each.push_back(p.ring.process_cpu_s_each[k] / (p.cores() * p.ring.hop_s_each[k]));
+        cpu_per_message_each.push_back(std::max(
+            0.0, p.ring.process_cpu_s_each[k] / p.ring.processes - work_each[k]));
+      }
+      ring["process_cpu_per_hop_us_each"] = Microseconds(p.ring.process_cpu_s_each);
+      ring["cores_busy_each"] = busy_each;
+      ring["cores_busy"] = Median(busy_each);
+      ring["cpu_per_message_us_each"] = Microseconds(cpu_per_message_each);
+      ring["cpu_per_message_us"] = Median(cpu_per_message_each) * 1e6;
+      if (p.ring.policy == "SCHED_RR")
+        c.oversubscribed_message_us = Median(cpu_per_message_each) * 1e6;
+    }
+    ring["policy"] = p.ring.policy;
+  }
+
+  const nlohmann::json table = PingPongTable(p.ping_pong, fit);
+  nlohmann::json busy_gflops = nlohmann::json::array();
+  for (double s : p.compute.busy_s) busy_gflops.push_back(GemmFlops(p.compute.gemm_n) / s / 1e9);
+  c.calibration = {
+      {"tool", "pipetwin calibrate"},
+      {"when", p.when},
+      {"host", p.host},
+      {"cores", p.cores()},
+      {"cpus", CpuList(p.cpus)},
+      {"quick", p.quick},
+      {"probe_workers", p.probe_workers},
+      {"load_average", p.load_average},
+      {"small_message_spread", SmallMessageSpread(p.ping_pong)},
+      {"sources",
+       {{"shared_cores", "CPUs in this process's affinity mask (sched_getaffinity)"},
+        {"latency_us", "one-way time of the raw TCP ping-pong (loopback_tcp)"},
+        {"communication_overhead_us",
+         "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
+        {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
+        {"levels[0].allreduce", "mean times of the c10d Gloo all-reduce probe (2 ranks)"},
+        {"oversubscribed_message_us",
+         "oversubscribed_ring: cpu_per_message_us where the ring ran under SCHED_RR, else "
+         "per_message_us (hop_us x cores / processes - the GEMMs' CPU per hop)"},
+        {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},
+        {"device.memory_bandwidth_bytes_per_s", "memory_copy.bandwidth_gbps"},
+        {"launch_overhead_us", "0: profiled layer times already include LibTorch's dispatch"}}},
+      {"loopback_tcp",
+       {{"message_bytes", p.tcp_message_bytes},
+        {"round_trips", p.tcp_round_trips},
+        {"one_way_us", p.tcp_one_way_s * 1e6}}},
+      {"ping_pong", table},
+      {"allreduce", allreduce},
+      {"oversubscribed_ring", ring},
+      {"fit",
+       {{"model", "one_way_us = intercept_us + bytes * 8e-3 / bandwidth_gbps"},
+        {"method", "intercept_us: mean of one_way_us - bytes / bandwidth up to 4 KB; bandwidth: "
+                   "least squares of one_way_us - intercept_us from 1 MB"},
+        {"intercept_us", fit.intercept_s * 1e6},
+        {"bandwidth_gbps", host.bandwidth_gbps},
+        {"max_abs_residual_to_4KB", WorstResidual(table, 0, kLatencyRegimeBytes)},
+        {"max_abs_residual_between", WorstResidual(table, kLatencyRegimeBytes + 1,
+                                                   kBandwidthRegimeBytes - 1)},
+        {"max_abs_residual_from_1MB", WorstResidual(table, kBandwidthRegimeBytes, 1e300)}}},
+      {"compute",
+       {{"probe", "fp32 GEMM " + std::to_string(p.compute.gemm_n) + "^3, one thread per process"},
+        {"alone_gflops", alone_flops / 1e9},
+        {"busy_processes", static_cast<int>(p.compute.busy_s.size())},
+        {"busy_gflops", busy_gflops},
+        {"contention_slowdown", busy_s / p.compute.alone_s}}},
+      {"memory_copy",
+       {{"bytes", p.compute.copy_bytes},
+        {"bandwidth_gbps", c.device.memory_bandwidth_bytes_per_s * 8 / 1e9}}}};
+  return c;
+}
+
+std::string CalibrationSummary(const Cluster& c) {
+  const nlohmann::json& k = c.calibration;
+  const ClusterLevel& host = c.levels.at(0);
+  const auto& compute = k["compute"];
+  const auto& fit = k["fit"];
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  out << c.name << ": " << host.count << " worker" << (host.count > 1 ? "s" : "") << " sharing "
+      << c.shared_cores << " core" << (c.shared_cores > 1 ? "s" : "") << " (CPUs "
+      << k["cpus"].get<std::string>() << ") of " << k["host"].get<std::string>() << ", "
+      << c.device.memory_bytes / (1 << 30) << " GiB, " << k["when"].get<std::string>() << "\n";
+  out << "compute      one core alone " << compute["alone_gflops"].get<double>()
+      << " GFLOP/s (" << compute["probe"].get<std::string>() << "); with "
+      << compute["busy_processes"].get<int>() << " busy: " << std::setprecision(2)
+      << compute["contention_slowdown"].get<double>() << "x slower\n";
+  out << std::setprecision(1) << "memory       copy on one core "
+      << k["memory_copy"]["bandwidth_gbps"].get<double>() / 8 << " GB/s\n";
+  out << "loopback     latency " << host.latency_us << " us (raw TCP ping-pong, one way)\n";
+  out << "c10d Gloo    one way = " << fit["intercept_us"].get<double>() << " us + bytes / "
+      << host.bandwidth_gbps / 8 << " GB/s (" << host.bandwidth_gbps
+      << " Gbit/s); per-message overhead " << c.communication_overhead_us << " us\n";
+  if (!host.allreduce.empty()) {
+    out << "all-reduce   2 ranks:";
+    for (size_t i = 0; i < host.allreduce.bytes.size(); ++i) {
+      const double b = host.allreduce.bytes[i];
+      out << (i ? ", " : " ") << std::setprecision(0)
+          << (b >= (1 << 20) ? b / (1 << 20) : b / 1024) << (b >= (1 << 20) ? " MB " : " KB ")
+          << std::setprecision(2) << host.allreduce.seconds[i] * 1e3 << " ms";
+    }
+    out << std::setprecision(1) << " (c10d Gloo, measured)\n";
+  }
+  if (c.oversubscribed_message_us > 0) {
+    const nlohmann::json& ring = k["oversubscribed_ring"];
+    const std::string policy = ring.value("policy", std::string("SCHED_OTHER"));
+    out << std::setprecision(0) << "more workers than cores: under " << policy
+        << ", a message costs " << c.oversubscribed_message_us
+        << (policy == "SCHED_RR" ? " us of CPU" : " us of core time") << " (a ring of "
+        << ring["processes"].get<int>() << " processes, " << ring["hop_us"].get<double>()
+        << " us a hop against " << ring["ideal_hop_us"].get<double>() << " ideal, "
+        << ring["per_message_us"].get<double>() << " us of core time a message";
+    if (ring.contains("cores_busy"))
+      out << ", of it " << ring["cpu_per_message_us"].get<double>()
+          << " us of CPU beyond the GEMMs; the cores " << 100 * ring["cores_busy"].get<double>()
+          << "% busy";
+    out << ")\n";
+  }
+  const double spread = k["small_message_spread"].get<double>();
+  if (spread > kContendedSpread)
+    out << "warning      other work held the cores (load average "
+        << k["load_average"].get<double>() << "; tiny messages took " << spread
+        << "x their fastest time): these numbers describe this machine under that load\n";
+  out << std::setprecision(0) << "fit          residual at most "
+      << 100 * fit["max_abs_residual_to_4KB"].get<double>() << "% up to 4 KB (latency), "
+      << 100 * fit["max_abs_residual_from_1MB"].get<double>() << "% from 1 MB (bandwidth), "
+      << 100 * fit["max_abs_residual_between"].get<double>() << "% in between\n\n";
+  out << std::right << std::setw(12) << "bytes" << std::setw(10) << "repeats" << std::setw(14)
+      << "measured us" << std::setw(14) << "predicted us" << std::setw(10) << "residual\n";
+  for (const auto& row : k["ping_pong"])
+    out << std::setw(12) << std::setprecision(0) << row["bytes"].get<double>() << std::setw(10)
+        << row["repeats"].get<int>() << std::setprecision(1) << std::setw(14)
+        << row["one_way_us"].get<double>() << std::setw(14) << row["predicted_us"].get<double>()
+        << std::setw(8) << std::setprecision(0) << 100 * row["residual"].get<double>() << "%\n";
+  return out.str();
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,512 @@
+// `pipetwin calibrate`: the probes (calibrate.h lists them) and the command around them. The
+// model fitted to the probes is in calibration.cc.
+#include "exec/calibrate/calibrate.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "exec/calibrate/fit.h"
+#include "exec/runtime/cpu_policy.h"
+#include "exec/runtime/communicator.h"
+#include "exec/launch/launcher.h"
+#include "exec/launch/worker.h"
+#include "partition/util/json_reader.h"
+
+namespace pipetwin::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kMegabyte = 1 << 20;
+
+// How much each probe measures: about 5 s in all here (4.9-5.1 s), most of it the ping-pong,
+// the all-reduce sweep and the rings. --quick: message sizes 4^k instead of 2^k and fewer
+// repeats, about 2 s (1.9-2.2 s).
+struct ProbePlan {
+  std::vector<double> sizes;   // ping-pong message bytes, 4 B to 16 MB
+  int warmup = 2;              // untimed round trips per size and sweep
+  int small_repeats = 0;       // timed round trips below 1 MB, per sweep (there are two)
+  int large_repeats = 0;       // from 1 MB, per sweep
+  int tcp_round_trips = 0;
+  std::vector<double> allreduce_sizes;  // all-reduce bytes (fp32), 4 KB to 32 MB
+  int allreduce_small_repeats = 0;      // per sweep, below 1 MB
+  int allreduce_large_repeats = 0;      // per sweep, from 1 MB
+  int gemm_n = 256;            // 33.5 MFLOP: 0.3 ms on one core here
+  int gemm_warmup = 3;
+  int gemm_repeats = 0;
+  double copy_bytes = 32 * kMegabyte;  // well beyond the last-level cache of one core
+  int copy_repeats = 0;
+
+  int ring_gemms = 3;       // GEMMs per hop of the oversubscribed ring (~1 ms here)
+  int ring_warmup = 10;     // hops
+  int ring_hops = 0;        // timed hops per process
+  int ring_repeats = 0;     // rings run; the median hop time is kept
+
+  int RepeatsOf(double bytes) const { return bytes < kMegabyte ? small_repeats : large_repeats; }
+};
+
+ProbePlan PlanFor(bool quick) {
+  ProbePlan p;
+  for (double s = 4; s <= 16 * kMegabyte; s *= quick ? 4 : 2) p.sizes.push_back(s);
+  p.small_repeats = quick ? 8 : 25;
+  p.large_repeats = quick ? 4 : 8;
+  p.tcp_round_trips = quick ? 200 : 1000;
+  p.allreduce_sizes = quick ? std::vector<double>{4096, 256 * 1024, kMegabyte, 4 * kMegabyte,
+                                                  16 * kMegabyte}
+                            : std::vector<double>{4096, 64 * 1024, 256 * 1024, kMegabyte,
+                                                  2 * kMegabyte, 4 * kMegabyte, 8 * kMegabyte,
+                                                  16 * kMegabyte, 32 * kMegabyte};
+  p.ring_hops = quick ? 60 : 200;
+  // One ring's hop time moves by +-15% from ring to ring (2.14 to 2.94 ms here), the cost per
+  // message, a difference, by +-40%: the median of several.
+  p.ring_repeats = quick ? 3 : 5;
+  p.allreduce_small_repeats = quick ? 4 : 10;
+  p.allreduce_large_repeats = quick ? 2 : 4;
+  p.gemm_repeats = quick ? 10 : 30;
+  p.copy_repeats = quick ? 3 : 7;
+  return p;
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The CPUs this process may run on, in order.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
+}
+
+void AllowCpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  ::sched_setaffinity(0, sizeof set, &set);
+}
+
+void PinToCpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ::sched_setaffinity(0, sizeof set, &set);
+}
+
+double MemTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kilobytes = 0;
+  while (in >> key >> kilobytes) {
+    if (key == "MemTotal:") return kilobytes * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+}
+
+double LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double one_minute = 0;
+  in >> one_minute;
+  return one_minute;
+}
+
+std::string HostName() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc;
+  ::gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// --- 1. Raw TCP ping-pong over loopback -----------------------------------------------------
+
+// A socket, closed when it goes out of scope.
+class Socket {
+ public:
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+int CheckSocketCall(int result, const char* call) {
+  if (result < 0)
+    throw RunError(std::string("loopback TCP probe: ") + call + ": " + std::strerror(errno));
+  return result;
+}
+
+void NoDelay(int fd) {
+  const int on = 1;
+  CheckSocketCall(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on), "setsockopt");
+}
+
+void SendAll(int fd, const char* data, size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t n = ::send(fd, data, bytes, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    CheckSocketCall(static_cast<int>(n), "send");
+    data += n, bytes -= static_cast<size_t>(n);
+  }
+}
+
+void RecvAll(int fd, char* data, size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t n = ::recv(fd, data, bytes, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) throw RunError("loopback TCP probe: the peer closed the connection");
+    CheckSocketCall(static_cast<int>(n), "recv");
+    data += n, bytes -= static_cast<size_t>(n);
+  }
+}
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+// Rank 1: listens on a free loopback port (announced through the store) and echoes `round_trips`
+// messages of `bytes` back to rank 0.
+void EchoTcp(Communicator& comm, int bytes, int round_trips) {
+  Socket listener(CheckSocketCall(::socket(AF_INET, SOCK_STREAM, 0), "socket"));
+  sockaddr_in address = Loopback(0);
+  socklen_t length = sizeof address;
+  CheckSocketCall(::bind(listener.fd(), reinterpret_cast<sockaddr*>(&address), length), "bind");
+  CheckSocketCall(::listen(listener.fd(), 1), "listen");
+  CheckSocketCall(::getsockname(listener.fd(), reinterpret_cast<sockaddr*>(&address), &length),
+                  "getsockname");
+  comm.Publish("calibrate/tcp-port", std::to_string(ntohs(address.sin_port)));
+  Socket peer(CheckSocketCall(::accept(listener.fd(), nullptr, nullptr), "accept"));
+  NoDelay(peer.fd());
+  std::vector<char> message(bytes);
+  for (int i = 0; i < round_trips; ++i) {
+    RecvAll(peer.fd(), message.data(), message.size());
+    SendAll(peer.fd(), message.data(), message.size());
+  }
+}
+
+// Rank 0: the median round trip / 2 of `repeats` messages of `bytes` to rank 1 and back.
+double TcpOneWaySeconds(Communicator& comm, int bytes, int warmup, int repeats) {
+  const int port = std::stoi(comm.Fetch("calibrate/tcp-port"));
+  Socket peer(CheckSocketCall(::socket(AF_INET, SOCK_STREAM, 0), "socket"));
+  const sockaddr_in address = Loopback(port);
+  CheckSocketCall(
+      ::connect(peer.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof address),
+      "connect");
+  NoDelay(peer.fd());
+  std::vector<char> message(bytes, 'p');
+  std::vector<double> round_trips;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    const auto start = Clock::now();
+    SendAll(peer.fd(), message.data(), message.size());
+    RecvAll(peer.fd(), message.data(), message.size());
+    if (i >= warmup) round_trips.push_back(SecondsSince(start));
+  }
+  return Median(round_trips) / 2;
+}
+
+// --- 2. c10d Gloo ping-pong -------------------------------------------------------------------
+
+// Ranks 0 and 1: every size of the plan sent to the peer and back; rank 0 times the round trips.
+// Two sweeps, up the sizes then down, each size's round trips back to back (steady state, as a
+// pipeline repeats its few message sizes), half of the repeats in each: a drift of the machine
+// over the probe (a program starting, the clock changing) adds about the same to every size
+// instead of bending the curve the fit sees. (Sizes interleaved round by round were tried: a
+// message after a much larger one then often stalls for about 1.5 ms on this VM.)
+std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan) {
+  const int peer = 1 - comm.rank();
+  const size_t n = plan.sizes.size();
+  std::vector<std::vector<double>> round_trips(n);
+  auto sweep = [&](size_t i) {
+    const auto elements = static_cast<int64_t>(plan.sizes[i]);
+    torch::Tensor outgoing = torch::ones({elements}, torch::kUInt8);
+    torch::Tensor incoming = torch::empty({elements}, torch::kUInt8);
+    const std::string what = "calibration ping-pong of " + std::to_string(elements) + " bytes";
+    const int tag = static_cast<int>(i);
+    for (int r = 0; r < plan.warmup + plan.RepeatsOf(plan.sizes[i]); ++r) {
+      const auto start = Clock::now();
+      if (comm.rank() == 0) {
+        comm.Send(outgoing, peer, tag, what);
+        comm.Recv(incoming, peer, tag, what);
+      } else {
+        comm.Recv(incoming, peer, tag, what);
+        comm.Send(outgoing, peer, tag, what);
+      }
+      if (r >= plan.warmup) round_trips[i].push_back(SecondsSince(start));
+    }
+    comm.FinishSends();
+  };
+  for (size_t i = 0; i < n; ++i) sweep(i);
+  for (size_t i = n; i-- > 0;) sweep(i);
+  std::vector<PingPongRow> rows;
+  for (size_t i = 0; i < n; ++i) {
+    PingPongRow row;
+    row.bytes = plan.sizes[i];
+    row.repeats = static_cast<int>(round_trips[i].size());
+    row.one_way_s = Median(round_trips[i]) / 2;
+    row.fastest_one_way_s = *std::min_element(round_trips[i].begin(), round_trips[i].end()) / 2;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// c10d Gloo's all-reduce (a sum, in place) between ranks 0 and 1, at the sizes a replicated
+// stage's gradients take; like the ping-pong, up the sizes then down. The mean per size: on this
+// VM some repeats stall 1.5-4 ms (a scheduler tick), and a run's throughput pays for them (the
+// executor's 16.8 MB all-reduce: median 14-15 ms, mean higher).
+std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& plan) {
+  const size_t n = plan.allreduce_sizes.size();
+  std::vector<std::vector<double>> times(n);
+  auto sweep = [&](size_t i) {
+    const double bytes = plan.allreduce_sizes[i];
+    torch::Tensor t = torch::ones({static_cast<int64_t>(bytes / 4)});
+    const std::string what = "calibration all-reduce of " + std::to_string(t.nbytes()) + " bytes";
+    const int repeats =
+        bytes < kMegabyte ? plan.allreduce_small_repeats : plan.allreduce_large_repeats;
+    for (int r = 0; r < plan.warmup + repeats; ++r) {
+      const auto start = Clock::now();
+      comm.AllReduceSum(t, what);
+      if (r >= plan.warmup) times[i].push_back(SecondsSince(start));
+    }
+  };
+  for (size_t i = 0; i < n; ++i) sweep(i);
+  for (size_t i = n; i-- > 0;) sweep(i);
+  std::vector<AllReduceRow> rows;
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (double t : times[i]) sum += t;
+    rows.push_back({plan.allreduce_sizes[i], static_cast<int>(times[i].size()),
+                    sum / static_cast<double>(times[i].size()),
+                    *std::min_element(times[i].begin(), times[i].end()), Median(times[i])});
+  }
+  return rows;
+}
+
+// More processes than cores passing messages in a ring, as a pipeline with more workers than
+// cores does: every process, free to run on any core, holds a token, computes ring_gemms GEMMs,
+// sends the token on (128 KB, an activation's size) and waits for the next one. The cores could
+// do cores hops per GEMM time; the time per hop beyond that is what scheduling the processes
+// costs per message. Returns rank 0's seconds per hop (each process does the same number) and
+// the thread CPU time of its GEMMs per hop, measured in the same ring: the cost per message is
+// their difference, so both come from the same seconds of this shared machine.
+struct RingTimes {
+  double hop_s = 0, gemm_cpu_s = 0, process_cpu_s = 0;  // process_cpu_s: this process's, per hop
+};
+
+double CpuSeconds(clockid_t clock) {
+  timespec t{};
+  ::clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+double ThreadCpuSeconds() { return CpuSeconds(CLOCK_THREAD_CPUTIME_ID); }
+
+RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
+  torch::Tensor c = torch::empty({n, n});
+  torch::Tensor token = torch::ones({32 * 1024});
+  torch::Tensor incoming = torch::empty({32 * 1024});
+  const int next = (comm.rank() + 1) % comm.world_size();
+  const int previous = (comm.rank() + comm.world_size() - 1) % comm.world_size();
+  const std::string what = "calibration ring";
+  Clock::time_point start;
+  double gemm_cpu_s = 0, process_cpu_start_s = 0;
+  for (int hop = 0; hop < plan.ring_warmup + plan.ring_hops; ++hop) {
+    if (hop == plan.ring_warmup) {
+      start = Clock::now();
+      process_cpu_start_s = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+    }
+    const double cpu_before = ThreadCpuSeconds();
+    for (int g = 0; g < plan.ring_gemms; ++g) at::mm_out(c, a, b);
+    if (hop >= plan.ring_warmup) gemm_cpu_s += ThreadCpuSeconds() - cpu_before;
+    comm.Send(token, next, 2 << 20 | (hop & 0xffff), what);
+    comm.Recv(incoming, previous, 2 << 20 | (hop & 0xffff), what);
+  }
+  RingTimes times{SecondsSince(start) / plan.ring_hops, gemm_cpu_s / plan.ring_hops,
+                  (CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start_s) / plan.ring_hops};
+  comm.FinishSends();
+  return times;
+}
+
+// --- 3. Compute ---------------------------------------------------------------------------------
+
+// The median time of one n x n by n x n fp32 GEMM on this process's one thread.
+double GemmSeconds(int n, int warmup, int repeats) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
+  torch::Tensor c = torch::empty({n, n});
+  std::vector<double> seconds;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    const auto start = Clock::now();
+    at::mm_out(c, a, b);
+    if (i >= warmup) seconds.push_back(SecondsSince(start));
+  }
+  return Median(seconds);
+}
+
+// The median time of copying `bytes` of fp32 from one tensor to another.
+double CopySeconds(double bytes, int repeats) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor from = torch::rand({static_cast<int64_t>(bytes / 4)});
+  torch::Tensor to = torch::empty_like(from);
+  std::vector<double> seconds;
+  for (int i = 0; i < 1 + repeats; ++i) {
+    const auto start = Clock::now();
+    to.copy_(from);
+    if (i >= 1) seconds.push_back(SecondsSince(start));
+  }
+  return Median(seconds);
+}
+
+// `seconds` as text that reads back to the same double (std::to_string keeps 6 decimals).
+std::string Exactly(double seconds) {
+  std::ostringstream text;
+  text << std::setprecision(17) << seconds;
+  return text.str();
+}
+
+// Rank 0 prints the cluster and writes --output.
+void Report(const CalibrateOptions& options, const Cluster& cluster) {
+  if (!options.output_file.empty()) {
+    CheckCalibrationOutput(options);  // again: it may have appeared while the probes ran
+    WriteTextFileAtomically(options.output_file, ClusterToJson(cluster).dump(1) + "\n");
+  }
+  if (options.json) {
+    std::cout << ClusterToJson(cluster).dump(1) << "\n";
+  } else {
+    std::cout << CalibrationSummary(cluster);
+    if (!options.output_file.empty()) std::cout << "\nwrote " << options.output_file << "\n";
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+bool IsCalibrationWorker() {
+  const char* hosted = std::getenv("PIPETWIN_STORE_HOSTED");
+  return hosted && std::string(hosted) == "1" && std::getenv("RANK");
+}
+
+int RunCalibrate(const CalibrateOptions& options, const std::string& program,
+                 const std::vector<std::string>& args) {
+  CheckCalibrationOutput(options);
+  // One process per core (at least 2), and one more for the oversubscribed ring.
+  const int workers = std::max(2, static_cast<int>(AllowedCpus().size())) + 1;
+  return LaunchLocalWorkers(workers, program, args);
+}
+
+int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
+  const ProbePlan plan = PlanFor(options.quick);
+  CalibrationProbes probes;
+  probes.load_average = LoadAverage();  // before the probes add to it
+  probes.cpus = AllowedCpus();          // before this process pins itself
+  const int cores = probes.cores();
+  // As `pipetwin run` places its workers: one core each, one intra-op thread.
+  PinToCpu(probes.cpus[env.rank % cores]);
+  at::set_num_threads(1);
+  SetBlasThreads(1);
+  // Ranks 0 and 1 also form a replica group, for the all-reduce probe.
+  Communicator comm(env, options.timeout_s, {{0, 1}},
+                    std::string("calibrate ") + (options.quick ? "quick" : "full"));
+  if (env.rank == 1) EchoTcp(comm, probes.tcp_message_bytes, plan.warmup + plan.tcp_round_trips);
+  if (env.rank == 0)
+    probes.tcp_one_way_s =
+        TcpOneWaySeconds(comm, probes.tcp_message_bytes, plan.warmup, plan.tcp_round_trips);
+  if (env.rank < 2) probes.ping_pong = GlooPingPong(comm, plan);
+  if (env.rank < 2) probes.allreduce = GlooAllReduce(comm, plan);
+
+  comm.Barrier();
+  if (env.rank == 0) {
+    probes.compute.gemm_n = plan.gemm_n;
+    probes.compute.alone_s = GemmSeconds(plan.gemm_n, plan.gemm_warmup, plan.gemm_repeats);
+    probes.compute.copy_bytes = 2 * plan.copy_bytes;  // read and written
+    probes.compute.copy_s = CopySeconds(plan.copy_bytes, plan.copy_repeats);
+  }
+  comm.Barrier();  // the others wait while rank 0 computes alone
+  if (env.rank < cores)
+    comm.Publish("calibrate/busy/" + std::to_string(env.rank),
+                 Exactly(GemmSeconds(plan.gemm_n, plan.gemm_warmup, plan.gemm_repeats)));
+  // The ring: every process (one more than the cores), free to run anywhere.
+  comm.Barrier();
+  AllowCpus(probes.cpus);
+  // As the executor's workers run where they outnumber the cores (cpu_policy.h).
+  std::string refused;
+  probes.ring.policy = UseRoundRobin(&refused) ? "SCHED_RR" : "SCHED_OTHER (" + refused + ")";
+  for (int k = 0; k < plan.ring_repeats; ++k) {
+    if (k > 0) comm.Barrier();  // every ring starts together
+    const RingTimes ring = OversubscribedRing(comm, plan, plan.gemm_n);
+    probes.ring.hop_s_each.push_back(ring.hop_s);
+    probes.ring.gemm_cpu_s_each.push_back(ring.gemm_cpu_s);
+    // Every process's CPU per hop, summed at rank 0 (ring k's, keyed by ring and rank).
+    if (env.rank != 0)
+      comm.Publish("calibrate/ring-cpu/" + std::to_string(k) + "/" + std::to_string(env.rank),
+                   Exactly(ring.process_cpu_s));
+    else
+      probes.ring.process_cpu_s_each.push_back(ring.process_cpu_s);
+  }
+  UseDefaultScheduling();
+  if (env.rank != 0) return 0;
+  for (int k = 0; k < plan.ring_repeats; ++k)
+    for (int r = 1; r < env.world_size; ++r)
+      probes.ring.process_cpu_s_each[k] += std::stod(comm.Fetch(
+          "calibrate/ring-cpu/" + std::to_string(k) + "/" + std::to_string(r)));
+  probes.ring.processes = env.world_size;
+  probes.ring.gemms_per_hop = plan.ring_gemms;
+  probes.ring.hops = plan.ring_hops;
+  probes.ring.hop_s = Median(probes.ring.hop_s_each);
+
+  for (int r = 0; r < cores; ++r)
+    probes.compute.busy_s.push_back(std::stod(comm.Fetch("calibrate/busy/" + std::to_string(r))));
+  probes.host = HostName();
+  probes.when = UtcNow();
+  probes.memory_bytes = MemTotalBytes();
+  probes.probe_workers = env.world_size;
+  probes.quick = options.quick;
+  probes.tcp_round_trips = plan.tcp_round_trips;
+  Cluster cluster;
+  try {
+    cluster = CalibratedCluster(probes, options.workers > 0 ? options.workers : cores);
+  } catch (const std::invalid_argument& e) {
+    throw RunError(std::string("the loopback probe cannot be fitted: ") + e.what());
+  }
+  Report(options, cluster);
+  return 0;
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,143 @@
+#include "exec/launch/launcher.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "exec/launch/worker.h"
+
+namespace pipetwin::exec {
+
+namespace {
+
+constexpr auto kGracePeriod = std::chrono::seconds(3);
+
+volatile sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int signal) { g_interrupted = signal; }
+
+std::string Describe(int status) {
+  if (WIFSIGNALED(status))
+    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  return "exit status " + std::to_string(WEXITSTATUS(status));
+}
+
+bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+
+[[noreturn]] void ExecWorker(int rank, int workers, int port, const std::string& program,
+                             const std::vector<std::string>& args) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the launcher
+  ::setenv("RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(workers).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", std::to_string(workers).c_str(), 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  ::setenv("PIPETWIN_STORE_HOSTED", "1", 1);
+  // OpenMP threads that spin while they wait steal the cores the other workers compute on.
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  ::unsetenv("SLURM_PROCID");
+  ::unsetenv("SLURM_NTASKS");
+  std::vector<char*> argv = {const_cast<char*>(program.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv(program.c_str(), argv.data());
+  std::cerr << "pipetwin run: cannot start " << program << ": " << std::strerror(errno) << "\n";
+  ::_exit(127);
+}
+
+// Stops the workers still running: SIGTERM, then SIGKILL after a grace period.
+void StopAll(std::map<pid_t, int>& running) {
+  for (auto& [pid, rank] : running) ::kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + kGracePeriod;
+  while (!running.empty() && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) running.erase(pid);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& [pid, rank] : running) ::kill(pid, SIGKILL);
+  for (auto& [pid, rank] : running) ::waitpid(pid, nullptr, 0);
+  running.clear();
+}
+
+}  // namespace
+
+std::string SelfExecutable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "";
+  path[n] = '\0';
+  return path;
+}
+
+int LaunchLocalWorkers(int workers, const std::string& program,
+                       const std::vector<std::string>& args) {
+  StoreHost store;
+  std::cout.flush();
+  std::cerr.flush();
+  std::map<pid_t, int> running;  // pid -> rank
+  for (int rank = 0; rank < workers; ++rank) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      StopAll(running);
+      throw RunError(std::string("cannot start a worker process: ") + std::strerror(errno));
+    }
+    if (pid == 0) ExecWorker(rank, workers, store.port(), program, args);
+    running[pid] = rank;
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnInterrupt;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  while (!running.empty()) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR && g_interrupted) {
+        StopAll(running);
+        std::cerr << "pipetwin run: interrupted; stopped the workers\n";
+        return 130;
+      }
+      if (errno == EINTR) continue;
+      break;
+    }
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    int rank = it->second;
+    running.erase(it);
+    if (!Failed(status)) continue;
+    // Peers of a dead worker fail too, a moment later: look briefly at who else ended, and name
+    // a worker that was killed (the cause) before one that reported a lost peer.
+    const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (!running.empty() && !WIFSIGNALED(status) && std::chrono::steady_clock::now() < settle) {
+      int other = 0;
+      const pid_t done = ::waitpid(-1, &other, WNOHANG);
+      if (done <= 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      auto o = running.find(done);
+      if (o == running.end()) continue;
+      if (WIFSIGNALED(other)) rank = o->second, status = other;
+      running.erase(o);
+    }
+    const size_t others = running.size();
+    StopAll(running);
+    std::cerr << "pipetwin run: rank " << rank << (WIFSIGNALED(status) ? " died (" : " failed (")
+              << Describe(status) << ")";
+    if (others) std::cerr << "; stopped the other " << others << " worker" << (others > 1 ? "s" : "");
+    std::cerr << "\n";
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  return 0;
+}
+
+}  // namespace pipetwin::exec

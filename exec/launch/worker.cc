@@ -1,0 +1,218 @@
+// RunWorker: one worker process of a run, from its environment to its measurement; rank 0 also
+// gathers every worker's measurement and prints the report.
+#include <dlfcn.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <thread>
+
+#include "exec/runtime/cpu_allocator.h"
+#include "exec/runtime/cpu_policy.h"
+#include "exec/runtime/stage_executor.h"
+#include "exec/launch/worker.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/report/text.h"
+#include "partition/schedule/format.h"
+#include "partition/timeline/chrome_trace.h"
+
+namespace pipetwin::exec {
+
+void SetBlasThreads(int threads) {
+  // OpenBLAS (Debian's libopenblas0-pthread) keeps a thread pool of its own, as large as the
+  // machine, beside LibTorch's OpenMP threads: two workers on two cores would each run two BLAS
+  // threads and spin against each other (a 10x slowdown measured here). Looked up at run time:
+  // the BLAS behind LibTorch may be another one.
+  using SetThreads = void (*)(int);
+  for (const char* name : {"openblas_set_num_threads", "goto_set_num_threads"})
+    if (auto f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, name))) {
+      f(threads);
+      return;
+    }
+}
+
+namespace {
+
+// The cores this process may run on, in order: its affinity mask as set by `taskset`, Slurm,
+// cgroups or `ip netns exec` under taskset; all of the machine's when the mask cannot be read.
+std::vector<int> AllowedCores() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &mask)) cores.push_back(c);
+  if (cores.empty())
+    for (int c = 0; c < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++c)
+      cores.push_back(c);
+  return cores;
+}
+
+// Intra-op threads: the cores this process is allowed (its affinity mask) shared among the
+// workers on this host, each worker pinned to its own cores within that mask when there are
+// enough (no oversubscription, no migration). Workers started one per network namespace each see
+// LOCAL_RANK=0; started under `taskset -c K` each gets core K, not all core 0.
+int ConfigureThreads(int requested, const ProcessEnv& env) {
+  const std::vector<int> allowed = AllowedCores();
+  const int cores = static_cast<int>(allowed.size());
+  const int threads = requested > 0 ? requested : std::max(1, cores / env.local_world_size);
+  at::set_num_threads(threads);
+  SetBlasThreads(threads);
+  try {
+    at::set_num_interop_threads(1);
+  } catch (const c10::Error&) {
+    // already set in this process
+  }
+  if (threads * env.local_world_size <= cores) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int t = 0; t < threads; ++t)
+      CPU_SET(allowed[(env.local_rank * threads + t) % cores], &set);
+    sched_setaffinity(0, sizeof set, &set);
+  }
+  return threads;
+}
+
+// What every worker must agree on (checked through the store): the op lists and the options
+// that change the numbers.
+std::string Fingerprint(const ExecutorJob& job) {
+  const RunOptions& o = job.options;
+  const std::string text = ScheduleToCsv(job.schedule) + "|" + job.network.name + "|" +
+                           std::to_string(job.programs) + "|" + std::to_string(o.seed) + "|" +
+                           o.data + "|" + std::to_string(o.weight_stashing) + "|" +
+                           std::to_string(job.microbatch_size) + "|" +
+                           std::to_string(o.evaluate);
+  return std::to_string(std::hash<std::string>()(text));
+}
+
+// The machine's boot id: processes that share it read one CLOCK_MONOTONIC (steady_clock).
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+std::string HostName() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+double PeakRssBytes() {
+  struct rusage usage;
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
+}
+
+double MemoryShareBytes(const ProcessEnv& env) {
+  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  return pages * page / env.local_world_size;
+}
+
+// The replica-0 rank of pipeline position `stage`, or -1 outside the pipeline.
+int FirstReplica(const PipelineSchedule& s, int stage) {
+  for (const auto& w : s.workers)
+    if (w.stage == stage && w.replica == 0) return w.worker;
+  return -1;
+}
+
+void PrintReport(const ExecutorJob& job, const Report& report) {
+  if (job.options.json) {
+    std::cout << ReportToJson(report).dump(1) << "\n";
+    return;
+  }
+  std::cout << ReportToText(report);
+  const auto& d = report.details;
+  double worst = 0;
+  for (const auto& w : d["workers"]) worst = std::max(worst, w["overhead_fraction"].get<double>());
+  std::cout << "\nexecutor     overhead up to " << 100 * worst << "% of a worker's time; data "
+            << job.options.data << ", weight stashing " << (job.options.weight_stashing ? "on" : "off")
+            << "\n";
+  if (!d["mean_loss_per_iteration"].empty())
+    std::cout << "loss         first iteration " << d["mean_loss_per_iteration"].front().get<double>()
+              << ", last " << d["mean_loss_per_iteration"].back().get<double>() << "\n";
+  if (d.contains("test_accuracy"))
+    std::cout << "accuracy     " << 100 * d["test_accuracy"].get<double>() << "% on "
+              << d["test_samples"].get<long long>() << " test samples\n";
+}
+
+}  // namespace
+
+int RunWorker(const RunOptions& options, const ProcessEnv& env) {
+  ExecutorJob job = PrepareJob(options);
+  if (env.world_size != job.WorkerCount())
+    throw InputError("WORLD_SIZE=" + std::to_string(env.world_size) + " but the plan of " +
+                     job.scenario.file + " has " + std::to_string(job.WorkerCount()) +
+                     " workers (one process per worker)");
+  WorkerMeasurement measurement;
+  measurement.rank = env.rank;
+  UseCachingCpuAllocator();  // before the first tensor (cpu_allocator.h)
+  const bool oversubscribed = env.local_world_size > static_cast<int>(AllowedCores().size());
+  measurement.threads = ConfigureThreads(options.threads, env);
+  measurement.host = HostName();
+  measurement.capacity_bytes = MemoryShareBytes(env);
+  AllocatorProbe allocator;
+
+  Model model = BuildModel(job.network);
+  ApplyLayerOrder(model, job.plan.layer_order);
+  const WorkerProgram& program = job.schedule.workers[env.rank];
+  measurement.stage = program.stage;
+  measurement.replica = program.replica;
+  const StagePlan& plan = job.plan.stages[program.stage];
+  StageModel stage(model, plan.first_layer, plan.last_layer, job.microbatch_size);
+  std::unique_ptr<DataSource> data;
+  if (stage.is_first() || stage.is_last())
+    data = MakeDataSource(options.data, options.data_dir, model, options.seed);
+
+  std::vector<std::vector<int>> replica_groups(job.schedule.stages);
+  for (const auto& w : job.schedule.workers) replica_groups[w.stage].push_back(w.worker);
+  Communicator comm(env, options.timeout_s, replica_groups, Fingerprint(job));
+  // More workers than cores: every thread of the worker (c10d Gloo's too, started by now) under
+  // SCHED_RR, so that no core idles while a worker waits to run (cpu_policy.h).
+  if (oversubscribed && options.round_robin) {
+    std::string why;
+    measurement.cpu_policy = UseRoundRobin(&why) ? "SCHED_RR" : "SCHED_OTHER (" + why + ")";
+  }
+  StageExecutor executor(job, program, stage, data.get(), comm, allocator, measurement);
+
+  comm.Barrier();
+  const auto origin = StageExecutor::Clock::now();
+  measurement.boot_id = BootId();
+  measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
+  for (int p = 0; p < job.programs; ++p) executor.RunProgram(p, origin);
+  comm.FinishSends();
+  measurement.end_s =
+      std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
+  if (options.evaluate && program.replica == 0)
+    executor.Evaluate(FirstReplica(job.schedule, program.stage - 1),
+                      FirstReplica(job.schedule, program.stage + 1),
+                      TestBatchCount(options.data, job.microbatch_size));
+  measurement.allocator_peak_bytes = static_cast<double>(allocator.peak());
+  measurement.allocator_reserved_bytes =
+      static_cast<double>(CachingCpuAllocatorStats().system_bytes);
+  measurement.peak_rss_bytes = PeakRssBytes();
+  comm.Publish("result/" + std::to_string(env.rank), MeasurementToJson(measurement).dump());
+  if (env.rank != 0) return 0;
+
+  std::vector<WorkerMeasurement> all;
+  for (int r = 0; r < env.world_size; ++r)
+    all.push_back(r == 0 ? measurement
+                         : MeasurementFromJson(nlohmann::json::parse(
+                               comm.Fetch("result/" + std::to_string(r)))));
+  AlignClocks(all);
+  const Report report = MergeMeasurements(job, all);
+  if (!options.trace_file.empty())
+    WriteTextFileAtomically(options.trace_file, ChromeTrace(job, all).dump());
+  PrintReport(job, report);
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,403 @@
+#include "exec/measure/measurement.h"
+#include "partition/timeline/chrome_trace.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace pipetwin::exec {
+
+namespace {
+
+bool IsBusy(OpKind kind) { return IsComputeOp(kind) || kind == OpKind::kUpdate; }
+bool IsCommunication(OpKind kind) {
+  return IsCommunicationOp(kind) || kind == OpKind::kAllReduce;
+}
+
+nlohmann::json CategoriesJson(const MemoryCategories& m) {
+  return {m.weights, m.optimizer, m.gradients, m.activations, m.recompute};
+}
+
+MemoryCategories CategoriesFrom(const nlohmann::json& j) {
+  MemoryCategories m;
+  m.weights = j[0];
+  m.optimizer = j[1];
+  m.gradients = j[2];
+  m.activations = j[3];
+  m.recompute = j[4];
+  return m;
+}
+
+// Iteration i ends when the last worker finishes its last op of iteration i.
+std::vector<double> IterationEnds(int iterations, const std::vector<WorkerMeasurement>& workers) {
+  std::vector<double> ends(iterations, 0);
+  for (const auto& w : workers)
+    for (const auto& op : w.ops)
+      if (op.iteration >= 0 && op.iteration < iterations)
+        ends[op.iteration] = std::max(ends[op.iteration], op.end_s);
+  for (int i = 1; i < iterations; ++i) ends[i] = std::max(ends[i], ends[i - 1]);
+  return ends;
+}
+
+// Exposed communication of each worker: for a receive, the time from when its data was sent
+// (or the receive was posted, if later) to when it arrived; for an all-reduce, the time from the
+// last replica's arrival to the end; sends, their posting time. Waiting for a peer still
+// computing is bubble, not communication (the Report's definition).
+std::vector<double> ExposedCommunication(const std::vector<WorkerMeasurement>& workers) {
+  using Key = std::tuple<bool, int, int, int, int>;  // activation?, sender stage, mb, from, to
+  std::map<Key, double> sent_at;
+  std::map<std::pair<int, int>, double> last_arrival;  // (stage, k-th all-reduce) -> latest start
+  for (const auto& w : workers) {
+    int reductions = 0;
+    for (const auto& op : w.ops) {
+      if (op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient)
+        sent_at[{op.kind == OpKind::kSendActivation, op.stage, op.microbatch, w.rank, op.peer}] =
+            op.start_s;
+      if (op.kind == OpKind::kAllReduce) {
+        double& t = last_arrival[{w.stage, reductions++}];
+        t = std::max(t, op.start_s);
+      }
+    }
+  }
+  std::vector<double> exposed;
+  for (const auto& w : workers) {
+    double total = 0;
+    int reductions = 0;
+    for (const auto& op : w.ops) {
+      const double duration = op.end_s - op.start_s;
+      if (op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient) {
+        total += duration;
+      } else if (op.kind == OpKind::kRecvActivation || op.kind == OpKind::kRecvGradient) {
+        const bool activation = op.kind == OpKind::kRecvActivation;
+        const int sender_stage = activation ? op.stage - 1 : op.stage + 1;
+        auto it = sent_at.find({activation, sender_stage, op.microbatch, op.peer, w.rank});
+        const double from = it == sent_at.end() ? op.start_s : std::max(op.start_s, it->second);
+        total += std::max(0.0, op.end_s - from);
+      } else if (op.kind == OpKind::kAllReduce) {
+        const double from = std::max(op.start_s, last_arrival[{w.stage, reductions++}]);
+        total += std::max(0.0, op.end_s - from);
+      }
+    }
+    exposed.push_back(total);
+  }
+  return exposed;
+}
+
+DeviceReport Device(const WorkerMeasurement& w) {
+  DeviceReport d;
+  d.device = w.rank;
+  d.worker = w.rank;
+  d.capacity_bytes = w.capacity_bytes;
+  d.timeline = w.memory_timeline;
+  for (const MemorySample& s : w.memory_timeline) {
+    if (s.bytes.Total() > d.peak_memory_bytes) {
+      d.peak_memory_bytes = s.bytes.Total();
+      d.peak_time_s = s.time_s;
+      d.at_peak = s.bytes;
+    }
+    MemoryCategories& p = d.category_peaks;
+    p.weights = std::max(p.weights, s.bytes.weights);
+    p.optimizer = std::max(p.optimizer, s.bytes.optimizer);
+    p.gradients = std::max(p.gradients, s.bytes.gradients);
+    p.activations = std::max(p.activations, s.bytes.activations);
+    p.recompute = std::max(p.recompute, s.bytes.recompute);
+  }
+  d.over_capacity = d.capacity_bytes > 0 && d.peak_memory_bytes > d.capacity_bytes;
+  return d;
+}
+
+std::string SteadyStateText(int warmup, int iterations) {
+  if (iterations <= 1 || warmup == 0)
+    return "whole run, " + std::to_string(iterations) + " iteration" + (iterations > 1 ? "s" : "");
+  return "steady state over iterations " + std::to_string(warmup + 1) + ".." +
+         std::to_string(iterations) + " (" + std::to_string(warmup) + " warm-up)";
+}
+
+}  // namespace
+
+nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& o : m.ops)
+    ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.weight_version, o.peer,
+                   o.bytes, o.iteration, o.start_s, o.end_s});
+  nlohmann::json memory = nlohmann::json::array();
+  for (const auto& s : m.memory_timeline) memory.push_back({s.time_s, CategoriesJson(s.bytes)});
+  nlohmann::json versions = nlohmann::json::array();
+  for (const auto& v : m.versions) versions.push_back({v.microbatch, v.forward, v.backward});
+  return {{"rank", m.rank}, {"stage", m.stage}, {"replica", m.replica}, {"host", m.host},
+          {"threads", m.threads}, {"cpu_policy", m.cpu_policy}, {"ops", ops},
+          {"end_s", m.end_s}, {"memory", memory},
+          {"max_weight_versions", m.max_weight_versions},
+          {"max_in_flight_microbatches", m.max_in_flight_microbatches},
+          {"allocator_peak_bytes", m.allocator_peak_bytes},
+          {"allocator_reserved_bytes", m.allocator_reserved_bytes},
+          {"peak_rss_bytes", m.peak_rss_bytes},
+          {"capacity_bytes", m.capacity_bytes}, {"versions", versions},
+          {"update_staleness", m.update_staleness}, {"losses", m.losses},
+          {"test_accuracy", m.test_accuracy}, {"test_samples", m.test_samples},
+          {"boot_id", m.boot_id}, {"clock_origin_s", m.clock_origin_s}};
+}
+
+WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
+  WorkerMeasurement m;
+  m.rank = j.at("rank");
+  m.stage = j.at("stage");
+  m.replica = j.at("replica");
+  m.host = j.at("host");
+  m.threads = j.at("threads");
+  m.cpu_policy = j.value("cpu_policy", std::string("SCHED_OTHER"));
+  for (const auto& o : j.at("ops"))
+    m.ops.push_back({static_cast<OpKind>(o[0].get<int>()), o[1], o[2], o[3], o[4], o[5], o[6],
+                     o[7], o[8]});
+  m.end_s = j.at("end_s");
+  for (const auto& s : j.at("memory")) m.memory_timeline.push_back({s[0], CategoriesFrom(s[1])});
+  m.max_weight_versions = j.at("max_weight_versions");
+  m.max_in_flight_microbatches = j.at("max_in_flight_microbatches");
+  m.allocator_peak_bytes = j.at("allocator_peak_bytes");
+  m.allocator_reserved_bytes = j.value("allocator_reserved_bytes", 0.0);
+  m.peak_rss_bytes = j.at("peak_rss_bytes");
+  m.capacity_bytes = j.at("capacity_bytes");
+  for (const auto& v : j.at("versions")) m.versions.push_back({v[0], v[1], v[2]});
+  m.update_staleness = j.at("update_staleness").get<std::vector<double>>();
+  m.losses = j.at("losses").get<std::vector<std::pair<int, double>>>();
+  m.test_accuracy = j.at("test_accuracy");
+  m.test_samples = j.at("test_samples");
+  m.boot_id = j.at("boot_id");
+  m.clock_origin_s = j.at("clock_origin_s");
+  return m;
+}
+
+int AlignClocks(std::vector<WorkerMeasurement>& workers) {
+  if (workers.empty()) return 0;
+  const std::string machine = workers[0].boot_id;
+  const auto shared = [&](const WorkerMeasurement& w) {
+    return !machine.empty() && w.boot_id == machine;
+  };
+  double earliest = workers[0].clock_origin_s;
+  for (const auto& w : workers)
+    if (shared(w)) earliest = std::min(earliest, w.clock_origin_s);
+  int apart = 0;
+  for (auto& w : workers) {
+    if (!shared(w)) {
+      ++apart;
+      continue;
+    }
+    const double shift = w.clock_origin_s - earliest;
+    for (auto& op : w.ops) op.start_s += shift, op.end_s += shift;
+    for (auto& sample : w.memory_timeline) sample.time_s += shift;
+    w.end_s += shift;
+    w.clock_origin_s = earliest;
+  }
+  return apart;
+}
+
+Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
+  Report r;
+  r.source = "executor";
+  r.scenario = job.scenario.name;
+  r.schedule = job.plan.schedule;
+  r.planner = job.plan.planner;
+  r.network_model = job.scenario.cluster.network_model;
+  r.pipeline_depth = job.plan.StageCount();
+  r.worker_count = job.WorkerCount();
+  r.microbatch_size = job.microbatch_size;
+  r.microbatches_per_iteration = job.microbatches_per_iteration;
+  r.iterations = job.iterations;
+  r.samples_per_iteration = job.SamplesPerIteration();
+
+  for (const auto& w : workers) r.makespan_s = std::max(r.makespan_s, w.end_s);
+  const std::vector<double> ends = IterationEnds(job.iterations, workers);
+  const int warmup = std::min(job.options.warmup_iterations, job.iterations - 1);
+  // An asynchronous schedule's last iteration drains the pipeline (nothing follows its
+  // backwards): left out, as the simulator leaves it out (sim/report_builder.cc), when at least
+  // one iteration remains after the warm-up.
+  const bool asynchronous = job.schedule.kind == ScheduleKind::kPipeDream ||
+                            job.schedule.kind == ScheduleKind::kTwoBW;
+  const int last = asynchronous && job.iterations - warmup >= 2 ? job.iterations - 2
+                                                               : job.iterations - 1;
+  if (warmup > 0)
+    r.iteration_s = (ends[last] - ends[warmup - 1]) / (last + 1 - warmup);
+  else
+    r.iteration_s = ends[last] / (last + 1);
+  r.measurement = SteadyStateText(warmup, last + 1);
+  if (last + 1 < job.iterations) r.measurement += ", the last (drain) left out";
+  r.samples_per_s = r.iteration_s > 0 ? r.samples_per_iteration / r.iteration_s : 0;
+
+  const std::vector<double> exposed = ExposedCommunication(workers);
+  nlohmann::json overhead = nlohmann::json::array();
+  double idle_total = 0;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const WorkerMeasurement& w = workers[i];
+    WorkerReport wr;
+    wr.worker = w.rank;
+    wr.device = w.rank;
+    wr.stage = w.stage;
+    wr.replica = w.replica;
+    double communication = 0;
+    for (const auto& op : w.ops) {
+      if (IsBusy(op.kind)) wr.busy_s += op.end_s - op.start_s;
+      if (IsCommunication(op.kind)) communication += op.end_s - op.start_s;
+    }
+    wr.idle_s = std::max(0.0, r.makespan_s - wr.busy_s);
+    wr.bubble_fraction = r.makespan_s > 0 ? wr.idle_s / r.makespan_s : 0;
+    wr.exposed_communication_s = exposed[i];
+    idle_total += wr.idle_s;
+    r.exposed_communication_s = std::max(r.exposed_communication_s, wr.exposed_communication_s);
+    r.workers.push_back(wr);
+    // The executor's own time: neither computing nor in a communication call.
+    const double own = std::max(0.0, w.end_s - wr.busy_s - communication);
+    overhead.push_back({{"worker", w.rank}, {"overhead_s", own},
+                        {"overhead_fraction", w.end_s > 0 ? own / w.end_s : 0},
+                        {"communication_calls_s", communication},
+                        {"allocator_peak_bytes", w.allocator_peak_bytes},
+                        {"allocator_reserved_bytes", w.allocator_reserved_bytes},
+                        {"peak_rss_bytes", w.peak_rss_bytes}, {"threads", w.threads},
+                        {"cpu_policy", w.cpu_policy}, {"host", w.host}});
+    r.devices.push_back(Device(w));
+    r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.devices.back().peak_memory_bytes);
+    r.over_capacity = r.over_capacity || r.devices.back().over_capacity;
+  }
+  r.bubble_fraction = r.makespan_s > 0 ? idle_total / (workers.size() * r.makespan_s) : 0;
+
+  // Stages: staleness over updates and replicas, versions and activations alive.
+  nlohmann::json versions_used = nlohmann::json::array();
+  for (int s = 0; s < job.plan.StageCount(); ++s) {
+    StageSummary st;
+    st.stage = s;
+    std::vector<double> delays;
+    nlohmann::json per_microbatch = nlohmann::json::array();
+    for (const auto& w : workers) {
+      if (w.stage != s) continue;
+      delays.insert(delays.end(), w.update_staleness.begin(), w.update_staleness.end());
+      st.max_weight_versions = std::max(st.max_weight_versions, w.max_weight_versions);
+      st.max_in_flight_activations =
+          std::max(st.max_in_flight_activations, w.max_in_flight_microbatches);
+      int updates = 0;
+      for (const auto& op : w.ops) updates += op.kind == OpKind::kUpdate;
+      st.updates = std::max(st.updates, updates);
+      for (const auto& v : w.versions)
+        per_microbatch.push_back({v.microbatch, v.forward, v.backward});
+    }
+    if (!delays.empty()) {
+      st.staleness_min = *std::min_element(delays.begin(), delays.end());
+      st.staleness_max = *std::max_element(delays.begin(), delays.end());
+      double sum = 0;
+      for (double d : delays) sum += d;
+      st.staleness_mean = sum / delays.size();
+    }
+    r.stages.push_back(st);
+    std::sort(per_microbatch.begin(), per_microbatch.end());
+    versions_used.push_back({{"stage", s}, {"columns", {"microbatch", "forward", "backward"}},
+                             {"versions", per_microbatch}});
+  }
+
+  // Communication: pipeline messages and all-reduce payloads, by whether the peers share a host.
+  std::map<int, CommunicationLevel> levels;
+  std::map<int, std::string> host_of;
+  for (const auto& w : workers) host_of[w.rank] = w.host;
+  for (const auto& w : workers) {
+    for (const auto& op : w.ops) {
+      const bool send = op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient;
+      if (!send && op.kind != OpKind::kAllReduce) continue;
+      const int level = send && host_of[op.peer] != w.host ? 1 : 0;
+      CommunicationLevel& c = levels[level];
+      c.level = level;
+      c.name = level == 0 ? "host" : "network";
+      c.link = level == 0 ? "loopback" : "tcp";
+      if (send) c.pipeline_bytes += op.bytes;
+      else c.allreduce_bytes += op.bytes;
+      ++c.messages;
+    }
+  }
+  for (auto& [level, c] : levels) r.communication.push_back(c);
+
+  // Executor-only facts.
+  nlohmann::json losses = nlohmann::json::array();
+  double accuracy = -1;
+  long long test_samples = 0;
+  for (const auto& w : workers) {
+    if (w.losses.empty() && w.test_accuracy < 0) continue;
+    std::vector<double> sum(job.iterations, 0);
+    std::vector<int> count(job.iterations, 0);
+    for (const auto& [mb, loss] : w.losses) {
+      const int it = std::min(job.IterationOf(mb), job.iterations - 1);
+      sum[it] += loss;
+      ++count[it];
+    }
+    for (int i = 0; i < job.iterations; ++i)
+      if (count[i] && w.replica == 0) losses.push_back(sum[i] / count[i]);
+    if (w.test_accuracy >= 0) {
+      accuracy = w.test_accuracy;
+      test_samples = w.test_samples;
+    }
+  }
+  // The scheduling policies the workers ran under, each once, in rank order, "; " between.
+  std::vector<std::string> seen;
+  std::string policies;
+  for (const auto& w : workers)
+    if (std::find(seen.begin(), seen.end(), w.cpu_policy) == seen.end()) {
+      policies += (seen.empty() ? "" : "; ") + w.cpu_policy;
+      seen.push_back(w.cpu_policy);
+    }
+  int apart = 0;
+  for (const auto& w : workers)
+    apart += w.boot_id.empty() || w.boot_id != workers[0].boot_id ||
+             w.clock_origin_s != workers[0].clock_origin_s;
+  r.details = {{"host", workers.empty() ? "" : workers[0].host},
+               {"clock", apart == 0 ? "one clock: every worker's times count from the same "
+                                      "instant of rank 0's machine's monotonic clock"
+                                    : std::to_string(apart) + " of " +
+                                          std::to_string(workers.size()) +
+                                          " workers count from their own exit from the start "
+                                          "barrier (another machine, or not aligned)"},
+               {"cpu_policy", policies},
+               {"data", job.options.data},
+               {"seed", job.options.seed},
+               {"weight_stashing", job.options.weight_stashing},
+               {"model", job.network.generator},
+               {"workers", overhead},
+               {"weight_versions_used", versions_used},
+               {"mean_loss_per_iteration", losses}};
+  if (accuracy >= 0) {
+    r.details["test_accuracy"] = accuracy;
+    r.details["test_samples"] = test_samples;
+  }
+  return r;
+}
+
+Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
+  Timeline t;
+  t.label = "measured";
+  t.other_data = {{"scenario", job.scenario.name},
+                  {"schedule", job.plan.schedule},
+                  {"source", "pipetwin run (LibTorch executor)"}};
+  for (const WorkerMeasurement& w : workers) {
+    const int device = w.rank;  // one process per worker, as the Report counts devices
+    t.processes.push_back({device, w.rank, w.stage, w.replica, w.memory_timeline});
+    int buckets = 0;
+    for (const OpRecord& record : w.ops) {
+      if (record.kind == OpKind::kAllReduce) {
+        t.events.push_back(AllReduceEvent(device, w.rank, record.stage, buckets++, record.bytes,
+                                          record.start_s, record.end_s));
+        continue;
+      }
+      Op op;
+      op.kind = record.kind;
+      op.stage = record.stage;
+      op.microbatch = record.microbatch;
+      op.peer_worker = record.peer;
+      op.weight_version = record.weight_version;
+      const TimelineEvent e =
+          OpEvent(op, device, w.rank, record.start_s, record.end_s, record.bytes);
+      if (IsComputeOp(op.kind) || IsCommunicationOp(op.kind)) t.events.push_back(e);
+      if (op.kind == OpKind::kUpdate) t.updates.push_back(e);
+    }
+  }
+  return t;
+}
+
+nlohmann::json ChromeTrace(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
+  return pipetwin::ChromeTrace(MeasuredTimeline(job, workers));
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,505 @@
+// `pipetwin profile`: each layer's forward and backward time on this machine (the mean of repeated
+// runs without the slowest tenth, after warm-up), its output activation bytes and parameter
+// bytes, written as a workload file (partition/workload.h) that the planners and the simulator
+// take.
+//
+// Layers are timed in context (TrainingPass): repeated training steps of the whole model at the
+// batch, each layer's forward (autograd recording) and backward (gradients of its output with
+// respect to its inputs and parameters, added into gradient sums) timed where it falls in the
+// step; the mean over the steps after warm-up without the slowest tenth (TrimmedMean). With more
+// processes than cores, by the thread's CPU time (LayerClock).
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec/runtime/cpu_allocator.h"
+#include "exec/runtime/data.h"
+#include "exec/job.h"
+#include "exec/launch/launcher.h"
+#include "exec/model/stage_model.h"
+#include "exec/runtime/stage_executor.h"
+#include "exec/runtime/weights.h"
+#include "exec/launch/worker.h"
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/model/workload.h"
+
+namespace pipetwin::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What a layer's time is. With a core per process: the wall time. With more processes than
+// cores, the OS time-shares them and a layer's wall time counts the slices the other processes
+// got, which the simulator models itself (it shares a server's cores among its workers); what
+// the layer costs is then its thread's CPU time, which still counts what time-sharing does to
+// it (caches refilled after another process ran: about +8% over one process per core for the
+// validation matrix's MLP layers and +6% for its GPT layers on this VM).
+class LayerClock {
+ public:
+  explicit LayerClock(bool thread_cpu_time = false) : thread_cpu_time_(thread_cpu_time) {}
+  double NowMs() const {
+    if (!thread_cpu_time_)
+      return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  }
+
+ private:
+  bool thread_cpu_time_;
+};
+
+// The mean of the runs without the slowest tenth: a pipeline's throughput follows the mean time
+// of its ops (the median left out ~10-20% of tail on this machine's shared vCPUs), while a rare
+// stall from another program should not move the profile.
+double TrimmedMean(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t kept = std::max<size_t>(1, v.size() - v.size() / 10);
+  double sum = 0;
+  for (size_t i = 0; i < kept; ++i) sum += v[i];
+  return sum / kept;
+}
+
+struct Source {
+  Network network;
+  std::string file;
+  std::optional<Plan> plan;  // a scenario's explicit plan, for the pipeline bound
+  int reference_batch = 1;
+  std::string optimizer = "sgd";  // a scenario's, for the optimizer step's time
+  double learning_rate = 1e-3;
+  // Weight versions kept (PipeDream's stashing, 2BW's two buffers): each update then writes new
+  // tensors (StageWeights::Update) instead of stepping in place.
+  bool versioned_weights = false;
+};
+
+Source ReadSource(const std::string& path) {
+  const nlohmann::json doc = ParseJsonFile(path);
+  Source s;
+  s.file = path;
+  if (doc.is_object() && doc.contains("workload")) {
+    Scenario scenario = LoadScenarioFile(path);
+    s.network = NetworkFromSource(scenario.source["workload"], path, "workload");
+    s.plan = scenario.plan;
+    s.reference_batch = scenario.training.microbatch_size;
+    s.optimizer = scenario.training.optimizer;
+    s.versioned_weights = scenario.schedule == "pipedream" || scenario.schedule == "2bw";
+    s.learning_rate = scenario.training.learning_rate;
+  } else {
+    s.network = NetworkFromSource(doc, path, "");
+    s.reference_batch = s.network.batch;
+  }
+  return s;
+}
+
+std::string HostDescription(int threads) {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return std::string(name) + " CPU, " + std::to_string(threads) + " thread" +
+         (threads > 1 ? "s" : "");
+}
+
+// Prints 1 / (slowest stage's forward + backward time) for each plan stage.
+void PrintPipelineBound(std::ostream& out, const Workload& w, const Plan& plan, int batch) {
+  double slowest_ms = 0;
+  out << "\npipeline bound of the scenario's plan at micro-batch " << batch << ":\n";
+  for (int s = 0; s < plan.StageCount(); ++s) {
+    double ms = 0;
+    for (int i = plan.stages[s].first_layer; i <= plan.stages[s].last_layer; ++i)
+      ms += w.layers[i].forward_ms + w.layers[i].backward_ms;
+    ms /= plan.stages[s].replicas;
+    out << "  stage " << s << ": " << std::fixed << std::setprecision(3) << ms
+        << " ms per micro-batch (forward + backward)\n";
+    slowest_ms = std::max(slowest_ms, ms);
+  }
+  out << "  bound: " << std::setprecision(2) << 1e3 / slowest_ms * batch
+      << " samples/s (1 / slowest stage)\n" << std::defaultfloat;
+}
+
+
+// What timing one layer needs: its inputs (taken from one forward pass of the whole model), its
+// parameters, and the tensors its backward differentiates against.
+struct LayerRun {
+  std::vector<torch::Tensor> inputs, parameters, targets;
+  torch::Tensor output;
+};
+
+std::vector<LayerRun> PrepareLayers(const Model& model, const Batch& sample) {
+  std::vector<LayerRun> runs(model.LayerCount());
+  std::vector<torch::Tensor> outputs;
+  {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < model.LayerCount(); ++i) {
+      at::Generator g = at::detail::createCPUGenerator(1000003ULL + i);
+      runs[i].parameters = model.layers[i]->InitialParameters(g);
+      std::vector<torch::Tensor> in;
+      for (int j : model.layer_inputs[i]) in.push_back(j < 0 ? sample.input : outputs[j]);
+      outputs.push_back(model.layers[i]->Forward(in, runs[i].parameters));
+    }
+  }
+  for (int i = 0; i < model.LayerCount(); ++i) {
+    LayerRun& r = runs[i];
+    for (int j : model.layer_inputs[i]) {
+      torch::Tensor x = j < 0 ? sample.input : outputs[j];
+      if (x.is_floating_point()) x = x.detach().requires_grad_(true), r.targets.push_back(x);
+      r.inputs.push_back(x);
+    }
+    for (auto& t : r.parameters) {
+      t = t.detach().requires_grad_(true);
+      r.targets.push_back(t);
+    }
+    r.output = outputs[i];
+  }
+  return runs;
+}
+
+// Layer times of one training step of the whole model, in context: each layer's forward
+// (autograd recording) on the previous layers' fresh outputs, then each layer's backward in
+// reverse order on the gradient its consumers sent back, its parameter gradients added into
+// persistent sums as the executor accumulates micro-batches. The caches then hold what they
+// hold in training: timing one layer over and over on the same inputs keeps its weights hot,
+// which made forwards ~30% faster than the executor's (a 1024 x 1024 layer at batch 32 here).
+struct PassTimes {
+  std::vector<double> forward_ms, backward_ms;
+};
+
+// Micro-batch `k` of `batch` samples comes from `data` inside the first layer's forward, and the
+// last layer's forward reads the labels and ends in the loss: what the executor's first and last
+// stages do. With `allocator` (and `stash_bytes`), also the tensor bytes each layer's forward
+// leaves allocated until its backward: its output and what autograd saved for the backward, as
+// the executor counts a stage's stash (stage_executor.cc).
+PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
+                       int64_t k, int64_t batch,
+                       std::vector<std::vector<torch::Tensor>>& gradient_sums,
+                       const LayerClock& clock,
+                       const AllocatorProbe* allocator = nullptr,
+                       std::vector<double>* stash_bytes = nullptr) {
+  const int n = model.LayerCount();
+  PassTimes times{std::vector<double>(n), std::vector<double>(n)};
+  std::vector<std::vector<torch::Tensor>> inputs(n);
+  std::vector<torch::Tensor> graph_outputs(n), outputs(n), output_grads(n);
+  Batch sample;
+  for (int i = 0; i < n; ++i) {
+    const double start = clock.NowMs();
+    if (i == 0) sample = data.Train(k, batch);
+    double data_bytes = 0;  // a data batch is new every micro-batch: the first layer keeps it
+    for (int j : model.layer_inputs[i]) {
+      inputs[i].push_back(j < 0 ? sample.input : outputs[j]);
+      if (j < 0) data_bytes += static_cast<double>(sample.input.nbytes());
+    }
+    const int64_t before = allocator ? allocator->allocated() : 0;
+    graph_outputs[i] = model.layers[i]->Forward(inputs[i], runs[i].parameters);
+    if (i == n - 1)
+      graph_outputs[i] =
+          model.Loss(graph_outputs[i], n == 1 ? sample.labels : data.TrainLabels(k, batch));
+    times.forward_ms[i] = clock.NowMs() - start;
+    if (allocator && stash_bytes)
+      (*stash_bytes)[i] = static_cast<double>(allocator->allocated() - before) + data_bytes;
+    outputs[i] = graph_outputs[i].detach();
+    if (outputs[i].is_floating_point()) outputs[i].requires_grad_(true);
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    if (!graph_outputs[i].requires_grad()) continue;
+    std::vector<torch::Tensor> targets;
+    std::vector<int> producers;
+    for (size_t k = 0; k < inputs[i].size(); ++k) {
+      const int j = model.layer_inputs[i][k];
+      if (j >= 0 && inputs[i][k].requires_grad()) {
+        targets.push_back(inputs[i][k]);
+        producers.push_back(j);
+      }
+    }
+    const size_t first_parameter = targets.size();
+    targets.insert(targets.end(), runs[i].parameters.begin(), runs[i].parameters.end());
+    if (targets.empty()) continue;
+    const torch::Tensor grad_out =
+        output_grads[i].defined() ? output_grads[i] : torch::ones_like(graph_outputs[i]);  // loss: 1
+    const double start = clock.NowMs();
+    const auto grads = torch::autograd::grad({graph_outputs[i]}, targets, {grad_out}, false,
+                                             false, /*allow_unused=*/true);
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t k = first_parameter; k < grads.size(); ++k)
+        if (grads[k].defined()) gradient_sums[i][k - first_parameter].add_(grads[k]);
+    }
+    times.backward_ms[i] = clock.NowMs() - start;
+    for (size_t k = 0; k < first_parameter; ++k) {
+      torch::Tensor& g = output_grads[producers[k]];
+      g = g.defined() ? g + grads[k] : grads[k];
+    }
+  }
+  return times;
+}
+
+// The optimizer step of each layer, in context: right after a training pass, on the gradient
+// sums it left, with optimizer state that persists from pass to pass, as the executor steps a
+// stage after its last backward. (Timed over and over on its own, hot in the caches, a step took
+// under half of what it takes in a pipeline: 0.67 ms against 1.56 ms for two 1024 x 1024 layers
+// with momentum and weight versions.) With versioned weights (PipeDream, 2BW) the step writes a
+// copy, as StageWeights::Update does while the old version is stashed.
+class UpdatePass {
+ public:
+  UpdatePass(const std::vector<LayerRun>& runs, const OptimizerSettings& settings,
+             bool versioned_weights)
+      : versioned_(versioned_weights) {
+    torch::NoGradGuard no_grad;
+    for (const LayerRun& r : runs) {
+      parameters_.emplace_back();
+      for (const auto& p : r.parameters) parameters_.back().push_back(p.detach().clone());
+      optimizers_.emplace_back(settings);
+    }
+  }
+  // Per layer, the milliseconds of its step (0 for a layer without parameters).
+  std::vector<double> Run(const std::vector<std::vector<torch::Tensor>>& gradients,
+                          const LayerClock& clock) {
+    torch::NoGradGuard no_grad;
+    std::vector<double> ms(parameters_.size(), 0);
+    for (size_t i = parameters_.size(); i-- > 0;) {  // in the backward's order
+      if (parameters_[i].empty()) continue;
+      const double start = clock.NowMs();
+      if (versioned_)
+        for (auto& p : parameters_[i]) p = p.clone();
+      optimizers_[i].Step(parameters_[i], gradients[i], 0.125);
+      ms[i] = clock.NowMs() - start;
+    }
+    return ms;
+  }
+
+ private:
+  bool versioned_;
+  std::vector<std::vector<torch::Tensor>> parameters_;
+  std::vector<Optimizer> optimizers_;
+};
+
+std::vector<std::vector<torch::Tensor>> GradientSums(const std::vector<LayerRun>& runs) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<torch::Tensor>> sums;
+  for (const LayerRun& r : runs) {
+    sums.emplace_back();
+    for (const auto& p : r.parameters) sums.back().push_back(torch::zeros_like(p));
+  }
+  return sums;
+}
+
+// Beyond this, a layer's time would mostly be the scheduler's.
+constexpr int kMostProcessesPerCore = 4;
+
+int CoresAvailable() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// The k-th core of this process's affinity mask.
+void PinToCore(int k) {
+  cpu_set_t allowed, one;
+  CPU_ZERO(&allowed);
+  CPU_ZERO(&one);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed) && seen++ == k) {
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+}
+
+// `--concurrent N`: the other N-1 workers of a pipeline sharing this machine. Two processes on
+// two cores of this VM each run a GEMM ~40% slower than one alone (shared caches and memory
+// bandwidth), so a layer timed on an idle machine overstates what a pipeline's workers get. Each
+// load process is this program again (`profile ... --load-cpu K`), pinned to core K (process k
+// on core k mod cores: with more processes than cores, this one shares core 0), computing
+// the same layers' forwards and backwards in a loop until we kill it; it dies with us
+// (PR_SET_PDEATHSIG) and says "ready" on a pipe after its first pass, so the timing starts under
+// full load.
+class LoadProcesses {
+ public:
+  LoadProcesses(const ProfileOptions& o, int batch, int cores) {
+    for (int k = 1; k < o.concurrent; ++k) {
+      int fds[2];
+      if (::pipe(fds) != 0) throw RunError("pipetwin profile: cannot create a pipe");
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::dup2(fds[1], STDOUT_FILENO);
+        ::close(fds[0]);
+        ::close(fds[1]);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        const std::string self = SelfExecutable();
+        const std::vector<std::string> args = {
+            self, "profile", o.workload, "--batch", std::to_string(batch), "--threads",
+            std::to_string(o.threads), "--load-cpu", std::to_string(k % cores)};
+        std::vector<char*> argv;
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(self.c_str(), argv.data());
+        ::_exit(127);
+      }
+      ::close(fds[1]);
+      if (pid < 0) {
+        ::close(fds[0]);
+        throw RunError("pipetwin profile: cannot start a load process");
+      }
+      pids_.push_back(pid);
+      char c = 0;
+      const ssize_t got = ::read(fds[0], &c, 1);
+      ::close(fds[0]);
+      if (got != 1)
+        throw RunError("pipetwin profile: load process " + std::to_string(k) +
+                       " exited before it was ready");
+    }
+  }
+  ~LoadProcesses() {
+    for (pid_t pid : pids_) ::kill(pid, SIGKILL);
+    for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  }
+  LoadProcesses(const LoadProcesses&) = delete;
+  LoadProcesses& operator=(const LoadProcesses&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// A load process: the layers' forwards and backwards in a loop, forever.
+[[noreturn]] void RunLoad(const Model& model, const std::vector<LayerRun>& runs,
+                          DataSource& data, int64_t batch, int cpu) {
+  PinToCore(cpu);
+  auto sums = GradientSums(runs);
+  for (int64_t k = 0;; ++k) {
+    TrainingPass(model, runs, data, k, batch, sums, LayerClock());
+    if (k == 0) std::cout << "ready" << std::endl;
+  }
+}
+
+}  // namespace
+
+int RunProfile(const ProfileOptions& options) {
+  const Source source = ReadSource(options.workload);
+  const int batch = options.batch > 0 ? options.batch : source.reference_batch;
+  at::set_num_threads(options.threads);
+  SetBlasThreads(options.threads);
+  UseCachingCpuAllocator();  // the executor's allocator (cpu_allocator.h)
+  const Model model = BuildModel(source.network);
+  auto data = MakeDataSource("synthetic", "", model, 1);
+  const Batch sample = data->Train(0, batch);
+  const std::vector<LayerRun> runs = PrepareLayers(model, sample);
+  if (options.load_cpu >= 0) RunLoad(model, runs, *data, batch, options.load_cpu);
+  const int cores = CoresAvailable();
+  // More processes than cores: time-shared, timed by this thread's CPU time (LayerClock), which
+  // sees one thread's work only.
+  const bool time_shared = options.concurrent * options.threads > cores;
+  if (time_shared && options.threads > 1)
+    throw InputError(options.workload, "",
+                     "--concurrent " + std::to_string(options.concurrent) + " x --threads " +
+                         std::to_string(options.threads) + " needs more than the " +
+                         std::to_string(cores) +
+                         " cores this process may use (more processes than cores: --threads 1)");
+  if (options.concurrent > kMostProcessesPerCore * cores)
+    throw InputError(options.workload, "",
+                     "--concurrent " + std::to_string(options.concurrent) + ": at most " +
+                         std::to_string(kMostProcessesPerCore) + " processes per core, " +
+                         std::to_string(kMostProcessesPerCore * cores) + " on the " +
+                         std::to_string(cores) + " cores this process may use");
+  const LayerClock clock(time_shared);
+  // The load processes pin themselves within the mask they inherit: pin this one after.
+  LoadProcesses load(options, batch, cores);
+  if (options.concurrent > 1) PinToCore(0);
+
+  Workload w;
+  w.name = model.name + "-measured";
+  w.reference.batch_size = batch;
+  w.reference.device = HostDescription(options.threads);
+  if (options.concurrent > 1)
+    w.reference.device += ", " + std::to_string(options.concurrent) + " processes computing at once";
+  if (time_shared)
+    w.reference.device += " on " + std::to_string(cores) + " cores (layers timed by thread CPU time)";
+  w.reference.source = "measured";
+  w.parameter_dtype_bytes = 4;
+  auto sums = GradientSums(runs);
+  std::vector<double> stash_bytes(model.LayerCount(), 0);
+  {
+    const AllocatorProbe allocator;
+    TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
+  }
+  std::vector<PassTimes> passes;
+  std::vector<std::vector<double>> updates;  // per timed pass, per layer
+  UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
+                    source.versioned_weights);
+  // --min-seconds: the profile of 20 passes of the MLP (0.2 s) moved by 8% from one profiling
+  // to the next here (10.3-11.2 ms a pass over five), 200 passes (2 s) by 3% (10.4-10.8 ms),
+  // while a measured run, seconds long, sees the average.
+  Clock::time_point timed_from;
+  for (int k = 0; k < options.warmup + options.repeats ||
+                  std::chrono::duration<double>(Clock::now() - timed_from).count() <
+                      options.min_seconds;
+       ++k) {
+    if (k == options.warmup) timed_from = Clock::now();
+    PassTimes t = TrainingPass(model, runs, *data, 1 + k, batch, sums, clock);
+    std::vector<double> u = update.Run(sums, clock);
+    if (k >= options.warmup) {
+      passes.push_back(std::move(t));
+      updates.push_back(std::move(u));
+    }
+  }
+  for (int i = 0; i < model.LayerCount(); ++i) {
+    const LayerRun& r = runs[i];
+    Layer l;
+    l.id = model.layer_ids[i];
+    l.description = "measured with LibTorch";
+    std::vector<double> forward_ms, backward_ms, update_ms;
+    for (size_t p = 0; p < passes.size(); ++p) {
+      forward_ms.push_back(passes[p].forward_ms[i]);
+      backward_ms.push_back(passes[p].backward_ms[i]);
+      update_ms.push_back(updates[p][i]);
+    }
+    l.forward_ms = TrimmedMean(forward_ms);
+    l.backward_ms = TrimmedMean(backward_ms);
+    if (!r.parameters.empty()) l.update_ms = TrimmedMean(update_ms);
+    if (stash_bytes[i] > 0) l.stash_bytes = stash_bytes[i];
+    l.activation_bytes = static_cast<double>(r.output.numel() * r.output.element_size());
+    l.parameter_bytes = static_cast<double>(TensorBytes(r.parameters));
+    l.parameters = l.parameter_bytes / 4;
+    for (int j : model.layer_inputs[i])
+      if (j >= 0) l.inputs.push_back(j);
+    w.layers.push_back(std::move(l));
+  }
+  ValidateAndSortWorkload(w, options.workload);
+
+  if (!options.output_file.empty()) SaveWorkloadFile(w, options.output_file);
+  if (options.json) {
+    std::cout << WorkloadToJson(w).dump(1) << "\n";
+    return 0;
+  }
+  std::ostringstream out;
+  out << w.name << ": " << w.LayerCount() << " layers measured at batch " << batch << " on "
+      << w.reference.device << " (mean of " << passes.size()
+      << " runs without the slowest tenth, after " << options.warmup << " warm-up)\n\n";
+  out << std::left << std::setw(6) << "#" << std::setw(20) << "id" << std::right << std::setw(12)
+      << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(16) << "activation B"
+      << std::setw(14) << "parameters\n";
+  for (int i = 0; i < w.LayerCount(); ++i) {
+    const Layer& l = w.layers[i];
+    out << std::left << std::setw(6) << i << std::setw(20) << l.id << std::right << std::fixed
+        << std::setprecision(3) << std::setw(12) << l.forward_ms << std::setw(12) << l.backward_ms
+        << std::setprecision(0) << std::setw(16) << l.activation_bytes << std::setw(13)
+        << l.parameters << "\n" << std::defaultfloat;
+  }
+  out << std::fixed << std::setprecision(3) << "\ntotal: forward " << w.TotalForwardMs()
+      << " ms, backward " << w.TotalBackwardMs() << " ms\n" << std::defaultfloat;
+  if (source.plan) PrintPipelineBound(out, w, *source.plan, batch);
+  if (!options.output_file.empty()) out << "\nwrote " << options.output_file << "\n";
+  std::cout << out.str();
+  return 0;
+}
+
+}  // namespace pipetwin::exec

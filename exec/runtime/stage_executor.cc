@@ -1,0 +1,436 @@
+#include "exec/runtime/stage_executor.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <optional>
+
+#include "exec/runtime/cpu_allocator.h"
+
+namespace pipetwin::exec {
+
+namespace {
+
+// Micro-batch numbers of the test pass, clear of the training tags.
+constexpr int kEvaluationMicrobatchBase = 1 << 24;
+
+int64_t Bytes(const std::vector<torch::Tensor>& tensors) { return TensorBytes(tensors); }
+
+// PIPETWIN_EXEC_FAIL_AT=RANK:OP makes worker RANK kill itself (SIGKILL) at its OP-th op: the
+// fault tests' way to lose a worker mid-run.
+int FailAtOp(int rank) {
+  const char* spec = std::getenv("PIPETWIN_EXEC_FAIL_AT");
+  if (!spec) return -1;
+  int r = -1, op = -1;
+  if (std::sscanf(spec, "%d:%d", &r, &op) != 2 || r != rank) return -1;
+  return op;
+}
+
+}  // namespace
+
+// --- AllocatorProbe ---
+
+AllocatorProbe::AllocatorProbe() { UseCachingCpuAllocator(); }
+int64_t AllocatorProbe::allocated() const { return CachingCpuAllocatorStats().live_bytes; }
+int64_t AllocatorProbe::peak() const { return CachingCpuAllocatorStats().peak_live_bytes; }
+
+// --- StageExecutor ---
+
+StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& program,
+                             const StageModel& stage, DataSource* data, Communicator& comm,
+                             const AllocatorProbe& allocator, WorkerMeasurement& measurement)
+    : job_(job), program_(program), stage_(stage), data_(data), comm_(comm),
+      allocator_(allocator), out_(measurement),
+      weights_(stage.InitialParameters(job.options.seed),
+               OptimizerFromName(job.scenario.training.optimizer,
+                                 job.scenario.training.learning_rate)),
+      stashing_(job.options.weight_stashing), recompute_(job.schedule.recompute) {
+  for (const Op& op : program.ops) updates_per_program_ += op.kind == OpKind::kUpdate;
+  bool replicated = false;
+  for (const Op& op : program.ops) replicated = replicated || op.kind == OpKind::kAllReduce;
+  if (replicated) {
+    // A replicated stage's sums are views of one flat buffer, its last element the micro-batch
+    // count: the all-reduce then runs on it in place (packing 16.8 MB of an MLP's gradients and
+    // unpacking them took ~1.5 ms here), and the simulator's measured all-reduce is all it costs.
+    int64_t elements = 1;
+    for (const auto& p : weights_.Current()) elements += p.numel();
+    gradient_flat_ = torch::zeros({elements});
+    int64_t offset = 0;
+    for (const auto& p : weights_.Current()) {
+      gradient_sum_.push_back(gradient_flat_.narrow(0, offset, p.numel()).view_as(p));
+      offset += p.numel();
+    }
+  } else {
+    for (const auto& p : weights_.Current()) gradient_sum_.push_back(torch::zeros_like(p));
+  }
+  fail_at_op_ = FailAtOp(comm.rank());
+  DumpWeights();
+}
+
+int StageExecutor::Tag(bool activation, int sender_stage, int microbatch) const {
+  const int64_t tag = (static_cast<int64_t>(microbatch) * 2 + (activation ? 1 : 0)) *
+                          job_.schedule.ModelStageCount() + sender_stage;
+  return static_cast<int>(tag % (int64_t{1} << 30));
+}
+
+void StageExecutor::RunProgram(int program, Clock::time_point origin) {
+  origin_ = origin;
+  posted_until_ = 0;
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    PostReceivesAhead(program, i);
+    Execute(program_.ops[i], program);
+  }
+}
+
+void StageExecutor::PostReceivesAhead(int program, size_t from) {
+  // Receives are posted a few ops early: Gloo moves a message once its receive is posted, and
+  // on a busy machine the sender's transport thread may otherwise wait for a core while this
+  // worker waits for the data. Posting a receive never blocks, so the list's order (and its
+  // freedom from deadlock) is kept; the Recv op then waits for the posted receive.
+  constexpr size_t kLookahead = 6;
+  posted_until_ = std::max(posted_until_, from);
+  for (; posted_until_ < std::min(program_.ops.size(), from + kLookahead); ++posted_until_) {
+    const Op& op = program_.ops[posted_until_];
+    if (op.kind != OpKind::kRecvActivation && op.kind != OpKind::kRecvGradient) continue;
+    const bool activation = op.kind == OpKind::kRecvActivation;
+    const int mb = job_.GlobalMicrobatch(program, op.microbatch);
+    torch::Tensor buffer =
+        torch::empty({TotalElements(activation ? stage_.InputShapes() : stage_.OutputShapes())});
+    const int id = comm_.PostRecv(
+        buffer, op.peer_worker, Tag(activation, activation ? op.stage - 1 : op.stage + 1, mb),
+        std::string(activation ? "receiving the activation" : "receiving the gradient") +
+            " of micro-batch " + std::to_string(mb));
+    posted_[{activation, mb}] = {buffer, id};
+  }
+}
+
+void StageExecutor::Execute(const Op& op, int program) {
+  if (op_counter_++ == fail_at_op_) ::kill(::getpid(), SIGKILL);
+  const int mb = op.microbatch >= 0 ? job_.GlobalMicrobatch(program, op.microbatch) : -1;
+  const int version =
+      op.weight_version >= 0 ? op.weight_version + program * updates_per_program_ : -1;
+  OpRecord record;
+  record.kind = op.kind;
+  record.stage = op.stage;
+  record.microbatch = mb;
+  record.weight_version = version;
+  record.peer = op.peer_worker;
+  record.iteration = mb >= 0 ? job_.IterationOf(mb) : current_iteration_;
+  const auto start = Clock::now();
+  switch (op.kind) {
+    case OpKind::kForward:
+      Forward(op, mb, version);
+      record.weight_version = versions_[mb].forward;
+      break;
+    case OpKind::kRecompute: Recompute(mb, version); break;
+    case OpKind::kBackward:
+    case OpKind::kBackwardInput:
+    case OpKind::kBackwardWeight:
+      Backward(op, mb, version);
+      if (versions_[mb].backward >= 0) record.weight_version = versions_[mb].backward;
+      current_iteration_ = record.iteration;
+      break;
+    case OpKind::kSendActivation:
+    case OpKind::kSendGradient: Send(op, mb, record); break;
+    case OpKind::kRecvActivation:
+    case OpKind::kRecvGradient: Recv(op, mb, record); break;
+    case OpKind::kAllReduce: AllReduce(record); break;
+    case OpKind::kUpdate: Update(version); break;
+    case OpKind::kStashActivation:
+      // Idempotent per micro-batch: the bytes were measured by its forward.
+      if (!stashed_.count(mb)) {
+        stashed_[mb] = in_flight_.at(mb).stash_bytes;
+        activation_bytes_ += stashed_[mb];
+        out_.max_in_flight_microbatches =
+            std::max(out_.max_in_flight_microbatches, static_cast<int>(stashed_.size()));
+      }
+      break;
+    case OpKind::kReleaseActivation: {
+      // The backward has dropped the tensors; the bytes were noted at the stash.
+      auto it = stashed_.find(mb);
+      if (it != stashed_.end()) activation_bytes_ -= it->second, stashed_.erase(it);
+      break;
+    }
+    case OpKind::kStashWeights:
+      if (stashing_) weights_.Stash(version);
+      break;
+    case OpKind::kReleaseWeights:
+      if (stashing_) weights_.Release(version);
+      break;
+  }
+  const auto end = Clock::now();
+  record.start_s = std::chrono::duration<double>(start - origin_).count();
+  record.end_s = std::chrono::duration<double>(end - origin_).count();
+  out_.ops.push_back(record);
+  out_.max_weight_versions = std::max(out_.max_weight_versions, weights_.VersionsAlive());
+  if (!IsCommunicationOp(op.kind)) SampleMemory();
+}
+
+Batch& StageExecutor::DataFor(int microbatch) {
+  auto it = batches_.find(microbatch);
+  if (it == batches_.end()) {
+    // Past the first stage only the labels are used (by the last stage's loss): the samples
+    // would stay allocated until the micro-batch's backward for nothing (GPipe's last stage
+    // held m of them, 131 KB each for the MLP at batch 32).
+    Batch b = stage_.is_first()
+                  ? data_->Train(microbatch, job_.microbatch_size)
+                  : Batch{torch::Tensor(), data_->TrainLabels(microbatch, job_.microbatch_size)};
+    it = batches_.emplace(microbatch, std::move(b)).first;
+  }
+  return it->second;
+}
+
+std::vector<torch::Tensor> StageExecutor::StageInputs(int microbatch) {
+  if (stage_.is_first()) return {DataFor(microbatch).input};
+  auto it = received_activations_.find(microbatch);
+  TORCH_CHECK(it != received_activations_.end(), "Forward of micro-batch ", microbatch,
+              " before its activation was received");
+  std::vector<torch::Tensor> inputs;
+  for (auto& t : Unpack(it->second, stage_.InputShapes()))
+    inputs.push_back(t.detach().requires_grad_(true));
+  received_activations_.erase(it);
+  return inputs;
+}
+
+std::vector<torch::Tensor> StageExecutor::RunStage(int version,
+                                                   const std::vector<torch::Tensor>& inputs,
+                                                   int microbatch) {
+  std::vector<torch::Tensor> out = stage_.Forward(weights_.Version(version), inputs);
+  if (!stage_.is_last()) return out;
+  return {stage_.model().Loss(out[0], DataFor(microbatch).labels)};
+}
+
+void StageExecutor::Forward(const Op& op, int mb, int version) {
+  // Without stashing a forward runs on the latest weights (which the schedule names anyway).
+  const int used = stashing_ ? version : weights_.current_version();
+  if (!weights_.IsAlive(used))
+    throw WeightVersionError("Forward(stage " + std::to_string(op.stage) + ", micro-batch " +
+                             std::to_string(mb) + ") names weight version " +
+                             std::to_string(version) + ", which this worker does not hold (" +
+                             "current " + std::to_string(weights_.current_version()) + ")");
+  InFlight f;
+  f.inputs = StageInputs(mb);
+  f.version = used;
+  f.has_graph = stashing_ && !recompute_;
+  const int64_t before = allocator_.allocated();
+  {
+    std::optional<torch::NoGradGuard> no_graph;
+    if (!f.has_graph) no_graph.emplace();
+    f.outputs = RunStage(used, f.inputs, mb);
+  }
+  f.stash_bytes = allocator_.allocated() - before + Bytes(f.inputs);
+  if (stage_.is_last()) out_.losses.push_back({mb, f.outputs[0].item<double>()});
+  else activations_to_send_[mb] = Pack(f.outputs);
+  if (!f.has_graph) f.outputs.clear();
+  versions_[mb].microbatch = mb;
+  versions_[mb].forward = used;
+  in_flight_[mb] = std::move(f);
+}
+
+void StageExecutor::Recompute(int mb, int version) {
+  InFlight& f = in_flight_.at(mb);
+  if (f.version != version)
+    throw WeightVersionError("Recompute of micro-batch " + std::to_string(mb) + " names version " +
+                             std::to_string(version) + " but its forward used " +
+                             std::to_string(f.version));
+  const int64_t before = allocator_.allocated();
+  f.outputs = RunStage(f.version, f.inputs, mb);
+  f.has_graph = true;
+  f.recompute_bytes = allocator_.allocated() - before;
+  recompute_bytes_ += f.recompute_bytes;
+}
+
+void StageExecutor::Backward(const Op& op, int mb, int version) {
+  auto it = in_flight_.find(mb);
+  TORCH_CHECK(it != in_flight_.end(), "Backward of micro-batch ", mb, " without its forward");
+  InFlight& f = it->second;
+  const bool input_part = op.kind != OpKind::kBackwardWeight;
+  const bool weight_part = op.kind != OpKind::kBackwardInput;
+  if (stashing_) {
+    // Weight stashing: the backward must use the version its forward used, and it must be alive.
+    if (f.version != version || !weights_.IsAlive(version))
+      throw WeightVersionError("Backward(stage " + std::to_string(op.stage) + ", micro-batch " +
+                               std::to_string(mb) + ") names weight version " +
+                               std::to_string(version) + "; its forward used " +
+                               std::to_string(f.version) + ", current is " +
+                               std::to_string(weights_.current_version()));
+  } else if (!f.has_graph) {
+    // No stashing: differentiate the stage on the latest weights.
+    f.version = weights_.current_version();
+    f.outputs = RunStage(f.version, f.inputs, mb);
+    f.has_graph = true;
+  }
+  TORCH_CHECK(f.has_graph, "Backward of micro-batch ", mb, " has no graph (no Recompute?)");
+
+  std::vector<torch::Tensor> targets;
+  const bool want_inputs = input_part && !stage_.is_first();
+  if (want_inputs) targets = f.inputs;
+  const size_t parameters_at = targets.size();
+  const auto& parameters = weights_.Version(f.version);
+  if (weight_part) targets.insert(targets.end(), parameters.begin(), parameters.end());
+  if (!targets.empty()) {
+    std::vector<torch::Tensor> grad_outputs;
+    if (!stage_.is_last())
+      grad_outputs = Unpack(received_gradients_.at(mb), stage_.OutputShapes());
+    const bool keep_graph = input_part && !weight_part;
+    std::vector<torch::Tensor> grads;
+    if (!weight_part) {
+      grads = torch::autograd::grad(f.outputs, targets, grad_outputs, keep_graph,
+                                    /*create_graph=*/false, /*allow_unused=*/true);
+    } else {
+      // The parameters' gradients go straight into the sums: autograd's AccumulateGrad adds each
+      // layer's weight gradient in place as soon as it is computed and frees it, so a stage holds
+      // one layer's gradient at a time, not all of them until the backward ends (with all of
+      // them alive the 4-layer MLP's backward ran ~10% over the profile, which times layer by
+      // layer). The first gradient after an update is taken as it is (no pass over a buffer),
+      // unless the sums are views of the all-reduce's flat buffer: that is zeroed and added to.
+      const bool into_sums = gradient_count_ > 0 || gradient_flat_.defined();
+      if (gradient_count_ == 0 && gradient_flat_.defined()) gradient_flat_.zero_();
+      for (size_t i = 0; i < parameters.size(); ++i)
+        parameters[i].mutable_grad() = into_sums ? gradient_sum_[i] : torch::Tensor();
+      torch::autograd::backward(f.outputs, grad_outputs, keep_graph, /*create_graph=*/false,
+                                targets);
+      for (const auto& t : targets) {
+        grads.push_back(t.grad());
+        t.mutable_grad() = torch::Tensor();  // stashed versions and inputs keep no gradient
+      }
+    }
+    torch::NoGradGuard no_grad;
+    if (want_inputs) {
+      std::vector<torch::Tensor> input_grads;
+      for (size_t i = 0; i < parameters_at; ++i)
+        input_grads.push_back(grads[i].defined() ? grads[i] : torch::zeros_like(f.inputs[i]));
+      gradients_to_send_[mb] = Pack(input_grads);
+    }
+    if (weight_part && gradient_count_ == 0 && !gradient_flat_.defined())
+      for (size_t i = 0; i < parameters.size(); ++i) {
+        const torch::Tensor& g = grads[parameters_at + i];
+        if (!g.defined()) gradient_sum_[i].zero_();  // unused: a zero gradient
+        else gradient_sum_[i] = g.is_contiguous() ? g : g.contiguous();
+      }
+  }
+  if (!weight_part) return;
+  gradient_count_ += 1;
+  if (oldest_gradient_version_ < 0 || f.version < oldest_gradient_version_)
+    oldest_gradient_version_ = f.version;
+  versions_[mb].backward = f.version;
+  out_.versions.push_back(versions_[mb]);
+  versions_.erase(mb);
+  recompute_bytes_ -= f.recompute_bytes;
+  in_flight_.erase(it);
+  received_gradients_.erase(mb);
+  batches_.erase(mb);
+}
+
+void StageExecutor::AllReduce(OpRecord& record) {
+  torch::NoGradGuard no_grad;
+  if (gradient_count_ == 0)  // no micro-batch here this batch: contribute zeros
+    for (auto& g : gradient_sum_) g.zero_();
+  torch::Tensor& flat = gradient_flat_;
+  const int64_t count_at = flat.numel() - 1;
+  flat[count_at].fill_(gradient_count_);
+  record.bytes = static_cast<double>(flat.numel() * flat.element_size());
+  comm_.AllReduceSum(flat, "all-reduce of stage " + std::to_string(program_.stage) +
+                               "'s gradients");
+  gradient_count_ = flat[count_at].item<double>();
+}
+
+void StageExecutor::Update(int version) {
+  torch::NoGradGuard no_grad;
+  // Before the first backward of the batch the buffers still hold the last batch's sums.
+  if (gradient_count_ == 0)
+    for (auto& g : gradient_sum_) g.zero_();
+  // Staleness (AnalyzeSchedule's definition): current version - oldest version the gradients
+  // were computed with.
+  if (oldest_gradient_version_ >= 0)
+    out_.update_staleness.push_back(weights_.current_version() - oldest_gradient_version_);
+  // The mean gradient: the sum over the micro-batches (all replicas', after the all-reduce).
+  weights_.Update(version, gradient_sum_, 1 / std::max(gradient_count_, 1.0));
+  gradient_count_ = 0;  // the next backward overwrites the buffers instead of adding
+  oldest_gradient_version_ = -1;
+  DumpWeights();
+}
+
+void StageExecutor::Send(const Op& op, int mb, OpRecord& record) {
+  const bool activation = op.kind == OpKind::kSendActivation;
+  auto& pending = activation ? activations_to_send_ : gradients_to_send_;
+  auto it = pending.find(mb);
+  TORCH_CHECK(it != pending.end(), "Send of micro-batch ", mb, " before it was computed");
+  record.bytes = static_cast<double>(it->second.numel() * it->second.element_size());
+  comm_.Send(it->second, op.peer_worker, Tag(activation, op.stage, mb),
+             std::string(activation ? "sending the activation" : "sending the gradient") +
+                 " of micro-batch " + std::to_string(mb));
+  pending.erase(it);
+}
+
+void StageExecutor::Recv(const Op& op, int mb, OpRecord& record) {
+  const bool activation = op.kind == OpKind::kRecvActivation;
+  auto it = posted_.find({activation, mb});
+  TORCH_CHECK(it != posted_.end(), "Recv of micro-batch ", mb, " was never posted");
+  const PostedRecv posted = it->second;
+  posted_.erase(it);
+  record.bytes = static_cast<double>(posted.buffer.numel() * sizeof(float));
+  comm_.WaitRecv(posted.id);
+  (activation ? received_activations_ : received_gradients_)[mb] = posted.buffer;
+}
+
+void StageExecutor::Evaluate(int previous, int next, int64_t batches) {
+  torch::NoGradGuard no_grad;
+  const int64_t size = job_.microbatch_size;
+  int64_t correct = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    const int mb = kEvaluationMicrobatchBase + static_cast<int>(i);
+    std::vector<torch::Tensor> inputs;
+    Batch batch;
+    if (stage_.is_first() || stage_.is_last()) batch = data_->Test(i, size);
+    if (stage_.is_first()) {
+      inputs = {batch.input};
+    } else {
+      torch::Tensor buffer = torch::empty({TotalElements(stage_.InputShapes())});
+      comm_.Recv(buffer, previous, Tag(true, program_.stage - 1, mb),
+                 "receiving test batch " + std::to_string(i));
+      inputs = Unpack(buffer, stage_.InputShapes());
+    }
+    auto outputs = stage_.Forward(weights_.Current(), inputs);
+    if (stage_.is_last()) correct += stage_.model().Correct(outputs[0], batch.labels);
+    else comm_.Send(Pack(outputs), next, Tag(true, program_.stage, mb),
+                    "sending test batch " + std::to_string(i));
+  }
+  comm_.FinishSends();
+  if (stage_.is_last() && batches > 0) {
+    out_.test_samples = batches * size;
+    out_.test_accuracy = static_cast<double>(correct) / static_cast<double>(out_.test_samples);
+  }
+}
+
+void StageExecutor::SampleMemory() {
+  MemorySample s;
+  s.time_s = std::chrono::duration<double>(Clock::now() - origin_).count();
+  s.bytes.weights = static_cast<double>(weights_.WeightBytes());
+  s.bytes.optimizer = static_cast<double>(weights_.OptimizerBytes());
+  s.bytes.gradients = static_cast<double>(Bytes(gradient_sum_));
+  s.bytes.activations = static_cast<double>(std::max<int64_t>(0, activation_bytes_));
+  s.bytes.recompute = static_cast<double>(std::max<int64_t>(0, recompute_bytes_));
+  auto& timeline = out_.memory_timeline;
+  if (!timeline.empty()) {
+    const MemoryCategories& last = timeline.back().bytes;
+    if (last.weights == s.bytes.weights && last.optimizer == s.bytes.optimizer &&
+        last.gradients == s.bytes.gradients && last.activations == s.bytes.activations &&
+        last.recompute == s.bytes.recompute)
+      return;
+  }
+  timeline.push_back(s);
+}
+
+void StageExecutor::DumpWeights() const {
+  const std::string& dir = job_.options.dump_weights_dir;
+  if (dir.empty()) return;
+  std::vector<torch::Tensor> copy;
+  for (const auto& p : weights_.Current()) copy.push_back(p.detach().clone());
+  torch::save(copy, dir + "/stage" + std::to_string(program_.stage) + "_replica" +
+                        std::to_string(program_.replica) + "_v" +
+                        std::to_string(weights_.current_version()) + ".pt");
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,137 @@
+// StageExecutor: one worker's interpreter of its op list (partition/schedule.h), on real tensors.
+//
+// It runs the ops strictly in list order, one at a time:
+//   Forward(stage, mb, v)   the stage's layers on weight version v (which must be alive: the
+//                           current one or a stashed one); the graph is kept for the backward
+//   Backward(stage, mb, v)  gradients of the stage's parameters (accumulated) and of its inputs
+//                           (sent upstream), on the version the forward used
+//   BackwardInput / BackwardWeight   the same split in two (zero-bubble schedules)
+//   Recompute(stage, mb, v) rebuilds the forward's graph from the stashed stage input
+//   Send / Recv             c10d point-to-point with the named peer
+//   AllReduce               sums the gradient buffers over the stage's replicas
+//   Update(v)               averages the accumulated gradients, steps the optimizer, makes v current
+//   StashWeights(v) / ReleaseWeights(v)   keep / free a version (StageWeights)
+//   StashActivation / ReleaseActivation  memory accounting of what a forward keeps
+// and records each op's time, the version each micro-batch actually used, and the memory held by
+// category, into a WorkerMeasurement.
+//
+// Without weight stashing (PipeDream only, for comparison) every backward runs on the latest
+// version: the forward keeps its stage input only, and the backward recomputes the stage on the
+// current weights before differentiating, so the gradient mixes the forward's inputs with newer
+// weights (the inconsistency PipeDream SOSP'19 section 3.3 describes).
+//
+//   StageExecutor executor(job, program, stage, data.get(), comm, measurement);
+//   for (int p = 0; p < job.programs; ++p) executor.RunProgram(p, clock_origin);
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "exec/runtime/communicator.h"
+#include "exec/runtime/data.h"
+#include "exec/job.h"
+#include "exec/measure/measurement.h"
+#include "exec/model/stage_model.h"
+#include "exec/runtime/weights.h"
+
+namespace pipetwin::exec {
+
+// Tensor bytes of the process, as the executor's CPU allocator counts them (cpu_allocator.h; the
+// probe installs it): every thread's live tensors, in bytes as requested.
+class AllocatorProbe {
+ public:
+  AllocatorProbe();
+  int64_t allocated() const;  // live now
+  int64_t peak() const;       // the most live since the allocator was installed
+};
+
+class StageExecutor {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  StageExecutor(const ExecutorJob& job, const WorkerProgram& program, const StageModel& stage,
+                DataSource* data, Communicator& comm, const AllocatorProbe& allocator,
+                WorkerMeasurement& measurement);
+  StageExecutor(const StageExecutor&) = delete;
+  StageExecutor& operator=(const StageExecutor&) = delete;
+
+  // Runs the worker's op list once as program `program` (its micro-batches and versions are
+  // offset by the programs before it). Times count from `origin`.
+  void RunProgram(int program, Clock::time_point origin);
+  // Forward-only pass over the test set through the replica-0 workers of every stage; the last
+  // stage records the accuracy. `next` / `previous`: the replica-0 ranks of the neighbours.
+  // `batches` test micro-batches of the run's micro-batch size.
+  void Evaluate(int previous, int next, int64_t batches);
+
+  const StageWeights& weights() const { return weights_; }
+
+ private:
+  // What a forward left for its backward.
+  struct InFlight {
+    std::vector<torch::Tensor> inputs;   // leaves (gradients flow to them)
+    std::vector<torch::Tensor> outputs;  // the graph's roots (the last stage: the loss)
+    int version = -1;                    // the weight version the forward used
+    bool has_graph = false;
+    int64_t stash_bytes = 0;
+    int64_t recompute_bytes = 0;
+  };
+
+  void Execute(const Op& op, int program);
+  void Forward(const Op& op, int microbatch, int version);
+  void Recompute(int microbatch, int version);
+  void Backward(const Op& op, int microbatch, int version);
+  void AllReduce(OpRecord& record);
+  void Update(int version);
+  void Send(const Op& op, int microbatch, OpRecord& record);
+  void Recv(const Op& op, int microbatch, OpRecord& record);
+  // Posts the receives among the next kLookahead ops of the list, from op `from` on.
+  void PostReceivesAhead(int program, size_t from);
+
+  std::vector<torch::Tensor> StageInputs(int microbatch);
+  // Runs the stage on `version` from `inputs`; the last stage returns {loss}.
+  std::vector<torch::Tensor> RunStage(int version, const std::vector<torch::Tensor>& inputs,
+                                      int microbatch);
+  Batch& DataFor(int microbatch);
+  int Tag(bool activation, int sender_stage, int microbatch) const;
+  void SampleMemory();
+  void DumpWeights() const;
+
+  const ExecutorJob& job_;
+  const WorkerProgram& program_;
+  const StageModel& stage_;
+  DataSource* data_;
+  Communicator& comm_;
+  const AllocatorProbe& allocator_;
+  WorkerMeasurement& out_;
+  StageWeights weights_;
+  bool stashing_, recompute_;
+  int updates_per_program_ = 0;
+  Clock::time_point origin_;
+  int op_counter_ = 0;
+  int fail_at_op_ = -1;  // fault injection (tests): PIPETWIN_EXEC_FAIL_AT=rank:op
+
+  std::map<int, InFlight> in_flight_;
+  std::map<int, torch::Tensor> received_activations_, received_gradients_;
+  struct PostedRecv {
+    torch::Tensor buffer;
+    int id;
+  };
+  std::map<std::pair<bool, int>, PostedRecv> posted_;  // (activation?, micro-batch)
+  size_t posted_until_ = 0;                             // ops of the program scanned so far
+  std::map<int, torch::Tensor> activations_to_send_, gradients_to_send_;
+  std::map<int, Batch> batches_;
+  std::map<int, int64_t> stashed_;  // micro-batches stashed (StashActivation) and their bytes
+  std::vector<torch::Tensor> gradient_sum_;
+  torch::Tensor gradient_flat_;  // replicated stages: the sums' storage, + the count at the end
+  double gradient_count_ = 0;
+  int oldest_gradient_version_ = -1;
+  std::map<int, VersionUse> versions_;
+  int current_iteration_ = 0;
+  int64_t activation_bytes_ = 0, recompute_bytes_ = 0;
+};
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,71 @@
+#include "workloads/scenario/plan_for_scenario.h"
+
+#include "partition/planners/baselines.h"
+#include "partition/util/error.h"
+#include "partition/planners/pipedream/planner.h"
+#include "partition/planners/two_bw.h"
+#include "partition/cost/pipeline_cost_model.h"
+#include "partition/planners/settings.h"
+
+namespace pipetwin {
+
+// The planner settings a scenario implies: its training settings and the workload's own stash.
+PlannerSettings PlannerSettingsFor(const Scenario& s) {
+  PlannerSettings settings;
+  settings.optimizer_bytes_per_parameter = s.training.optimizer_bytes_per_parameter;
+  if (s.training.global_batch_size > 0)
+    settings.max_global_batch_size = s.training.global_batch_size;
+  settings.microbatch_size = s.training.microbatch_size;
+  settings.microbatches = s.training.microbatches;
+  settings.recompute = s.training.recompute;
+  settings.stash_bytes_per_layer.resize(s.workload.LayerCount());
+  for (int i = 0; i < s.workload.LayerCount(); ++i)
+    settings.stash_bytes_per_layer[i] = s.workload.StashBytes(i);
+  if (s.schedule == "gpipe" || s.schedule == "flush") settings.split_schedule = s.schedule;
+  return settings;
+}
+
+namespace {
+
+// PipeDream's partitioner takes the cluster as machines and bandwidth per level (SOSP'19 section
+// 3.1) and the workload's times as they are: a minibatch is the workload's reference batch.
+Plan PlanWithPipeDream(const Scenario& s, PipeDreamCostModel model) {
+  PipeDreamOptions o;
+  o.cost_model = model;
+  for (const ClusterLevel& level : s.cluster.levels)
+    o.levels.push_back({level.count, level.bandwidth_bytes_per_s()});
+  o.activation_compression_ratio = 1;  // transfers always cost 2a/B, as in the paper
+  o.memory_bytes_per_device = s.cluster.device.memory_bytes;
+  o.batch_size = s.workload.reference.batch_size;
+  Workload scaled = s.workload;  // the cluster's device may be faster than the profiled one
+  const double speed = SpeedOverReference(s.cluster, s.workload.reference.device);
+  for (Layer& l : scaled.layers) {
+    l.forward_ms /= speed;
+    l.backward_ms /= speed;
+  }
+  Plan plan = PlanPipeDream(scaled, o).plan;
+  plan.schedule = s.schedule == "pipedream" ? "pipedream" : plan.schedule;
+  return plan;
+}
+
+}  // namespace
+
+Plan PlanForScenario(const Scenario& s) {
+  if (s.plan) return *s.plan;
+  const PlannerSettings settings = PlannerSettingsFor(s);
+  try {
+    if (s.planner == "2bw") return Plan2BW(s.workload, s.cluster, settings);
+    if (s.planner == "pipedream") return PlanWithPipeDream(s, PipeDreamCostModel::kPaper);
+    if (s.planner == "pipedream-compat") return PlanWithPipeDream(s, PipeDreamCostModel::kCompat);
+    for (const std::string& name : BaselineNames())
+      if (s.planner == name)
+        return PlanBaseline(BaselineKindFromName(name), s.workload, s.cluster, settings);
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    throw InputError(s.file, "planner", e.what());
+  }
+  throw InputError(s.file, "planner",
+                   "planner \"" + s.planner + "\" is not wired to scenarios yet");
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,115 @@
+#include "workloads/scenario/scenario.h"
+
+#include <algorithm>
+
+#include "partition/util/error.h"
+#include "partition/util/json_reader.h"
+#include "partition/model/cluster.h"
+#include "workloads/scenario/workload_source.h"
+
+namespace pipetwin {
+
+const std::vector<std::string>& ScheduleNames() {
+  static const std::vector<std::string> names = {"gpipe", "flush",       "pipedream",
+                                                  "2bw",   "interleaved", "zb-h1"};
+  return names;
+}
+
+int ChunksPerWorker(const std::string& schedule, const TrainingSettings& training) {
+  return schedule == "interleaved" ? std::max(training.chunks, 2) : 1;
+}
+
+const std::vector<std::string>& PlannerNames() {
+  static const std::vector<std::string> names = {
+      "pipedream", "pipedream-compat", "2bw", "data-parallel", "gpipe", "flush", "uniform",
+      "balanced"};
+  return names;
+}
+
+const char* DefaultScenarioJson() {
+  // A 1.3B-parameter GPT decoder on two PipeDream-2BW p3.16xlarge servers (16 V100-16GB): too
+  // big for data parallelism with Adam (16 bytes per parameter), the question a user asks
+  // before renting the servers.
+  return R"({
+  "name": "default: GPT 1.3B (24 x 2048) on 2 x p3.16xlarge (16 V100-16GB), PipeDream-2BW",
+  "workload": {"generator": "gpt", "layers": 24, "hidden": 2048, "heads": 16,
+               "sequence": 1024, "vocabulary": 50257, "microbatch": 1, "dtype_bytes": 2},
+  "cluster": {"preset": "p3.16xlarge", "servers": 2},
+  "planner": "2bw",
+  "schedule": "2bw",
+  "training": {"global_batch_size": 512, "microbatch_size": 4, "microbatches": 16,
+               "iterations": 4, "optimizer": "adam", "optimizer_bytes_per_parameter": 8}
+}
+)";
+}
+
+namespace {
+
+TrainingSettings ReadTraining(JsonReader& t) {
+  TrainingSettings s;
+  s.global_batch_size = static_cast<int>(t.OptionalNonNegativeInteger("global_batch_size", 0));
+  s.microbatch_size = static_cast<int>(t.OptionalPositiveInteger("microbatch_size", 1));
+  s.microbatches = static_cast<int>(t.OptionalPositiveInteger("microbatches", 8));
+  s.iterations = static_cast<int>(t.OptionalPositiveInteger("iterations", 4));
+  s.optimizer = t.OptionalChoice("optimizer", {"sgd", "momentum", "adam"}, "adam");
+  double default_state = s.optimizer == "adam" ? 8 : s.optimizer == "momentum" ? 4 : 0;
+  s.optimizer_bytes_per_parameter =
+      t.OptionalNonNegativeNumber("optimizer_bytes_per_parameter", default_state);
+  s.learning_rate = t.OptionalPositiveNumber("learning_rate", 1e-3);
+  s.vertical_sync = t.OptionalBool("vertical_sync", false);
+  s.recompute = t.OptionalBool("recompute", false);
+  s.chunks = static_cast<int>(t.OptionalPositiveInteger("chunks", 1));
+  t.Finish();
+  return s;
+}
+
+}  // namespace
+
+Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
+                          const std::string& base_dir) {
+  JsonReader root(doc, file);
+  Scenario s;
+  s.file = file;
+  s.source = doc;
+  s.name = root.OptionalString("name", "scenario");
+  // The cluster first: generators time their layers on the cluster's device.
+  s.cluster = ClusterFromJson(root.Member("cluster").value(), file, "cluster");
+  s.workload = WorkloadFromSource(root.Member("workload"), s.cluster.device, base_dir);
+  s.schedule = root.OptionalChoice("schedule", ScheduleNames(), "flush");
+  if (auto t = root.OptionalMember("training")) s.training = ReadTraining(*t);
+  const int sources = root.Has("planner") + root.Has("plan") + root.Has("plan_file");
+  if (sources != 1)
+    root.Fail("expected exactly one of \"planner\", \"plan\" or \"plan_file\", got " +
+              std::to_string(sources));
+  if (root.Has("planner")) s.planner = root.Choice("planner", PlannerNames());
+  std::string plan_file = file, plan_path = "plan";
+  if (auto p = root.OptionalMember("plan")) {
+    s.plan = PlanFromJson(p->value(), file, "plan");
+  } else if (root.Has("plan_file")) {
+    plan_file = root.String("plan_file");
+    if (plan_file[0] != '/' && !base_dir.empty()) plan_file = base_dir + "/" + plan_file;
+    s.plan = LoadPlanFile(plan_file);
+    plan_path = "";
+  }
+  if (s.plan) {
+    // The scenario's schedule governs; without one, the plan's own.
+    if (root.Has("schedule")) s.plan->schedule = s.schedule; else s.schedule = s.plan->schedule;
+    ValidatePlan(*s.plan, s.workload, s.cluster.DeviceCount(), plan_file, plan_path,
+                 ChunksPerWorker(s.schedule, s.training));
+  }
+  root.Finish();
+  return s;
+}
+
+Scenario LoadScenarioFile(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  std::string base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  return ScenarioFromJson(ParseJsonFile(path), path, base_dir);
+}
+
+Scenario DefaultScenario() {
+  return ScenarioFromJson(ParseJsonText(DefaultScenarioJson(), "<embedded default>"),
+                          "<embedded default>", ".");
+}
+
+}  // namespace pipetwin

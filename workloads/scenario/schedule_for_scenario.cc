@@ -1,0 +1,71 @@
+#include "workloads/scenario/schedule_for_scenario.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "partition/util/error.h"
+#include "partition/schedule/spec.h"
+
+namespace pipetwin {
+
+std::string ScheduleNameFor(const Scenario& scenario, const Plan& plan) {
+  return scenario.source.is_object() && scenario.source.contains("schedule") ? scenario.schedule
+                                                                             : plan.schedule;
+}
+
+MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan) {
+  if (plan.planner == "manual")
+    return {scenario.training.microbatch_size, scenario.training.microbatches};
+  return {plan.microbatch_size, plan.microbatches_per_update};
+}
+
+bool FlushesEveryIteration(ScheduleKind kind) {
+  return kind != ScheduleKind::kPipeDream && kind != ScheduleKind::kTwoBW;
+}
+
+namespace {
+
+// Mean forward and backward time (ms) of one micro-batch over the plan's stages: the times the
+// builder lays sends and receives out for (any times keep the lists valid).
+std::pair<double, double> MeanStageMs(const Scenario& s, const Plan& plan, int microbatch_size) {
+  const Workload& w = s.workload;
+  const double scale = microbatch_size / static_cast<double>(w.reference.batch_size) /
+                       SpeedOverReference(s.cluster, w.reference.device);
+  double forward = 0, backward = 0;
+  for (const StagePlan& stage : plan.stages)
+    for (int p = stage.first_layer; p <= stage.last_layer; ++p) {
+      forward += w.layers[plan.LayerAt(p)].forward_ms * scale;
+      backward += w.layers[plan.LayerAt(p)].backward_ms * scale;
+    }
+  const double n = static_cast<double>(plan.stages.size());
+  return {std::max(forward / n, 1e-9), std::max(backward / n, 1e-9)};
+}
+
+}  // namespace
+
+ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,
+                             const std::string& file, const std::string& path) {
+  const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
+  ScheduleSpec spec;
+  spec.kind = ParseScheduleKind(ScheduleNameFor(scenario, plan));
+  spec.chunks = ChunksPerWorker(ScheduleNameFor(scenario, plan), scenario.training);
+  if (plan.StageCount() % spec.chunks != 0)
+    throw InputError(file, path.empty() ? "stages" : path + ".stages",
+                     "interleaved 1F1B with " + std::to_string(spec.chunks) +
+                         " chunks per worker needs a multiple of " + std::to_string(spec.chunks) +
+                         " stages (model chunks), got " + std::to_string(plan.StageCount()));
+  spec.stages = plan.StageCount() / spec.chunks;
+  for (int s = 0; s < spec.stages; ++s) spec.replicas.push_back(plan.stages[s].replicas);
+  spec.microbatches = micro.microbatches * spec.replicas[0];
+  if (spec.kind == ScheduleKind::kPipeDream) spec.microbatches *= iterations;
+  if (spec.kind == ScheduleKind::kTwoBW) spec.batches = iterations;
+  spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;
+  spec.recompute = plan.recompute || scenario.training.recompute;
+  spec.layer_count = scenario.workload.LayerCount();
+  spec.worker_count = std::accumulate(spec.replicas.begin(), spec.replicas.end(), 0);
+  std::tie(spec.costs.forward, spec.costs.backward) =
+      MeanStageMs(scenario, plan, micro.microbatch_size);
+  return spec;
+}
+
+}  // namespace pipetwin

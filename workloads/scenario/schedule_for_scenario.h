@@ -1,0 +1,42 @@
+// The schedule a scenario's plan runs. The simulator and the executor both build their op lists
+// from this one spec, so they run the very same lists (same micro-batch counts, same placement of
+// sends and receives, which BuildSchedule lays out for the spec's op times).
+//
+//   const Plan plan = PlanForScenario(scenario);
+//   PipelineSchedule lists = BuildSchedule(ScheduleSpecFor(scenario, plan, iterations));
+#pragma once
+
+#include <string>
+
+#include "partition/model/plan.h"
+#include "partition/schedule/op.h"
+#include "workloads/scenario/scenario.h"
+#include "partition/schedule/spec.h"
+
+namespace pipetwin {
+
+// The schedule the scenario asks for: its own "schedule" when its file names one, else the
+// plan's.
+std::string ScheduleNameFor(const Scenario& scenario, const Plan& plan);
+
+struct MicrobatchSettings {
+  int microbatch_size = 1;
+  int microbatches = 1;  // per update, per pipeline (m)
+};
+// A planner's plan fixes its own micro-batch size and m; a hand-written ("manual") plan takes
+// the scenario's training settings.
+MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan);
+
+// The spec: kind, depth (plan stages / chunks for interleaved), replicas, m x replicas of the
+// input stage micro-batches per iteration (each replica of stage 0 starts m; PipeDream: times
+// `iterations`, 2BW: `iterations` batches), vertical sync, recomputation, and the mean stage
+// forward and backward time of a micro-batch as the op times the lists are laid out for.
+// Throws InputError (naming `file` and `path`) when the plan's stages do not divide into chunks.
+ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,
+                             const std::string& file = "", const std::string& path = "");
+
+// GPipe, Flush, interleaved and ZB-H1 flush at every iteration (their lists repeat); PipeDream
+// and 2BW run one list over the whole run.
+bool FlushesEveryIteration(ScheduleKind kind);
+
+}  // namespace pipetwin

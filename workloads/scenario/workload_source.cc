@@ -1,0 +1,112 @@
+#include "workloads/scenario/workload_source.h"
+
+#include "workloads/networks/network.h"
+#include "workloads/analytic/analytic.h"
+#include "workloads/import/pipedream_profile.h"
+
+namespace pipetwin {
+
+const std::vector<std::string>& GeneratorNames() {
+  static const std::vector<std::string> names = {"gpt", "bert", "vgg16", "resnet50", "mlp"};
+  return names;
+}
+
+Workload LoadAnyWorkloadFile(const std::string& path) {
+  std::string text = ReadTextFile(path);
+  if (LooksLikePipeDreamProfile(text)) return ParsePipeDreamProfile(text, path);
+  return WorkloadFromJson(ParseJsonText(text, path), path);
+}
+
+namespace {
+
+MlpConfig MlpConfigFromSpec(JsonReader& spec) {
+  MlpConfig c;
+  c.layers = static_cast<int>(spec.OptionalPositiveInteger("layers", c.layers));
+  c.input = static_cast<int>(spec.OptionalPositiveInteger("input", c.input));
+  c.width = static_cast<int>(spec.OptionalPositiveInteger("width", c.width));
+  c.classes = static_cast<int>(spec.OptionalPositiveInteger("classes", c.classes));
+  c.batch = static_cast<int>(spec.OptionalPositiveInteger("batch", c.batch));
+  c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+  return c;
+}
+
+TransformerConfig TransformerConfigFromSpec(JsonReader& spec, const std::string& generator) {
+  TransformerConfig c;
+  c.kind = generator;
+  if (generator == "bert") {  // BERT-Large's defaults (Devlin et al. 2019)
+    c.vocabulary = 30522;
+    c.sequence = 512;
+  }
+  c.layers = static_cast<int>(spec.OptionalPositiveInteger("layers", c.layers));
+  c.hidden = static_cast<int>(spec.OptionalPositiveInteger("hidden", c.hidden));
+  c.heads = static_cast<int>(spec.OptionalPositiveInteger("heads", c.heads));
+  c.sequence = static_cast<int>(spec.OptionalPositiveInteger("sequence", c.sequence));
+  c.vocabulary = static_cast<int>(spec.OptionalPositiveInteger("vocabulary", c.vocabulary));
+  c.microbatch = static_cast<int>(spec.OptionalPositiveInteger("microbatch", c.microbatch));
+  c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+  return c;
+}
+
+CnnConfig CnnConfigFromSpec(JsonReader& spec) {
+  CnnConfig c;
+  c.image_size = static_cast<int>(spec.OptionalPositiveInteger("image_size", c.image_size));
+  c.batch = static_cast<int>(spec.OptionalPositiveInteger("batch", c.batch));
+  c.classes = static_cast<int>(spec.OptionalPositiveInteger("classes", c.classes));
+  c.width = spec.OptionalPositiveNumber("width", c.width);
+  c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
+  return c;
+}
+
+}  // namespace
+
+GeneratorSpec ReadGeneratorSpec(JsonReader& spec) {
+  GeneratorSpec g;
+  g.generator = spec.Choice("generator", GeneratorNames());
+  if (g.generator == "mlp") g.mlp = MlpConfigFromSpec(spec);
+  else if (g.generator == "gpt" || g.generator == "bert")
+    g.transformer = TransformerConfigFromSpec(spec, g.generator);
+  else g.cnn = CnnConfigFromSpec(spec);
+  return g;
+}
+
+Network DescribeNetwork(const GeneratorSpec& g) {
+  if (g.generator == "mlp") return DescribeMlp(g.mlp);
+  if (g.generator == "gpt" || g.generator == "bert") return DescribeTransformer(g.transformer);
+  if (g.generator == "vgg16") return DescribeVgg16(g.cnn);
+  return DescribeResnet50(g.cnn);
+}
+
+namespace {
+
+Workload FromGenerator(JsonReader& spec, const DeviceSpec& device) {
+  const GeneratorSpec generator = ReadGeneratorSpec(spec);
+  spec.Finish();
+  try {
+    return AnalyticWorkload(DescribeNetwork(generator), device);
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    spec.Fail(e.what());  // a generator's rule, placed at this spec's JSON path
+  }
+}
+
+}  // namespace
+
+Workload WorkloadFromSource(JsonReader spec, const DeviceSpec& device,
+                            const std::string& base_dir) {
+  if (!spec.value().is_object())
+    spec.Fail("expected an object (generator, file or inline layers), got " +
+              DescribeJson(spec.value()));
+  if (spec.Has("generator")) return FromGenerator(spec, device);
+  if (spec.Has("file")) {
+    std::string path = spec.String("file");
+    spec.Finish();
+    if (!path.empty() && path[0] != '/' && !base_dir.empty()) path = base_dir + "/" + path;
+    return LoadAnyWorkloadFile(path);
+  }
+  if (spec.Has("layers")) {
+    return WorkloadFromJson(spec.value(), spec.file(), spec.path());  // inline schema
+  }
+  spec.Fail("expected one of \"generator\", \"file\" or inline \"layers\"");
+}
+
+}  // namespace pipetwin

@@ -12,7 +12,7 @@
 #include <xbt/log.h>
 
 #include "sim/commands.h"
-#include "sim/isolated.h"
+#include "sim/child_process.h"
 #include "sim/platform.h"
 
 namespace pipetwin::sim {

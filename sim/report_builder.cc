@@ -29,7 +29,7 @@ std::vector<StageSummary> Stages(const SimulationSetup& setup, const SimulationR
   std::vector<std::vector<int>> delays(s.stages);
   for (int i = 0; i < s.stages; ++i) out[i].stage = i;
   for (const WorkerProgram& p : s.workers) {
-    const WorkerState& state = record.states[p.worker];
+    const MemoryTracker& state = record.states[p.worker];
     StageSummary& stage = out[p.stage];
     stage.max_weight_versions = std::max(stage.max_weight_versions, state.max_weight_versions());
     stage.max_in_flight_activations =
@@ -154,7 +154,7 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
     r.exposed_communication_s = std::max(r.exposed_communication_s, w.exposed_communication_s);
     r.workers.push_back(w);
 
-    const WorkerState& state = record.states[p.worker];
+    const MemoryTracker& state = record.states[p.worker];
     DeviceReport d;
     d.device = w.device;
     d.worker = p.worker;

@@ -17,7 +17,7 @@
 
 #include "partition/report/report.h"
 #include "partition/schedule/op.h"
-#include "sim/runner.h"
+#include "sim/actors.h"
 #include "sim/setup.h"
 #include "partition/schedule/replay.h"
 

@@ -1,7 +1,7 @@
 #include "sim/simulate.h"
 
 #include "partition/util/json_reader.h"
-#include "sim/isolated.h"
+#include "sim/child_process.h"
 #include "sim/report_builder.h"
 
 namespace pipetwin::sim {

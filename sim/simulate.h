@@ -13,7 +13,7 @@
 
 #include "partition/model/plan.h"
 #include "partition/report/report.h"
-#include "sim/runner.h"
+#include "sim/actors.h"
 #include "sim/setup.h"
 #include "workloads/scenario/scenario.h"
 

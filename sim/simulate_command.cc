@@ -10,7 +10,7 @@
 #include "partition/report/report.h"
 #include "sim/commands.h"
 #include "sim/report_builder.h"
-#include "sim/runner.h"
+#include "sim/actors.h"
 #include "sim/trace.h"
 #include "workloads/scenario/plan_for_scenario.h"
 #include "partition/report/csv.h"

@@ -10,7 +10,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
-#include "sim/isolated.h"
+#include "sim/child_process.h"
 #include "sim/simulate.h"
 #include "workloads/scenario/plan_for_scenario.h"
 

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "partition/timeline/timeline.h"
-#include "sim/runner.h"
+#include "sim/actors.h"
 #include "sim/setup.h"
 #include "partition/timeline/chrome_trace.h"
 #include "partition/timeline/svg.h"

@@ -1,4 +1,4 @@
-#include "sim/isolated.h"
+#include "sim/child_process.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The schedule-to-actors runner: one SimGrid actor per worker runs its op list on its device's
+// The actors that run the op lists: one SimGrid actor per worker runs its op list on its device's
 // host, in order, creating each activity as it goes (pre-building the whole activity graph
 // scales super-linearly in SimGrid 3.32).
 //
@@ -29,7 +29,7 @@
 
 #include "partition/report/report.h"
 #include "sim/setup.h"
-#include "sim/worker_state.h"
+#include "sim/memory_tracker.h"
 
 namespace pipetwin::sim {
 
@@ -50,7 +50,7 @@ struct WorkerRecord {
 
 struct SimulationRecord {
   std::vector<WorkerRecord> workers;
-  std::vector<WorkerState> states;             // memory, versions, staleness per worker
+  std::vector<MemoryTracker> states;             // memory, versions, staleness per worker
   std::vector<CommunicationLevel> communication;  // per topology level
   double makespan_s = 0;
   long long activities = 0;    // executions, communications and sleeps SimGrid ran

@@ -1,10 +1,10 @@
-#include "sim/worker_state.h"
+#include "sim/memory_tracker.h"
 
 #include <algorithm>
 
 namespace pipetwin::sim {
 
-WorkerState::WorkerState(const SimulationSetup& setup, int worker, bool keep_timeline)
+MemoryTracker::MemoryTracker(const SimulationSetup& setup, int worker, bool keep_timeline)
     : setup_(setup), keep_timeline_(keep_timeline) {
   for (int g : setup.schedule.workers[worker].model_stages) {
     const StageCost& c = setup.model_stages[g];
@@ -16,7 +16,7 @@ WorkerState::WorkerState(const SimulationSetup& setup, int worker, bool keep_tim
   Record(0);
 }
 
-void WorkerState::Apply(const Op& op, double now_s) {
+void MemoryTracker::Apply(const Op& op, double now_s) {
   const std::pair<int, int> id{op.stage, op.microbatch};
   switch (op.kind) {
     case OpKind::kStashActivation: {
@@ -69,7 +69,7 @@ void WorkerState::Apply(const Op& op, double now_s) {
   Record(now_s);
 }
 
-void WorkerState::Record(double now_s) {
+void MemoryTracker::Record(double now_s) {
   const double total = current_.Total();
   if (total > peak_bytes_ || timeline_.empty()) {
     peak_bytes_ = total;

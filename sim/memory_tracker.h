@@ -7,7 +7,7 @@
 //   recompute    one micro-batch's full stash from     input, plus every layer's stash unless
 //                its Recompute to its release          recomputed
 //
-//   WorkerState state(setup, /*worker=*/3, /*timeline=*/true);
+//   MemoryTracker state(setup, /*worker=*/3, /*timeline=*/true);
 //   for (const Op& op : ops) state.Apply(op, now);
 //   state.peak();  state.delays();
 #pragma once
@@ -22,9 +22,9 @@
 
 namespace pipetwin::sim {
 
-class WorkerState {
+class MemoryTracker {
  public:
-  WorkerState(const SimulationSetup& setup, int worker, bool keep_timeline);
+  MemoryTracker(const SimulationSetup& setup, int worker, bool keep_timeline);
 
   // Applies one op's effect at time `now_s` (ops without an effect on state are ignored).
   void Apply(const Op& op, double now_s);

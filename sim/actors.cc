@@ -1,4 +1,4 @@
-#include "sim/runner.h"
+#include "sim/actors.h"
 
 #include <algorithm>
 #include <chrono>
@@ -66,9 +66,9 @@ void CheckMessageOrder(const PipelineSchedule& schedule) {
 
 namespace {
 
-class Simulation {
+class WorkerActors {
  public:
-  explicit Simulation(const SimulationSetup& setup) : setup_(setup), s_(setup.schedule) {}
+  explicit WorkerActors(const SimulationSetup& setup) : setup_(setup), s_(setup.schedule) {}
 
   SimulationRecord Run();
 
@@ -134,13 +134,13 @@ class Simulation {
   std::string fault_;
 };
 
-void Simulation::Count(int level, double bytes, bool allreduce) {
+void WorkerActors::Count(int level, double bytes, bool allreduce) {
   CommunicationLevel& c = record_.communication[level];
   (allreduce ? c.allreduce_bytes : c.pipeline_bytes) += bytes;
   ++c.messages;
 }
 
-void Simulation::PrepareRing(const std::vector<int>& group) {
+void WorkerActors::PrepareRing(const std::vector<int>& group) {
   std::vector<int> devices;
   for (int w : group) devices.push_back(setup_.worker_device[w]);
   const RingPlan plan = PlanAllReduce(setup_.cluster, devices);
@@ -167,7 +167,7 @@ void Simulation::PrepareRing(const std::vector<int>& group) {
   }
 }
 
-void Simulation::Prepare() {
+void WorkerActors::Prepare() {
   CheckMessageOrder(s_);
   const Platform platform = BuildPlatform(setup_.cluster);
   const int W = s_.WorkerCount();
@@ -245,7 +245,7 @@ void Simulation::Prepare() {
         workers_[p.worker].op_mailbox[i]->set_receiver(workers_[p.worker].actor);
 }
 
-void Simulation::Launch(int w, double bytes) {
+void WorkerActors::Launch(int w, double bytes) {
   Worker& me = workers_[w];
   me.job_bytes.push_back(bytes);
   me.last_allreduce_job = static_cast<long>(me.job_bytes.size()) - 1;
@@ -253,11 +253,11 @@ void Simulation::Launch(int w, double bytes) {
   me.queued->release();
 }
 
-void Simulation::LaunchAll(int w) {
+void WorkerActors::LaunchAll(int w) {
   for (const GradientBucket& b : workers_[w].buckets) Launch(w, b.bytes);
 }
 
-void Simulation::WaitForJob(int w, long job) {
+void WorkerActors::WaitForJob(int w, long job) {
   Worker& me = workers_[w];
   if (job < 0 || static_cast<long>(me.jobs_done) > job) return;
   const double start = Now();
@@ -267,7 +267,7 @@ void Simulation::WaitForJob(int w, long job) {
 
 // The communication stream: runs the worker's all-reduce buckets in order, each a ring over
 // the stage's replicas.
-void Simulation::StreamMain(int w) {
+void WorkerActors::StreamMain(int w) {
   Worker& me = workers_[w];
   for (;;) {
     me.queued->acquire();
@@ -307,7 +307,7 @@ void Simulation::StreamMain(int w) {
   }
 }
 
-double Simulation::Execute(const Worker& me, double seconds, bool holding_slot) {
+double WorkerActors::Execute(const Worker& me, double seconds, bool holding_slot) {
   if (me.cpu == me.host) {
     sg4::this_actor::execute(seconds * kHostSpeed);
     return 0;
@@ -329,7 +329,7 @@ double Simulation::Execute(const Worker& me, double seconds, bool holding_slot) 
 // server's cores: the sender's before the message leaves, the receiver's once it has arrived.
 // Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
 // charged anything.
-bool Simulation::ChargeMessageCpu(const Worker& me) {
+bool WorkerActors::ChargeMessageCpu(const Worker& me) {
   if (me.cpu == me.host || setup_.cluster.oversubscribed_message_us <= 0 ||
       workers_on_[me.cpu] <= setup_.cluster.shared_cores)
     return false;
@@ -337,7 +337,7 @@ bool Simulation::ChargeMessageCpu(const Worker& me) {
   return true;
 }
 
-double Simulation::Compute(int w, size_t i) {
+double WorkerActors::Compute(int w, size_t i) {
   Worker& me = workers_[w];
   const Op& op = s_.workers[w].ops[i];
   const double seconds = setup_.ComputeSeconds(op);
@@ -366,10 +366,10 @@ double Simulation::Compute(int w, size_t i) {
   return waited;
 }
 
-void Simulation::WorkerMain(int w) {
+void WorkerActors::WorkerMain(int w) {
   Worker& me = workers_[w];
   WorkerRecord& rec = record_.workers[w];
-  WorkerState& state = record_.states[w];
+  MemoryTracker& state = record_.states[w];
   const auto& ops = s_.workers[w].ops;
   const int device = setup_.worker_device[w];
   rec.op_start_s.assign(ops.size(), 0);
@@ -440,7 +440,7 @@ void Simulation::WorkerMain(int w) {
   me.done = true;
 }
 
-SimulationRecord Simulation::Run() {
+SimulationRecord WorkerActors::Run() {
   int argc = 1;
   char name[] = "pipetwin-sim";
   char* argv[] = {name, nullptr};
@@ -465,6 +465,6 @@ SimulationRecord Simulation::Run() {
 
 }  // namespace
 
-SimulationRecord RunSimulation(const SimulationSetup& setup) { return Simulation(setup).Run(); }
+SimulationRecord RunSimulation(const SimulationSetup& setup) { return WorkerActors(setup).Run(); }
 
 }  // namespace pipetwin::sim

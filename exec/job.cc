@@ -73,11 +73,7 @@ ExecutorJob PrepareJob(const RunOptions& options) {
   job.microbatch_size = micro.microbatch_size;
   if (!options.weight_stashing && spec.kind != ScheduleKind::kPipeDream)
     throw InputError("pipetwin run: --no-weight-stashing applies to the pipedream schedule only");
-  job.schedule = BuildSchedule(spec);
-  job.programs = FlushesEveryIteration(spec.kind) ? job.iterations : 1;
-  job.updates_per_program = 0;
-  for (const Op& op : job.schedule.workers[0].ops)
-    job.updates_per_program += op.kind == OpKind::kUpdate;
+  job.schedule = ScheduleForScenario(job.scenario, job.plan, job.iterations, file);
   if (options.warmup_iterations >= job.iterations && job.iterations > 1)
     throw InputError("pipetwin run: --warmup (" + std::to_string(options.warmup_iterations) +
                      ") must be below the iterations (" + std::to_string(job.iterations) + ")");

@@ -28,25 +28,17 @@ struct ExecutorJob {
   Scenario scenario;
   Plan plan;
   Network network;             // what the executor builds (workloads/networks/network.h)
-  PipelineSchedule schedule;   // one program of ops per worker
-  // GPipe, Flush and ZB-H1 lists hold one batch: each worker runs its list once per iteration.
-  // PipeDream and 2BW lists hold the whole run: one program.
-  int programs = 1;
+  // Every worker's ops for the whole run (workloads/scenario/schedule_for_scenario.h): the very
+  // lists the simulator runs.
+  PipelineSchedule schedule;
   int iterations = 1;                  // batches (weight updates of the input stage)
   int microbatches_per_iteration = 1;  // m (PipeDream: minibatches per iteration)
   int microbatch_size = 1;             // samples per micro-batch per replica of a stage
-  int updates_per_program = 1;         // Update ops of one worker's program (stage 0, replica 0)
 
   int WorkerCount() const { return schedule.WorkerCount(); }
   int SamplesPerIteration() const { return microbatches_per_iteration * microbatch_size; }
-  // The micro-batch's index in the whole run (its data), from its index in program `program`.
-  int GlobalMicrobatch(int program, int microbatch) const {
-    return program * schedule.microbatches + microbatch;
-  }
-  // The iteration a micro-batch (global index) belongs to.
-  int IterationOf(int global_microbatch) const {
-    return global_microbatch / microbatches_per_iteration;
-  }
+  // The iteration a micro-batch belongs to.
+  int IterationOf(int microbatch) const { return microbatch / microbatches_per_iteration; }
 };
 
 // Builds the job; throws InputError (naming the scenario file and field) for what this executor

@@ -58,12 +58,8 @@ struct SimulationRecord {
   double run_wall_s = 0;       // Engine::run
 };
 
-// Runs the setup on a fresh SimGrid engine. Throws InputError when the lists cannot run
-// (a receive whose send comes in another order), std::runtime_error on an internal fault.
+// Runs the setup on a fresh SimGrid engine (the lists pass ValidateSchedule). Throws
+// std::runtime_error on an internal fault.
 SimulationRecord RunSimulation(const SimulationSetup& setup);
-
-// Checks that between every two workers the sends come in the order the receives expect (the
-// simulator matches them first-in first-out). Lists from BuildSchedule always pass.
-void CheckMessageOrder(const PipelineSchedule& schedule);
 
 }  // namespace pipetwin::sim

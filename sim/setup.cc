@@ -138,8 +138,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   setup.microbatches_per_iteration = micro.microbatches * spec.replicas[0];
   setup.model_stages = StageCosts(scenario, plan, setup.microbatch_size);
 
-  PipelineSchedule schedule = BuildSchedule(spec);
-  if (FlushesEveryIteration(spec.kind)) schedule = RepeatSchedule(schedule, setup.iterations);
+  PipelineSchedule schedule = ScheduleForScenario(scenario, plan, setup.iterations, file, path);
   setup.worker_device = PlaceWorkers(schedule, plan, cluster.DeviceCount(), file, path);
   setup.schedule = std::move(schedule);
   return setup;
@@ -159,43 +158,14 @@ double SimulationSetup::ComputeSeconds(const Op& op) const {
   return seconds + launch_overhead_s;
 }
 
-double SimulationSetup::MessageBytes(const Op& op) const {
-  const bool activation = op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
-  const bool send = op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient;
-  // The cut between the sending and the receiving stage.
-  int upstream = op.stage;
-  if (activation && !send) upstream = op.stage - 1;
-  if (!activation && send) upstream = op.stage - 1;
-  return model_stages[upstream].output_bytes;
+double SimulationSetup::MessageBytes(const MessageKey& message) const {
+  return model_stages[message.UpstreamStage()].output_bytes;
 }
 
 double SimulationSetup::WorkerGradientBytes(int worker) const {
   double bytes = 0;
   for (int g : schedule.workers[worker].model_stages) bytes += model_stages[g].gradient_bytes;
   return bytes;
-}
-
-PipelineSchedule RepeatSchedule(const PipelineSchedule& schedule, int repeats) {
-  PipelineSchedule out = schedule;
-  if (repeats <= 1) return out;
-  const int microbatches = schedule.microbatches;
-  for (WorkerProgram& w : out.workers) {
-    int versions = 0;  // versions one pass creates on this worker
-    for (const Op& op : w.ops)
-      if (op.kind == OpKind::kUpdate) versions = std::max(versions, op.weight_version);
-    std::vector<Op> ops;
-    ops.reserve(w.ops.size() * repeats);
-    for (int r = 0; r < repeats; ++r) {
-      for (Op op : w.ops) {
-        if (op.microbatch >= 0) op.microbatch += r * microbatches;
-        if (op.weight_version >= 0) op.weight_version += r * versions;
-        ops.push_back(op);
-      }
-    }
-    w.ops = std::move(ops);
-  }
-  out.microbatches = microbatches * repeats;
-  return out;
 }
 
 }  // namespace pipetwin::sim

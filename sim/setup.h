@@ -83,8 +83,8 @@ struct SimulationSetup {
 
   // Seconds a compute op occupies its device (launch overhead included).
   double ComputeSeconds(const Op& op) const;
-  // Bytes a Send/Recv carries.
-  double MessageBytes(const Op& op) const;
+  // Bytes a message carries: the cut after its upstream stage.
+  double MessageBytes(const MessageKey& message) const;
   // The worker's weights, gradients and optimizer bytes (summed over its chunks).
   double WorkerGradientBytes(int worker) const;
   // Iteration a micro-batch belongs to.
@@ -97,10 +97,5 @@ struct SimulationSetup {
 // its costs. `plan_file` is where the plan came from ("" for the scenario's own).
 SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
                                   const SimOptions& options, const std::string& plan_file = "");
-
-// The same op lists run `repeats` times back to back: micro-batch k of repeat r becomes
-// r * microbatches + k and weight versions continue (how a synchronous schedule's next
-// iterations follow its first).
-PipelineSchedule RepeatSchedule(const PipelineSchedule& schedule, int repeats);
 
 }  // namespace pipetwin::sim

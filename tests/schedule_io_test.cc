@@ -113,6 +113,23 @@ TEST(ScheduleCsvTest, ReadsExplicitCommunication) {
             std::string::npos);
 }
 
+// Between two workers messages arrive in the order they were sent (every c10d and SimGrid
+// channel delivers them first in, first out), so a list that receives them in another order is
+// refused by the core's checker, not by one back end only.
+TEST(ScheduleCsvTest, ReceivesInAnotherOrderThanTheSendsAreRefused) {
+  const std::string in_order =
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+      "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n";
+  EXPECT_NO_THROW(CheckSchedule(ScheduleFromCsv(in_order, "in.csv")));
+  const std::string swapped =
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1\n"
+      "1RECV_F1,1RECV_F0,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n";
+  EXPECT_NE(ImportError(swapped).find("worker 0 sends to worker 1 in another order than that "
+                                      "worker receives"),
+            std::string::npos)
+      << ImportError(swapped);
+}
+
 TEST(ScheduleCsvTest, BadInputNamesTheRule) {
   EXPECT_NE(ImportError("0F0,0X0\n").find("in.csv: line 1: unknown action '0X0'"),
             std::string::npos)

@@ -507,3 +507,58 @@ TEST(ScheduleRulesTest, ImpossibleCombinationsNameTheRule) {
 
 }  // namespace
 }  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+// MessageOf is the one rule of which Send matches which Recv; SendOf and RecvOf are its inverse.
+TEST(ScheduleMessages, SendAndReceiveOfAMessageNameIt) {
+  for (bool activation : {true, false}) {
+    const MessageKey key{activation, 2, 5, /*sender=*/3, /*receiver=*/7};
+    const Op send = SendOf(key), recv = RecvOf(key);
+    EXPECT_TRUE(IsSendOp(send.kind));
+    EXPECT_FALSE(IsSendOp(recv.kind));
+    EXPECT_EQ(MessageOf(send, 3), key);
+    EXPECT_EQ(MessageOf(recv, 7), key);
+    EXPECT_EQ(recv.stage, activation ? 3 : 1);
+    EXPECT_EQ(key.UpstreamStage(), activation ? 2 : 1);
+  }
+  // In every list BuildSchedule makes, each receive names the message its peer sends.
+  const PipelineSchedule s = Build(ScheduleKind::kInterleaved, 3, 6, {}, 2);
+  std::map<MessageKey, int> sends;
+  for (const WorkerProgram& w : s.workers)
+    for (const Op& op : w.ops)
+      if (IsSendOp(op.kind)) ++sends[MessageOf(op, w.worker)];
+  int receives = 0;
+  for (const WorkerProgram& w : s.workers)
+    for (const Op& op : w.ops)
+      if (IsCommunicationOp(op.kind) && !IsSendOp(op.kind)) {
+        ++receives;
+        EXPECT_EQ(sends[MessageOf(op, w.worker)], 1) << ActionName(op);
+      }
+  EXPECT_EQ(receives, static_cast<int>(sends.size()));
+}
+
+// A flushing schedule's iterations are its one-iteration lists back to back: micro-batch k of
+// repeat r is r m + k, versions continue, and the result is a valid schedule.
+TEST(ScheduleRepeat, IterationsFollowOneAnother) {
+  const PipelineSchedule once = Build(ScheduleKind::kFlush, 3, 4, {2, 1, 1});
+  const PipelineSchedule three = RepeatSchedule(once, 3);
+  EXPECT_NO_THROW(CheckSchedule(three));
+  EXPECT_EQ(three.microbatches, 3 * once.microbatches);
+  for (size_t w = 0; w < once.workers.size(); ++w) {
+    const auto& a = once.workers[w].ops;
+    const auto& b = three.workers[w].ops;
+    ASSERT_EQ(b.size(), 3 * a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      const Op& last = b[2 * a.size() + i];
+      EXPECT_EQ(last.kind, a[i].kind);
+      EXPECT_EQ(last.microbatch, a[i].microbatch < 0 ? -1 : a[i].microbatch + 8);
+      if (a[i].kind == OpKind::kUpdate) EXPECT_EQ(last.weight_version, 3);
+    }
+  }
+  EXPECT_EQ(RepeatSchedule(once, 1), once);
+}
+
+}  // namespace
+}  // namespace pipetwin

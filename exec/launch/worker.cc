@@ -83,7 +83,7 @@ int ConfigureThreads(int requested, const ProcessEnv& env) {
 std::string Fingerprint(const ExecutorJob& job) {
   const RunOptions& o = job.options;
   const std::string text = ScheduleToCsv(job.schedule) + "|" + job.network.name + "|" +
-                           std::to_string(job.programs) + "|" + std::to_string(o.seed) + "|" +
+                           std::to_string(o.seed) + "|" +
                            o.data + "|" + std::to_string(o.weight_stashing) + "|" +
                            std::to_string(job.microbatch_size) + "|" +
                            std::to_string(o.evaluate);
@@ -186,7 +186,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   const auto origin = StageExecutor::Clock::now();
   measurement.boot_id = BootId();
   measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
-  for (int p = 0; p < job.programs; ++p) executor.RunProgram(p, origin);
+  executor.Run(origin);
   comm.FinishSends();
   measurement.end_s =
       std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();

@@ -39,20 +39,27 @@ std::vector<double> IterationEnds(int iterations, const std::vector<WorkerMeasur
   return ends;
 }
 
+// The message a recorded Send or Recv of worker `rank` carried (MessageOf's rule).
+MessageKey MessageOfRecord(const OpRecord& record, int rank) {
+  Op op;
+  op.kind = record.kind;
+  op.stage = record.stage;
+  op.microbatch = record.microbatch;
+  op.peer_worker = record.peer;
+  return MessageOf(op, rank);
+}
+
 // Exposed communication of each worker: for a receive, the time from when its data was sent
 // (or the receive was posted, if later) to when it arrived; for an all-reduce, the time from the
 // last replica's arrival to the end; sends, their posting time. Waiting for a peer still
 // computing is bubble, not communication (the Report's definition).
 std::vector<double> ExposedCommunication(const std::vector<WorkerMeasurement>& workers) {
-  using Key = std::tuple<bool, int, int, int, int>;  // activation?, sender stage, mb, from, to
-  std::map<Key, double> sent_at;
+  std::map<MessageKey, double> sent_at;
   std::map<std::pair<int, int>, double> last_arrival;  // (stage, k-th all-reduce) -> latest start
   for (const auto& w : workers) {
     int reductions = 0;
     for (const auto& op : w.ops) {
-      if (op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient)
-        sent_at[{op.kind == OpKind::kSendActivation, op.stage, op.microbatch, w.rank, op.peer}] =
-            op.start_s;
+      if (IsSendOp(op.kind)) sent_at[MessageOfRecord(op, w.rank)] = op.start_s;
       if (op.kind == OpKind::kAllReduce) {
         double& t = last_arrival[{w.stage, reductions++}];
         t = std::max(t, op.start_s);
@@ -65,12 +72,10 @@ std::vector<double> ExposedCommunication(const std::vector<WorkerMeasurement>& w
     int reductions = 0;
     for (const auto& op : w.ops) {
       const double duration = op.end_s - op.start_s;
-      if (op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient) {
+      if (IsSendOp(op.kind)) {
         total += duration;
-      } else if (op.kind == OpKind::kRecvActivation || op.kind == OpKind::kRecvGradient) {
-        const bool activation = op.kind == OpKind::kRecvActivation;
-        const int sender_stage = activation ? op.stage - 1 : op.stage + 1;
-        auto it = sent_at.find({activation, sender_stage, op.microbatch, op.peer, w.rank});
+      } else if (IsCommunicationOp(op.kind)) {
+        auto it = sent_at.find(MessageOfRecord(op, w.rank));
         const double from = it == sent_at.end() ? op.start_s : std::max(op.start_s, it->second);
         total += std::max(0.0, op.end_s - from);
       } else if (op.kind == OpKind::kAllReduce) {

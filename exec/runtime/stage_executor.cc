@@ -46,7 +46,6 @@ StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& progra
                OptimizerFromName(job.scenario.training.optimizer,
                                  job.scenario.training.learning_rate)),
       stashing_(job.options.weight_stashing), recompute_(job.schedule.recompute) {
-  for (const Op& op : program.ops) updates_per_program_ += op.kind == OpKind::kUpdate;
   bool replicated = false;
   for (const Op& op : program.ops) replicated = replicated || op.kind == OpKind::kAllReduce;
   if (replicated) {
@@ -68,22 +67,26 @@ StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& progra
   DumpWeights();
 }
 
-int StageExecutor::Tag(bool activation, int sender_stage, int microbatch) const {
-  const int64_t tag = (static_cast<int64_t>(microbatch) * 2 + (activation ? 1 : 0)) *
-                          job_.schedule.ModelStageCount() + sender_stage;
+// The c10d tag of a message: unique per (direction, sender's stage, micro-batch) within the run,
+// which is what MessageOf tells a Send and its Recv by.
+int StageExecutor::Tag(const MessageKey& message) const {
+  const int64_t tag =
+      (static_cast<int64_t>(message.microbatch) * 2 + (message.activation ? 1 : 0)) *
+          job_.schedule.ModelStageCount() +
+      message.sender_stage;
   return static_cast<int>(tag % (int64_t{1} << 30));
 }
 
-void StageExecutor::RunProgram(int program, Clock::time_point origin) {
+void StageExecutor::Run(Clock::time_point origin) {
   origin_ = origin;
   posted_until_ = 0;
   for (size_t i = 0; i < program_.ops.size(); ++i) {
-    PostReceivesAhead(program, i);
-    Execute(program_.ops[i], program);
+    PostReceivesAhead(i);
+    Execute(program_.ops[i]);
   }
 }
 
-void StageExecutor::PostReceivesAhead(int program, size_t from) {
+void StageExecutor::PostReceivesAhead(size_t from) {
   // Receives are posted a few ops early: Gloo moves a message once its receive is posted, and
   // on a busy machine the sender's transport thread may otherwise wait for a core while this
   // worker waits for the data. Posting a receive never blocks, so the list's order (and its
@@ -94,22 +97,21 @@ void StageExecutor::PostReceivesAhead(int program, size_t from) {
     const Op& op = program_.ops[posted_until_];
     if (op.kind != OpKind::kRecvActivation && op.kind != OpKind::kRecvGradient) continue;
     const bool activation = op.kind == OpKind::kRecvActivation;
-    const int mb = job_.GlobalMicrobatch(program, op.microbatch);
+    const int mb = op.microbatch;
     torch::Tensor buffer =
         torch::empty({TotalElements(activation ? stage_.InputShapes() : stage_.OutputShapes())});
     const int id = comm_.PostRecv(
-        buffer, op.peer_worker, Tag(activation, activation ? op.stage - 1 : op.stage + 1, mb),
+        buffer, op.peer_worker, Tag(MessageOf(op, program_.worker)),
         std::string(activation ? "receiving the activation" : "receiving the gradient") +
             " of micro-batch " + std::to_string(mb));
     posted_[{activation, mb}] = {buffer, id};
   }
 }
 
-void StageExecutor::Execute(const Op& op, int program) {
+void StageExecutor::Execute(const Op& op) {
   if (op_counter_++ == fail_at_op_) ::kill(::getpid(), SIGKILL);
-  const int mb = op.microbatch >= 0 ? job_.GlobalMicrobatch(program, op.microbatch) : -1;
-  const int version =
-      op.weight_version >= 0 ? op.weight_version + program * updates_per_program_ : -1;
+  const int mb = op.microbatch;
+  const int version = op.weight_version;
   OpRecord record;
   record.kind = op.kind;
   record.stage = op.stage;
@@ -358,7 +360,7 @@ void StageExecutor::Send(const Op& op, int mb, OpRecord& record) {
   auto it = pending.find(mb);
   TORCH_CHECK(it != pending.end(), "Send of micro-batch ", mb, " before it was computed");
   record.bytes = static_cast<double>(it->second.numel() * it->second.element_size());
-  comm_.Send(it->second, op.peer_worker, Tag(activation, op.stage, mb),
+  comm_.Send(it->second, op.peer_worker, Tag(MessageOf(op, program_.worker)),
              std::string(activation ? "sending the activation" : "sending the gradient") +
                  " of micro-batch " + std::to_string(mb));
   pending.erase(it);
@@ -388,13 +390,13 @@ void StageExecutor::Evaluate(int previous, int next, int64_t batches) {
       inputs = {batch.input};
     } else {
       torch::Tensor buffer = torch::empty({TotalElements(stage_.InputShapes())});
-      comm_.Recv(buffer, previous, Tag(true, program_.stage - 1, mb),
+      comm_.Recv(buffer, previous, Tag({true, program_.stage - 1, mb, previous, program_.worker}),
                  "receiving test batch " + std::to_string(i));
       inputs = Unpack(buffer, stage_.InputShapes());
     }
     auto outputs = stage_.Forward(weights_.Current(), inputs);
     if (stage_.is_last()) correct += stage_.model().Correct(outputs[0], batch.labels);
-    else comm_.Send(Pack(outputs), next, Tag(true, program_.stage, mb),
+    else comm_.Send(Pack(outputs), next, Tag({true, program_.stage, mb, program_.worker, next}),
                     "sending test batch " + std::to_string(i));
   }
   comm_.FinishSends();

@@ -21,7 +21,7 @@
 // weights (the inconsistency PipeDream SOSP'19 section 3.3 describes).
 //
 //   StageExecutor executor(job, program, stage, data.get(), comm, measurement);
-//   for (int p = 0; p < job.programs; ++p) executor.RunProgram(p, clock_origin);
+//   executor.Run(clock_origin);
 #pragma once
 
 #include <chrono>
@@ -59,9 +59,8 @@ class StageExecutor {
   StageExecutor(const StageExecutor&) = delete;
   StageExecutor& operator=(const StageExecutor&) = delete;
 
-  // Runs the worker's op list once as program `program` (its micro-batches and versions are
-  // offset by the programs before it). Times count from `origin`.
-  void RunProgram(int program, Clock::time_point origin);
+  // Runs the worker's op list. Times count from `origin`.
+  void Run(Clock::time_point origin);
   // Forward-only pass over the test set through the replica-0 workers of every stage; the last
   // stage records the accuracy. `next` / `previous`: the replica-0 ranks of the neighbours.
   // `batches` test micro-batches of the run's micro-batch size.
@@ -80,7 +79,7 @@ class StageExecutor {
     int64_t recompute_bytes = 0;
   };
 
-  void Execute(const Op& op, int program);
+  void Execute(const Op& op);
   void Forward(const Op& op, int microbatch, int version);
   void Recompute(int microbatch, int version);
   void Backward(const Op& op, int microbatch, int version);
@@ -89,14 +88,14 @@ class StageExecutor {
   void Send(const Op& op, int microbatch, OpRecord& record);
   void Recv(const Op& op, int microbatch, OpRecord& record);
   // Posts the receives among the next kLookahead ops of the list, from op `from` on.
-  void PostReceivesAhead(int program, size_t from);
+  void PostReceivesAhead(size_t from);
 
   std::vector<torch::Tensor> StageInputs(int microbatch);
   // Runs the stage on `version` from `inputs`; the last stage returns {loss}.
   std::vector<torch::Tensor> RunStage(int version, const std::vector<torch::Tensor>& inputs,
                                       int microbatch);
   Batch& DataFor(int microbatch);
-  int Tag(bool activation, int sender_stage, int microbatch) const;
+  int Tag(const MessageKey& message) const;
   void SampleMemory();
   void DumpWeights() const;
 
@@ -109,7 +108,6 @@ class StageExecutor {
   WorkerMeasurement& out_;
   StageWeights weights_;
   bool stashing_, recompute_;
-  int updates_per_program_ = 0;
   Clock::time_point origin_;
   int op_counter_ = 0;
   int fail_at_op_ = -1;  // fault injection (tests): PIPETWIN_EXEC_FAIL_AT=rank:op

@@ -1,6 +1,7 @@
 // The checker: the structural rules every op list must follow (coverage, order on each worker,
 // matched sends and receives, live weight versions), then a rendezvous replay for deadlocks.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,6 @@ namespace {
 
 using schedule_internal::DescribeOp;
 using schedule_internal::Routing;
-
-bool IsSend(OpKind k) { return k == OpKind::kSendActivation || k == OpKind::kSendGradient; }
 
 [[noreturn]] void Broken(const PipelineSchedule& s, const std::string& what) {
   throw InputError("schedule " + ScheduleKindName(s.kind) + ": " + what);
@@ -164,29 +163,24 @@ void CheckWorkerOrder(const PipelineSchedule& s, const Routing& routing, const W
   }
 }
 
-// Every Send has exactly one Recv on its peer naming it, and the other way round. There is one
-// message per (direction, sender's stage, micro-batch).
+// Every Send has exactly one Recv on its peer naming it (MessageOf), and the other way round.
+// There is one message per (direction, sender's stage, micro-batch).
 void CheckMatching(const PipelineSchedule& s, const Routing& routing) {
-  const int W = s.WorkerCount(), G = routing.model_stages(), M = routing.microbatches();
+  const int W = s.WorkerCount(), G = routing.model_stages();
   struct End {
     int count = 0, worker = -1, peer = -1;
     const Op* op = nullptr;
   };
-  std::vector<End> sends(2 * static_cast<size_t>(G) * M), recvs(sends.size());
+  std::vector<End> sends(routing.MessageSlots()), recvs(sends.size());
   for (const auto& w : s.workers) {
     for (const Op& op : w.ops) {
       if (!IsCommunicationOp(op.kind)) continue;
       if (op.peer_worker < 0 || op.peer_worker >= W || op.peer_worker == w.worker)
         Broken(s, At(w.worker, op) + " names no other worker as its peer");
-      const bool activation =
-          op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
-      const bool send = IsSend(op.kind);
-      const int sender_stage = send ? op.stage : activation ? op.stage - 1 : op.stage + 1;
-      if (op.microbatch < 0 || op.microbatch >= M || op.stage < 0 || op.stage >= G ||
-          sender_stage < 0 || sender_stage >= G)
+      const long slot = routing.MessageSlot(MessageOf(op, w.worker));
+      if (slot < 0 || op.stage < 0 || op.stage >= G)
         Broken(s, At(w.worker, op) + " names no stage or micro-batch of this schedule");
-      End& end = (send ? sends : recvs)[(static_cast<size_t>(activation) * G + sender_stage) * M +
-                                        op.microbatch];
+      End& end = (IsSendOp(op.kind) ? sends : recvs)[static_cast<size_t>(slot)];
       if (++end.count > 1) Broken(s, At(w.worker, op) + " appears twice");
       end.worker = w.worker;
       end.peer = op.peer_worker;
@@ -203,6 +197,24 @@ void CheckMatching(const PipelineSchedule& s, const Routing& routing) {
   }
 }
 
+// Between two workers messages arrive in the order they were sent (first in, first out), as
+// every c10d and SimGrid channel delivers them: the receiver must receive them in that order.
+void CheckMessageOrder(const PipelineSchedule& s, const Routing& routing) {
+  std::map<std::pair<int, int>, std::vector<long>> sent, received;  // (sender, receiver)
+  for (const auto& w : s.workers)
+    for (const Op& op : w.ops) {
+      if (!IsCommunicationOp(op.kind)) continue;
+      const MessageKey key = MessageOf(op, w.worker);
+      auto& order = IsSendOp(op.kind) ? sent : received;
+      order[{key.sender, key.receiver}].push_back(routing.MessageSlot(key));
+    }
+  for (const auto& [pair, slots] : sent)
+    if (received[pair] != slots)
+      Broken(s, "worker " + std::to_string(pair.first) + " sends to worker " +
+                    std::to_string(pair.second) + " in another order than that worker "
+                    "receives (messages between two workers arrive in the order they are sent)");
+}
+
 }  // namespace
 
 void ValidateSchedule(const PipelineSchedule& s) {
@@ -211,6 +223,7 @@ void ValidateSchedule(const PipelineSchedule& s) {
   Routing routing(s);
   CheckCoverage(s, routing);
   CheckMatching(s, routing);
+  CheckMessageOrder(s, routing);
   Marks marks(routing.model_stages(), routing.microbatches());
   for (const auto& w : s.workers) CheckWorkerOrder(s, routing, w, marks);
 }

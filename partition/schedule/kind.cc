@@ -18,6 +18,10 @@ std::string ScheduleKindName(ScheduleKind kind) {
   return "?";
 }
 
+bool IsAsynchronous(ScheduleKind kind) {
+  return kind == ScheduleKind::kPipeDream || kind == ScheduleKind::kTwoBW;
+}
+
 ScheduleKind ParseScheduleKind(const std::string& name) {
   for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush, ScheduleKind::kPipeDream,
                             ScheduleKind::kTwoBW, ScheduleKind::kInterleaved,

@@ -17,6 +17,10 @@ enum class ScheduleKind {
 
 // "gpipe", "flush", "pipedream", "2bw", "interleaved", "zb-h1", "imported".
 std::string ScheduleKindName(ScheduleKind kind);
+// PipeDream and 2BW never flush: one list runs the whole run, and its last iteration drains the
+// pipeline. The others (GPipe, Flush, interleaved, ZB-H1, imported) flush at every iteration:
+// their list is one iteration's, repeated.
+bool IsAsynchronous(ScheduleKind kind);
 // The inverse of ScheduleKindName for the buildable kinds; throws InputError naming the choices.
 ScheduleKind ParseScheduleKind(const std::string& name);
 

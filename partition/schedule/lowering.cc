@@ -132,11 +132,6 @@ class StashAnnotator {
   int current_ = 0;
 };
 
-struct Message {
-  OpKind send_kind;  // SendActivation or SendGradient
-  int from, to, sender_stage, microbatch;
-};
-
 // The events due at one instant, in arrival order: messages are placed before any op that
 // starts at the same instant (so that a Recv precedes the op that needs it).
 struct Bucket {
@@ -180,8 +175,8 @@ class CommunicationPlacer {
           const int id = due.messages[due.next_message++];
           // A pair is placed only when both workers are between ops, so that neither waits for
           // the other under rendezvous; a busy one is waited for.
-          const Message& m = messages_[id];
-          const double busy_until = std::max(free_at_[m.from], free_at_[m.to]);
+          const MessageKey& m = messages_[id];
+          const double busy_until = std::max(free_at_[m.sender], free_at_[m.receiver]);
           if (busy_until > now) {
             calendar_[busy_until].messages.push_back(id);
           } else {
@@ -261,20 +256,15 @@ class CommunicationPlacer {
   }
 
   void Deliver(int id, double time) {
-    const Message& m = messages_[id];
-    Op send = MakeOp(m.send_kind, m.sender_stage, 0, m.microbatch);
-    const bool activation = m.send_kind == OpKind::kSendActivation;
-    const int receiver_stage = activation ? m.sender_stage + 1 : m.sender_stage - 1;
-    Op recv = MakeOp(activation ? OpKind::kRecvActivation : OpKind::kRecvGradient, receiver_stage,
-                     0, m.microbatch);
-    send.chunk = ChunkOf(m.from, m.sender_stage);
-    recv.chunk = ChunkOf(m.to, receiver_stage);
-    send.peer_worker = m.to;
-    recv.peer_worker = m.from;
-    s_.workers[m.from].ops.push_back(send);
-    s_.workers[m.to].ops.push_back(recv);
-    (activation ? activation_arrival_ : gradient_arrival_)[Index(receiver_stage, m.microbatch)] = time;
-    Refresh(m.to);
+    const MessageKey& m = messages_[id];
+    Op send = SendOf(m), recv = RecvOf(m);
+    send.chunk = ChunkOf(m.sender, send.stage);
+    recv.chunk = ChunkOf(m.receiver, recv.stage);
+    s_.workers[m.sender].ops.push_back(send);
+    s_.workers[m.receiver].ops.push_back(recv);
+    (m.activation ? activation_arrival_ : gradient_arrival_)[Index(recv.stage, m.microbatch)] =
+        time;
+    Refresh(m.receiver);
   }
 
   int ChunkOf(int worker, int stage) const {
@@ -283,8 +273,8 @@ class CommunicationPlacer {
     return it == stages.end() ? 0 : static_cast<int>(it - stages.begin());
   }
 
-  void Send(OpKind kind, int from, int to, int stage, int mb, double time) {
-    messages_.push_back({kind, from, to, stage, mb});
+  void Send(bool activation, int from, int to, int stage, int mb, double time) {
+    messages_.push_back({activation, stage, mb, from, to});
     calendar_[time].messages.push_back(static_cast<int>(messages_.size()) - 1);
   }
 
@@ -326,11 +316,11 @@ class CommunicationPlacer {
     if (op.kind == OpKind::kForward) {
       forward_end_[Index(g, k)] = end;
       int u = routing_.ForwardWorker(g + 1, k);
-      if (g + 1 < G_ && u >= 0 && u != w) Send(OpKind::kSendActivation, w, u, g, k, end);
+      if (g + 1 < G_ && u >= 0 && u != w) Send(true, w, u, g, k, end);
     } else if (op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardInput) {
       backward_end_[Index(g, k)] = end;
       int u = routing_.BackwardWorker(g - 1, k);
-      if (g > 0 && u >= 0 && u != w) Send(OpKind::kSendGradient, w, u, g, k, end);
+      if (g > 0 && u >= 0 && u != w) Send(false, w, u, g, k, end);
     }
     Refresh(w);
   }
@@ -358,7 +348,7 @@ class CommunicationPlacer {
   std::vector<double> scheduled_;  // start time of the worker's pending event, -1 if none
   std::vector<double> forward_end_, backward_end_, activation_arrival_, gradient_arrival_;
   std::map<int, std::vector<int>> replicas_of_;
-  std::vector<Message> messages_;
+  std::vector<MessageKey> messages_;
   std::map<double, Bucket> calendar_;  // events by the instant they are due
 };
 

@@ -1,6 +1,8 @@
 // Names and comparisons of the op-list data model (op.h).
 #include "partition/schedule/op.h"
 
+#include <tuple>
+
 namespace pipetwin {
 
 const char* OpKindName(OpKind kind) {
@@ -52,6 +54,45 @@ std::string ActionName(const Op& op) {
       return std::string(OpKindName(op.kind)) + " v" + std::to_string(op.weight_version);
   }
   return "?";
+}
+
+bool MessageKey::operator==(const MessageKey& o) const {
+  return activation == o.activation && sender_stage == o.sender_stage &&
+         microbatch == o.microbatch && sender == o.sender && receiver == o.receiver;
+}
+
+bool MessageKey::operator<(const MessageKey& o) const {
+  return std::tie(activation, sender_stage, microbatch, sender, receiver) <
+         std::tie(o.activation, o.sender_stage, o.microbatch, o.sender, o.receiver);
+}
+
+MessageKey MessageOf(const Op& op, int worker) {
+  MessageKey key;
+  key.activation = op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
+  const bool send = IsSendOp(op.kind);
+  key.sender_stage = send ? op.stage : key.activation ? op.stage - 1 : op.stage + 1;
+  key.microbatch = op.microbatch;
+  key.sender = send ? worker : op.peer_worker;
+  key.receiver = send ? op.peer_worker : worker;
+  return key;
+}
+
+Op SendOf(const MessageKey& key) {
+  Op op;
+  op.kind = key.activation ? OpKind::kSendActivation : OpKind::kSendGradient;
+  op.stage = key.sender_stage;
+  op.microbatch = key.microbatch;
+  op.peer_worker = key.receiver;
+  return op;
+}
+
+Op RecvOf(const MessageKey& key) {
+  Op op;
+  op.kind = key.activation ? OpKind::kRecvActivation : OpKind::kRecvGradient;
+  op.stage = key.ReceiverStage();
+  op.microbatch = key.microbatch;
+  op.peer_worker = key.sender;
+  return op;
 }
 
 bool WorkerProgram::operator==(const WorkerProgram& other) const {

@@ -103,6 +103,33 @@ struct Op {
 // torch equivalent get a readable name ("stash_activation 1:3").
 std::string ActionName(const Op& op);
 
+// What a Send and its Recv agree on: one message per (direction, sender's model stage,
+// micro-batch), from a sender to a receiver worker.
+struct MessageKey {
+  bool activation = true;  // a forward's activation (else a backward's gradient)
+  int sender_stage = 0;    // the sender's model stage
+  int microbatch = 0;
+  int sender = -1;         // workers
+  int receiver = -1;
+
+  // The receiver's model stage: the next one for an activation, the previous for a gradient.
+  int ReceiverStage() const { return activation ? sender_stage + 1 : sender_stage - 1; }
+  // The message crosses the cut after this model stage (the activation's producer, or the stage
+  // its gradient returns to).
+  int UpstreamStage() const { return activation ? sender_stage : sender_stage - 1; }
+  bool operator==(const MessageKey& other) const;
+  bool operator!=(const MessageKey& other) const { return !(*this == other); }
+  bool operator<(const MessageKey& other) const;
+};
+
+// The message a Send or Recv op of worker `worker` sends or waits for (the op must be one of the
+// four Send/Recv kinds). The one rule of which Send matches which Recv: both back ends and the
+// checker call it.
+MessageKey MessageOf(const Op& op, int worker);
+// The two ops of a message: the Send on key.sender and the Recv on key.receiver (chunk 0).
+Op SendOf(const MessageKey& key);
+Op RecvOf(const MessageKey& key);
+
 struct WorkerProgram {
   int worker = 0;
   int stage = 0;                  // pipeline position (0 = input stage)

@@ -18,8 +18,6 @@ namespace {
 using schedule_internal::DescribeOp;
 using schedule_internal::Routing;
 
-bool IsSend(OpKind k) { return k == OpKind::kSendActivation || k == OpKind::kSendGradient; }
-
 }  // namespace
 
 std::vector<StageReport> AnalyzeSchedule(const PipelineSchedule& s) {
@@ -79,7 +77,7 @@ class Replayer {
   Replayer(const PipelineSchedule& s, const OpCosts& costs, SendSemantics semantics)
       : s_(s), costs_(costs), semantics_(semantics), routing_(s) {
     const int W = s.WorkerCount();
-    const size_t slots = 2 * static_cast<size_t>(routing_.model_stages()) * routing_.microbatches();
+    const size_t slots = routing_.MessageSlots();
     arrival_.assign(slots, -1);
     waiting_send_.assign(slots, -1);
     waiting_recv_.assign(slots, -1);
@@ -107,17 +105,6 @@ class Replayer {
   }
 
  private:
-  // One slot per message: (direction, sender's stage, micro-batch); -1 for an op that names
-  // none (it then never matches and shows as a deadlock).
-  long Slot(const Op& op) const {
-    const bool activation =
-        op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
-    const int G = routing_.model_stages(), M = routing_.microbatches();
-    const int sender = IsSend(op.kind) ? op.stage : activation ? op.stage - 1 : op.stage + 1;
-    if (sender < 0 || sender >= G || op.microbatch < 0 || op.microbatch >= M) return -1;
-    return (static_cast<long>(activation) * G + sender) * M + op.microbatch;
-  }
-
   // Completes the op at worker w's pc, started at `start`, ended at `end`.
   void Complete(int w, double start, double end) {
     result_.workers[w].op_start[pc_[w]] = start;
@@ -147,12 +134,13 @@ class Replayer {
   // Returns whether the op completed now.
   bool Communicate(int w, const Op& op, double t) {
     if (posted_[w]) return false;  // waiting; the partner completes it
-    const long slot = Slot(op);
+    // An op that names no message never matches and shows as a deadlock.
+    const long slot = routing_.MessageSlot(MessageOf(op, w));
     if (slot < 0) {
       posted_[w] = true;
       return false;
     }
-    const bool send = IsSend(op.kind);
+    const bool send = IsSendOp(op.kind);
     if (semantics_ == SendSemantics::kBuffered) {
       if (send) {
         arrival_[slot] = t + costs_.transfer;

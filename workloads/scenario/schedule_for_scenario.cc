@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "partition/schedule/build.h"
 #include "partition/util/error.h"
 #include "partition/schedule/spec.h"
 
@@ -19,9 +20,6 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
   return {plan.microbatch_size, plan.microbatches_per_update};
 }
 
-bool FlushesEveryIteration(ScheduleKind kind) {
-  return kind != ScheduleKind::kPipeDream && kind != ScheduleKind::kTwoBW;
-}
 
 namespace {
 
@@ -66,6 +64,13 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   std::tie(spec.costs.forward, spec.costs.backward) =
       MeanStageMs(scenario, plan, micro.microbatch_size);
   return spec;
+}
+
+PipelineSchedule ScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
+                                     const std::string& file, const std::string& path) {
+  const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);
+  const PipelineSchedule once = BuildSchedule(spec);
+  return IsAsynchronous(spec.kind) ? once : RepeatSchedule(once, iterations);
 }
 
 }  // namespace pipetwin

@@ -3,7 +3,7 @@
 // sends and receives, which BuildSchedule lays out for the spec's op times).
 //
 //   const Plan plan = PlanForScenario(scenario);
-//   PipelineSchedule lists = BuildSchedule(ScheduleSpecFor(scenario, plan, iterations));
+//   PipelineSchedule lists = ScheduleForScenario(scenario, plan, iterations);
 #pragma once
 
 #include <string>
@@ -35,8 +35,10 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
 ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,
                              const std::string& file = "", const std::string& path = "");
 
-// GPipe, Flush, interleaved and ZB-H1 flush at every iteration (their lists repeat); PipeDream
-// and 2BW run one list over the whole run.
-bool FlushesEveryIteration(ScheduleKind kind);
+// The op lists the scenario's plan runs for `iterations` iterations: BuildSchedule of
+// ScheduleSpecFor, run `iterations` times back to back (RepeatSchedule) for a schedule that
+// flushes. The simulator and the executor both take their lists from here.
+PipelineSchedule ScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
+                                     const std::string& file = "", const std::string& path = "");
 
 }  // namespace pipetwin

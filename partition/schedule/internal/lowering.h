@@ -31,6 +31,10 @@ class Routing {
   int BackwardWorker(int stage, int microbatch) const;  // the Backward or BackwardInput
   int model_stages() const { return model_stages_; }
   int microbatches() const { return microbatches_; }
+  // Messages are numbered by (direction, sender's stage, micro-batch): MessageSlots() of them.
+  // A key whose stages or micro-batch lie outside the schedule gets -1.
+  long MessageSlot(const MessageKey& key) const;
+  size_t MessageSlots() const { return 2 * static_cast<size_t>(model_stages_) * microbatches_; }
 
  private:
   int Index(int stage, int microbatch) const { return stage * microbatches_ + microbatch; }

@@ -22,8 +22,7 @@ std::string DescribeOp(const Op& op) {
   std::ostringstream out;
   out << ActionName(op);
   if (op.peer_worker >= 0) {
-    bool send = op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient;
-    out << (send ? " to worker " : " from worker ") << op.peer_worker;
+    out << (IsSendOp(op.kind) ? " to worker " : " from worker ") << op.peer_worker;
   }
   return out.str();
 }
@@ -47,6 +46,15 @@ Routing::Routing(const PipelineSchedule& schedule) {
         backward_[Index(op.stage, op.microbatch)] = w.worker;
     }
   }
+}
+
+long Routing::MessageSlot(const MessageKey& key) const {
+  const int sender = key.sender_stage, receiver = key.ReceiverStage();
+  if (key.microbatch < 0 || key.microbatch >= microbatches_ || sender < 0 ||
+      sender >= model_stages_ || receiver < 0 || receiver >= model_stages_)
+    return -1;
+  return (static_cast<long>(key.activation) * model_stages_ + sender) * microbatches_ +
+         key.microbatch;
 }
 
 int Routing::ForwardWorker(int stage, int microbatch) const {

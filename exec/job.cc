@@ -74,6 +74,13 @@ ExecutorJob PrepareJob(const RunOptions& options) {
   if (!options.weight_stashing && spec.kind != ScheduleKind::kPipeDream)
     throw InputError("pipetwin run: --no-weight-stashing applies to the pipedream schedule only");
   job.schedule = ScheduleForScenario(job.scenario, job.plan, job.iterations, file);
+  const bool replicated = job.schedule.WorkerCount() > job.schedule.stages;
+  if (replicated && t.allreduce_buckets > 1)
+    throw InputError(file, "training.allreduce_buckets",
+                     "the executor all-reduces a replicated stage's gradients in one bucket, "
+                     "after its last backward: expected 1, got " +
+                         std::to_string(t.allreduce_buckets) +
+                         " (buckets that overlap the backward are the simulator's model only)");
   if (options.warmup_iterations >= job.iterations && job.iterations > 1)
     throw InputError("pipetwin run: --warmup (" + std::to_string(options.warmup_iterations) +
                      ") must be below the iterations (" + std::to_string(job.iterations) + ")");

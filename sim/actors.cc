@@ -29,6 +29,13 @@ namespace {
 
 double Now() { return sg4::Engine::get_clock(); }
 
+// The buckets the worker's all-reduces run in, as its op list says (1 without an AllReduce).
+int AllReduceBuckets(const WorkerProgram& program) {
+  for (const Op& op : program.ops)
+    if (op.kind == OpKind::kAllReduce) return std::max(op.buckets, 1);
+  return 1;
+}
+
 uint64_t Bytes(double bytes) { return static_cast<uint64_t>(std::llround(std::max(bytes, 0.0))); }
 
 double Elapsed(std::chrono::steady_clock::time_point since) {
@@ -200,7 +207,7 @@ void WorkerActors::Prepare() {
     for (int w : group) {
       const StageCost& c = setup_.model_stages[s_.workers[w].model_stages[0]];
       workers_[w].buckets = GradientBuckets(c.layer_gradient_bytes, c.layer_backward_s,
-                                            setup_.options.allreduce_buckets);
+                                            AllReduceBuckets(s_.workers[w]));
     }
   }
   for (int w = 0; w < W; ++w) {

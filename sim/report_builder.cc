@@ -183,7 +183,7 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
                {"run_wall_s", record.run_wall_s},
                {"activities_per_s",
                 record.run_wall_s > 0 ? record.activities / record.run_wall_s : 0.0},
-               {"allreduce_buckets", setup.options.allreduce_buckets},
+               {"allreduce_buckets", setup.allreduce_buckets},
                {"iteration_ends_s", ends},
                {"compute", "layer times x micro-batch / reference batch / relative speed"}};
   return r;

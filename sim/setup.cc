@@ -118,8 +118,6 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   settings.optimizer_bytes_per_parameter = scenario.training.optimizer_bytes_per_parameter;
   const PipelineCostModel validated(workload, cluster, settings);  // checks workload, cluster
   (void)validated;
-  if (options.allreduce_buckets < 1)
-    throw InputError("pipetwin simulate: --allreduce-buckets must be >= 1");
 
   SimulationSetup setup;
   setup.scenario_name = scenario.name;
@@ -128,6 +126,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   setup.plan = plan;
   setup.options = options;
   setup.iterations = scenario.training.iterations;
+  setup.allreduce_buckets = scenario.training.allreduce_buckets;
   setup.launch_overhead_s = cluster.launch_overhead_us * 1e-6;
   setup.communication_overhead_s = cluster.communication_overhead_us * 1e-6;
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);

@@ -38,9 +38,6 @@ namespace pipetwin::sim {
 
 // Knobs of the simulation that are not part of the scenario.
 struct SimOptions {
-  // Gradient all-reduce is launched in up to this many buckets during the backward that
-  // precedes it (as PyTorch DDP does), so it overlaps that backward; 1: after the backward.
-  int allreduce_buckets = 4;
   // Keep per-device memory timelines (the JSON report's `timeline`).
   bool record_memory_timeline = true;
 };
@@ -77,6 +74,7 @@ struct SimulationSetup {
   int microbatch_size = 1;
   int microbatches_per_iteration = 1;   // over all replicas of the input stage
   int iterations = 1;
+  int allreduce_buckets = 1;            // of the lists' all-reduces (training.allreduce_buckets)
   double launch_overhead_s = 0;
   double communication_overhead_s = 0;
   std::vector<std::string> warnings;

@@ -42,8 +42,9 @@ po::options_description Options() {
       ("trace", po::value<std::string>(), "write a Chrome trace (Perfetto) to FILE")
       ("svg", po::value<std::string>(), "write the simulated timeline to FILE")
       ("strict", "fail (exit 2) when a device's memory is exceeded")
-      ("allreduce-buckets", po::value<int>()->default_value(4),
-       "gradient all-reduce buckets launched during the last backward (1: after it)")
+      ("allreduce-buckets", po::value<int>(),
+       "gradient all-reduce buckets, launched during the backward before the all-reduce "
+       "(overrides the scenario's training.allreduce_buckets; 1: after that backward)")
       ("no-timeline", "leave the per-device memory timelines out of --json")
       ("bench", "print the simulator's speed (activities/s, wall time, peak RSS) on stderr, "
                 "beside SimGrid alone on the same platform");
@@ -85,10 +86,16 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   if (vm.count("json") && vm.count("csv"))
     throw InputError("pipetwin simulate: --json and --csv exclude each other");
   SimOptions options;
-  options.allreduce_buckets = vm["allreduce-buckets"].as<int>();
   options.record_memory_timeline = !vm.count("no-timeline");
 
-  const Scenario scenario = scenarios.empty() ? DefaultScenario() : LoadScenarioFile(scenarios[0]);
+  Scenario scenario = scenarios.empty() ? DefaultScenario() : LoadScenarioFile(scenarios[0]);
+  if (vm.count("allreduce-buckets")) {
+    const int buckets = vm["allreduce-buckets"].as<int>();
+    if (buckets < 1)
+      throw InputError("pipetwin simulate: --allreduce-buckets must be >= 1, got " +
+                       std::to_string(buckets));
+    scenario.training.allreduce_buckets = buckets;
+  }
   const std::string plan_file = vm.count("plan") ? vm["plan"].as<std::string>() : "";
   const Plan plan = plan_file.empty() ? PlanForScenario(scenario) : LoadPlanFile(plan_file);
   const SimulationSetup setup = PrepareSimulation(scenario, plan, options, plan_file);

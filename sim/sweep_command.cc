@@ -25,6 +25,7 @@ const char kDescription[] =
     "a time as there are cores; a scenario with a planner is replanned at every point. PATH is\n"
     "a JSON path into the scenario file, e.g.\n"
     "  --vary cluster.levels[1].bandwidth_gbps=1,10,25,100 --vary schedule=gpipe,flush,2bw\n"
+    "  --vary training.allreduce_buckets=1,4\n"
     "One CSV row per point (on stdout, or in --csv FILE); a point that fails keeps its row with\n"
     "the error in the last column.";
 
@@ -35,8 +36,6 @@ po::options_description Options() {
       ("csv", po::value<std::string>(), "write the rows to FILE instead of stdout")
       ("json", "results as JSON on stdout (the reports without memory timelines)")
       ("jobs,j", po::value<int>()->default_value(0), "points at a time (0: one per core)")
-      ("allreduce-buckets", po::value<int>()->default_value(4),
-       "gradient all-reduce buckets launched during the last backward (1: after it)")
       ("quiet,q", "no progress bar");
   return desc;
 }
@@ -74,10 +73,7 @@ int RunSweepCommand(const std::vector<std::string>& args) {
     columns.push_back(variations.back().path);
   }
   SimOptions options;
-  options.allreduce_buckets = vm["allreduce-buckets"].as<int>();
   options.record_memory_timeline = false;
-  if (options.allreduce_buckets < 1)
-    throw InputError("pipetwin sweep: --allreduce-buckets must be >= 1");
   const Scenario scenario = LoadScenarioFile(vm["scenario"].as<std::vector<std::string>>()[0]);
 
   const bool quiet = vm.count("quiet") > 0;

@@ -539,6 +539,31 @@ TEST(ScheduleMessages, SendAndReceiveOfAMessageNameIt) {
   EXPECT_EQ(receives, static_cast<int>(sends.size()));
 }
 
+// The all-reduce's buckets are part of the spec and of every AllReduce op: one by default (after
+// the backward, as the executor runs it), as many as the spec asks otherwise.
+TEST(ScheduleAllReduce, TheOpListsCarryTheBuckets) {
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kFlush;
+  spec.stages = 2;
+  spec.microbatches = 4;
+  spec.replicas = {2, 1};
+  for (int buckets : {kDefaultAllReduceBuckets, 3}) {
+    spec.allreduce_buckets = buckets;
+    const PipelineSchedule s = BuildSchedule(spec);
+    int all_reduces = 0;
+    for (const WorkerProgram& w : s.workers)
+      for (const Op& op : w.ops)
+        if (op.kind == OpKind::kAllReduce) {
+          ++all_reduces;
+          EXPECT_EQ(op.buckets, buckets);
+        }
+    EXPECT_EQ(all_reduces, 2);  // stage 0's two replicas, once each
+  }
+  EXPECT_EQ(kDefaultAllReduceBuckets, 1);
+  spec.allreduce_buckets = 0;
+  EXPECT_THROW(BuildSchedule(spec), InputError);
+}
+
 // A flushing schedule's iterations are its one-iteration lists back to back: micro-batch k of
 // repeat r is r m + k, versions continue, and the result is a valid schedule.
 TEST(ScheduleRepeat, IterationsFollowOneAnother) {

@@ -385,10 +385,7 @@ int Compare(const po::variables_map& vm) {
   }
 
   const bool timelines = vm.count("trace") || vm.count("svg");
-  // The executor reduces a replicated stage's gradients in one all-reduce after its last
-  // backward (exec/stage_executor.cc), not in buckets overlapping it: the simulator does the same.
-  std::vector<std::string> sim_args = {"simulate", predicted_file, "--json",
-                                       "--allreduce-buckets", "1"};
+  std::vector<std::string> sim_args = {"simulate", predicted_file, "--json"};
   std::vector<std::string> run_args = {"run", scenario_file, "--json", "--warmup",
                                        std::to_string(warmup), "--timeout",
                                        std::to_string(vm["timeout"].as<double>())};

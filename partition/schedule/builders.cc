@@ -82,6 +82,7 @@ std::vector<int> MicrobatchesOf(const PipelineSchedule& s, const WorkerProgram& 
   return mine;
 }
 
+// An AllReduce (its buckets set by BuildSchedule) when the stage has replicas, then the Update.
 void AppendSync(const PipelineSchedule& s, WorkerProgram& w) {
   if (s.replicas[w.stage] > 1) w.ops.push_back(MakeOp(OpKind::kAllReduce, w.stage, 0, -1));
   w.ops.push_back(MakeOp(OpKind::kUpdate, w.stage, 0, -1));
@@ -280,6 +281,8 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
   if (spec.microbatches < 1)
     Broken(spec, "--microbatches must be >= 1, got " + std::to_string(spec.microbatches));
   if (spec.chunks < 1) Broken(spec, "--chunks must be >= 1, got " + std::to_string(spec.chunks));
+  if (spec.allreduce_buckets < 1)
+    Broken(spec, "all-reduce buckets must be >= 1, got " + std::to_string(spec.allreduce_buckets));
   const std::vector<int> replicas = CheckedReplicas(spec);
   CheckSpec(spec, replicas);
 
@@ -312,6 +315,9 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
     case ScheduleKind::kImported: break;
   }
   if (spec.recompute) InsertRecompute(s);
+  for (WorkerProgram& w : s.workers)
+    for (Op& op : w.ops)
+      if (op.kind == OpKind::kAllReduce) op.buckets = spec.allreduce_buckets;
   schedule_internal::AssignWeightVersions(s, policy);
   schedule_internal::PlaceCommunication(s, spec.costs);
   return s;

@@ -154,7 +154,11 @@ void FillOps(PipelineSchedule& s, const std::vector<std::vector<std::pair<Action
       return it == w.model_stages.end() ? 0 : static_cast<int>(it - w.model_stages.begin());
     };
     auto sync = [&]() {
-      if (s.replicas[w.stage] > 1) w.ops.push_back(MakeOp(OpKind::kAllReduce, w.stage, 0, -1));
+      if (s.replicas[w.stage] > 1) {
+        Op all_reduce = MakeOp(OpKind::kAllReduce, w.stage, 0, -1);
+        all_reduce.buckets = 1;  // torch's REDUCE_GRAD: one all-reduce after the backward
+        w.ops.push_back(all_reduce);
+      }
       w.ops.push_back(MakeOp(OpKind::kUpdate, w.stage, 0, -1));
       ++updates;
     };

@@ -26,6 +26,7 @@ nlohmann::json ScheduleToJson(const PipelineSchedule& s, const ReplayResult& rep
       if (op.peer_worker >= 0) o["peer"] = op.peer_worker;
       if (op.weight_version >= 0) o["version"] = op.weight_version;
       if (op.input_only) o["input_only"] = true;
+      if (op.buckets > 1) o["buckets"] = op.buckets;
       ops.push_back(o);
     }
     doc["workers"].push_back({{"worker", w.worker}, {"stage", w.stage}, {"replica", w.replica},

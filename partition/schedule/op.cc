@@ -29,7 +29,8 @@ const char* OpKindName(OpKind kind) {
 bool Op::operator==(const Op& other) const {
   return kind == other.kind && stage == other.stage && chunk == other.chunk &&
          microbatch == other.microbatch && peer_worker == other.peer_worker &&
-         weight_version == other.weight_version && input_only == other.input_only;
+         weight_version == other.weight_version && input_only == other.input_only &&
+         buckets == other.buckets;
 }
 
 std::string ActionName(const Op& op) {

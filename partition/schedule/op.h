@@ -30,7 +30,10 @@
 //     those times no Send ever waits and both semantics give the same timeline; with other times
 //     a rendezvous Send may wait, never forever.
 //   - AllReduce(stage, version) is a collective over the stage's replicas; it completes when all
-//     of them have reached it. Update(v) follows it and makes version v current.
+//     of them have reached it. Update(v) follows it and makes version v current. Its gradients
+//     go in `buckets` buckets of about equal bytes, in the order the backward produces them
+//     (PyTorch DDP): each may start once the backward right before the AllReduce has produced
+//     its gradients, so with several buckets the all-reduce overlaps that backward.
 //   - A forward uses the weight version it names; its backward uses the same one (weight
 //     stashing, PipeDream SOSP'19 section 3.3). StashWeights(v) comes just before an Update when
 //     version v is still needed after it; ReleaseWeights(v) frees a stashed version after its last
@@ -94,6 +97,7 @@ struct Op {
   // the version kept or freed.
   int weight_version = -1;
   bool input_only = false;  // StashActivation under recomputation: only the stage input is kept
+  int buckets = -1;         // AllReduce: the buckets its gradients are reduced in (>= 1)
 
   bool operator==(const Op& other) const;
 };

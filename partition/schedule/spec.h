@@ -23,6 +23,13 @@ struct OpCosts {
   double Of(const Op& op, int chunks) const;
 };
 
+// The buckets a replicated stage's gradients are all-reduced in, unless a scenario says otherwise
+// (training.allreduce_buckets): one, after the backward, as the executor runs it and as the
+// planners' cost model charges it (cost/pipeline_cost_model.h: the all-reduce is not
+// overlapped). More buckets overlap the all-reduce with the backward that precedes it (PyTorch
+// DDP), which the simulator models and the executor does not.
+constexpr int kDefaultAllReduceBuckets = 1;
+
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::kFlush;
   int stages = 1;
@@ -34,6 +41,7 @@ struct ScheduleSpec {
   int batches = 0;            // 2bw only: batches to run (0: 4)
   bool vertical_sync = false; // pipedream only
   bool recompute = false;
+  int allreduce_buckets = kDefaultAllReduceBuckets;  // of every AllReduce op (>= 1)
   int layer_count = 0;        // when known (> 0): stages * chunks must not exceed it
   int worker_count = 0;       // when known (> 0): the replicas must add up to it
   OpCosts costs;              // the times the comm ops are placed for (any times stay valid)

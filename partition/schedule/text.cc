@@ -31,6 +31,7 @@ std::string ScheduleToText(const PipelineSchedule& s, const ReplayResult& replay
         if (op.weight_version > 0) out << "@v" << op.weight_version;
       } else if (op.kind == OpKind::kAllReduce) {
         out << " AR";
+        if (op.buckets > 1) out << "x" << op.buckets;
       } else if (op.kind == OpKind::kUpdate) {
         out << " U" << op.weight_version;
       }

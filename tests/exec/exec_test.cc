@@ -90,6 +90,7 @@ struct ScenarioSpec {
   bool vertical_sync = false;
   bool recompute = false;
   std::vector<int> layer_order;  // the plan's; empty: the workload's own order
+  int allreduce_buckets = 1;
 };
 
 std::string WriteScenario(const ScenarioSpec& s) {
@@ -116,7 +117,7 @@ std::string WriteScenario(const ScenarioSpec& s) {
       {"training", {{"microbatch_size", s.microbatch_size}, {"microbatches", s.microbatches},
                     {"iterations", s.iterations}, {"optimizer", s.optimizer},
                     {"learning_rate", s.learning_rate}, {"vertical_sync", s.vertical_sync},
-                    {"recompute", s.recompute}}}};
+                    {"recompute", s.recompute}, {"allreduce_buckets", s.allreduce_buckets}}}};
   const std::string path = TemporaryDirectory() + "/scenario.json";
   WriteFile(path, doc.dump(1));
   return path;
@@ -871,6 +872,16 @@ TEST(ExecInput, WhatTheExecutorCannotRunIsRefusedBeforeAnyWorkerStarts) {
   r = Exec("run '" + path + "' --no-weight-stashing");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("pipedream schedule only"), std::string::npos) << r.err;
+  // Buckets that overlap the backward are the simulator's model; the executor all-reduces once.
+  ScenarioSpec buckets;
+  buckets.stages = {{0, 1, 2}, {2, 3}};
+  buckets.allreduce_buckets = 4;
+  r = Exec("run '" + WriteScenario(buckets) + "' --check");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("training.allreduce_buckets: the executor all-reduces"), std::string::npos)
+      << r.err;
+  buckets.allreduce_buckets = 1;
+  EXPECT_EQ(Exec("run '" + WriteScenario(buckets) + "' --check").exit_code, 0);
   // The front end without the back end beside it.
   r = Shell("'" PIPETWIN_BINARY "' run --frobnicate x");
   EXPECT_EQ(r.exit_code, 2);

@@ -151,9 +151,7 @@ TEST(SimClosedForm, WorkersBeyondTheCoresTakeThemFirstComeFirstServed) {
   cluster.shared_cores = 2;
   const Scenario s = MakeScenario(EqualLayers(1, 1, 2, 0, 4), cluster, EvenPlan(1, 1, 3),
                                   "flush", 1, 1);
-  sim::SimOptions options;
-  options.allreduce_buckets = 1;
-  const Report r = simtest::Simulate(s, options);
+  const Report r = simtest::Simulate(s);
   EXPECT_LT(RelativeError(r.iteration_s, 5e-3), kTolerance) << r.iteration_s;
   // The last replica computes 3 ms; its 2 ms of waiting for a core are idle time.
   EXPECT_NEAR(r.workers[2].busy_s, 3e-3, 1e-6);
@@ -161,8 +159,8 @@ TEST(SimClosedForm, WorkersBeyondTheCoresTakeThemFirstComeFirstServed) {
   // With a core each, 3 ms.
   cluster.shared_cores = 3;
   EXPECT_LT(RelativeError(simtest::Simulate(MakeScenario(EqualLayers(1, 1, 2, 0, 4), cluster,
-                                                         EvenPlan(1, 1, 3), "flush", 1, 1),
-                                            options).iteration_s,
+                                                         EvenPlan(1, 1, 3), "flush", 1, 1))
+                              .iteration_s,
                           3e-3),
             kTolerance);
 }
@@ -225,9 +223,7 @@ TEST(SimClosedForm, RingAllReduceOverServers) {
   const Scenario s = MakeScenario(EqualLayers(1, 1, 2, 1e6, bytes),
                                   TwoLevelCluster(1, r, 800, 0, gbps, latency_us),
                                   EvenPlan(1, 1, r), "flush", 1, 1);
-  sim::SimOptions options;
-  options.allreduce_buckets = 1;
-  const Report report = simtest::Simulate(s, options);
+  const Report report = simtest::Simulate(s);
   const double ring =
       2.0 * (r - 1) / r * bytes / (gbps * 1e9 / 8) + 2 * (r - 1) * latency_us * 1e-6;
   EXPECT_LT(RelativeError(report.iteration_s, 3e-3 + ring), kTolerance) << report.iteration_s;
@@ -244,9 +240,7 @@ TEST(SimClosedForm, MeasuredAllReduceTableReplacesTheRingForItsGroupSize) {
   cluster.levels[0].allreduce = {2, {1e6, 4e6}, {2e-3, 8e-3}};  // 3e6 bytes: 6 ms
   const Scenario s = MakeScenario(EqualLayers(1, 1, 2, 1e6, bytes), cluster, EvenPlan(1, 1, 2),
                                   "flush", 1, 1);
-  sim::SimOptions options;
-  options.allreduce_buckets = 1;
-  const Report report = simtest::Simulate(s, options);
+  const Report report = simtest::Simulate(s);
   EXPECT_LT(RelativeError(report.iteration_s, 3e-3 + 6e-3), kTolerance) << report.iteration_s;
   EXPECT_DOUBLE_EQ(report.communication[0].allreduce_bytes, 2 * bytes);  // as the ring counts
   // A table for 4 ranks says nothing of a group of 2: the ring over the links.
@@ -254,7 +248,7 @@ TEST(SimClosedForm, MeasuredAllReduceTableReplacesTheRingForItsGroupSize) {
   const Scenario ring = MakeScenario(EqualLayers(1, 1, 2, 1e6, bytes), cluster,
                                      EvenPlan(1, 1, 2), "flush", 1, 1);
   const double expected = 3e-3 + bytes / (gbps * 1e9 / 8) + 2 * latency_us * 1e-6;
-  EXPECT_LT(RelativeError(simtest::Simulate(ring, options).iteration_s, expected), kTolerance);
+  EXPECT_LT(RelativeError(simtest::Simulate(ring).iteration_s, expected), kTolerance);
 }
 
 // Two servers of two replicas: a ring inside each server reduce-scatters (S/2 each way over
@@ -266,9 +260,7 @@ TEST(SimClosedForm, HierarchicalAllReduceSharesTheServersNic) {
   const Cluster cluster = TwoLevelCluster(2, 2, 400, 0, 25, 5);
   const Scenario s = MakeScenario(EqualLayers(1, 1, 2, 1e6, bytes), cluster, EvenPlan(1, 1, 4),
                                   "flush", 1, 1);
-  sim::SimOptions options;
-  options.allreduce_buckets = 1;
-  const Report report = simtest::Simulate(s, options);
+  const Report report = simtest::Simulate(s);
   const double inside = 2 * (bytes / 2) / b0;              // reduce-scatter + all-gather
   const double across = 2 * (bytes / 2) / b1 + 2 * latency1;  // two half-shards share the NIC
   EXPECT_LT(RelativeError(report.iteration_s, 3e-3 + inside + across), kTolerance)
@@ -277,16 +269,16 @@ TEST(SimClosedForm, HierarchicalAllReduceSharesTheServersNic) {
   EXPECT_GT(report.communication[1].allreduce_bytes, 0);
 }
 
-// Buckets launched during the backward hide part of the all-reduce behind it.
+// Buckets launched during the backward hide part of the all-reduce behind it. The bucket count is
+// the scenario's (training.allreduce_buckets), carried by the op lists' AllReduce ops; one by
+// default, after the backward.
 TEST(SimClosedForm, BucketsOverlapTheAllReduceWithTheBackward) {
-  const Scenario s = MakeScenario(EqualLayers(4, 1, 20, 1e6, 1e8),
-                                  TwoLevelCluster(1, 4, 800, 0, 100, 0), EvenPlan(1, 4, 4),
-                                  "flush", 1, 1);
-  sim::SimOptions one, four;
-  one.allreduce_buckets = 1;
-  four.allreduce_buckets = 4;
-  const double after = simtest::Simulate(s, one).iteration_s;
-  const double overlapped = simtest::Simulate(s, four).iteration_s;
+  Scenario s = MakeScenario(EqualLayers(4, 1, 20, 1e6, 1e8),
+                            TwoLevelCluster(1, 4, 800, 0, 100, 0), EvenPlan(1, 4, 4), "flush",
+                            1, 1);
+  const double after = simtest::Simulate(s).iteration_s;
+  s.training.allreduce_buckets = 4;
+  const double overlapped = simtest::Simulate(s).iteration_s;
   // Four 100 MB buckets of 2 (3/4) 100 MB / 12.5 GB/s = 12 ms each; the first three hide
   // behind the backward still running (20 ms per layer).
   EXPECT_LT(RelativeError(after, 84e-3 + 4 * 12e-3), kTolerance) << after;

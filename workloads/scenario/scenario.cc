@@ -59,6 +59,8 @@ TrainingSettings ReadTraining(JsonReader& t) {
   s.vertical_sync = t.OptionalBool("vertical_sync", false);
   s.recompute = t.OptionalBool("recompute", false);
   s.chunks = static_cast<int>(t.OptionalPositiveInteger("chunks", 1));
+  s.allreduce_buckets = static_cast<int>(
+      t.OptionalPositiveInteger("allreduce_buckets", kDefaultAllReduceBuckets));
   t.Finish();
   return s;
 }

@@ -11,7 +11,7 @@
 //    "schedule": "gpipe|flush|pipedream|2bw|interleaved|zb-h1",
 //    "training": {"global_batch_size", "microbatch_size", "microbatches", "iterations",
 //                 "optimizer", "optimizer_bytes_per_parameter", "learning_rate",
-//                 "vertical_sync", "recompute", "chunks"}}
+//                 "vertical_sync", "recompute", "chunks", "allreduce_buckets"}}
 #pragma once
 
 #include <optional>
@@ -22,6 +22,7 @@
 #include "partition/model/cluster.h"
 #include "partition/model/plan.h"
 #include "partition/model/workload.h"
+#include "partition/schedule/spec.h"
 
 namespace pipetwin {
 
@@ -36,6 +37,9 @@ struct TrainingSettings {
   bool vertical_sync = false;  // PipeDream: every stage uses the input stage's version
   bool recompute = false;      // activation recomputation
   int chunks = 1;              // model chunks per worker (interleaved 1F1B)
+  // Buckets a replicated stage's gradient all-reduce runs in (schedule/spec.h: 1 by default,
+  // after the backward; more overlap the backward, which the executor does not do).
+  int allreduce_buckets = kDefaultAllReduceBuckets;
 };
 
 struct Scenario {

@@ -59,6 +59,7 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   if (spec.kind == ScheduleKind::kTwoBW) spec.batches = iterations;
   spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;
   spec.recompute = plan.recompute || scenario.training.recompute;
+  spec.allreduce_buckets = scenario.training.allreduce_buckets;
   spec.layer_count = scenario.workload.LayerCount();
   spec.worker_count = std::accumulate(spec.replicas.begin(), spec.replicas.end(), 0);
   std::tie(spec.costs.forward, spec.costs.backward) =

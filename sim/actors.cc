@@ -206,7 +206,7 @@ void WorkerActors::Prepare() {
     PrepareRing(group);
     for (int w : group) {
       const StageCost& c = setup_.model_stages[s_.workers[w].model_stages[0]];
-      workers_[w].buckets = GradientBuckets(c.layer_gradient_bytes, c.layer_backward_s,
+      workers_[w].buckets = GradientBuckets(c.layer_gradient_bytes, c.layer_backward_ms,
                                             AllReduceBuckets(s_.workers[w]));
     }
   }
@@ -397,7 +397,7 @@ void WorkerActors::WorkerMain(int w) {
       // A measured optimizer step (CPU workers) runs on the worker once its gradients are
       // summed; on GPUs it is left out (Layer::update_ms absent), as in the papers' models.
       double update_s = 0;
-      for (int g : s_.workers[w].model_stages) update_s += setup_.model_stages[g].update_s;
+      for (int g : s_.workers[w].model_stages) update_s += setup_.model_stages[g].update_ms * 1e-3;
       if (update_s > 0) {
         WaitForJob(w, me.version_job[op.weight_version]);
         start = Now();

@@ -49,9 +49,9 @@ struct GradientBucket {
 
 // Up to `max_buckets` buckets of about equal bytes over a stage's layers, in the order the
 // backward produces their gradients (last layer first: the order of `layer_gradient_bytes` and
-// `layer_backward_s`). Fractions add up to 1 and bytes to the stage's gradient bytes.
+// `layer_backward_times`). Fractions add up to 1 and bytes to the stage's gradient bytes.
 std::vector<GradientBucket> GradientBuckets(const std::vector<double>& layer_gradient_bytes,
-                                            const std::vector<double>& layer_backward_s,
+                                            const std::vector<double>& layer_backward_times,
                                             int max_buckets);
 
 }  // namespace pipetwin::sim

@@ -15,64 +15,6 @@ namespace {
 
 
 
-// Bytes crossing the cut after each position of the plan's layer order, per sample: the output
-// of every layer at or before the cut that feeds a layer after it (a DAG's skip connections
-// included).
-std::vector<double> CutBytesPerSample(const Workload& w, const Plan& plan) {
-  const int n = w.LayerCount();
-  std::vector<int> position(n);
-  for (int p = 0; p < n; ++p) position[plan.LayerAt(p)] = p;
-  std::vector<double> change(n + 1, 0);
-  const auto successors = w.Successors();
-  for (int i = 0; i < n; ++i) {
-    int last = position[i];
-    for (int s : successors[i]) last = std::max(last, position[s]);
-    change[position[i]] += w.layers[i].activation_bytes;
-    change[last] -= w.layers[i].activation_bytes;
-  }
-  std::vector<double> cut(n, 0);
-  double crossing = 0;
-  for (int p = 0; p + 1 < n; ++p) cut[p] = std::max(0.0, crossing += change[p]);
-  for (double& x : cut) x /= w.reference.batch_size;
-  return cut;
-}
-
-std::vector<StageCost> StageCosts(const Scenario& scenario, const Plan& plan, int b) {
-  const Workload& w = scenario.workload;
-  const Cluster& c = scenario.cluster;
-  // Analytic workloads are generated for the cluster's own device: no further scaling.
-  const double speed = SpeedOverReference(c, w.reference.device);
-  const double per_ms = b / static_cast<double>(w.reference.batch_size) / speed * 1e-3;
-  const double per_sample = b / static_cast<double>(w.reference.batch_size);
-  const std::vector<double> cut = CutBytesPerSample(w, plan);
-  std::vector<StageCost> out;
-  for (const StagePlan& s : plan.stages) {
-    StageCost cost;
-    cost.first_layer = s.first_layer;
-    cost.last_layer = s.last_layer;
-    for (int p = s.last_layer; p >= s.first_layer; --p) {
-      const int i = plan.LayerAt(p);
-      const Layer& layer = w.layers[i];
-      const double parameters =
-          layer.parameters > 0 ? layer.parameters : layer.parameter_bytes / w.parameter_dtype_bytes;
-      cost.forward_s += layer.forward_ms * per_ms;
-      cost.backward_s += layer.backward_ms * per_ms;
-      cost.update_s += layer.update_ms.value_or(0) * per_ms;
-      cost.stash_bytes += w.StashBytes(i) * per_sample;
-      cost.parameters += parameters;
-      cost.layer_backward_s.push_back(layer.backward_ms * per_ms);
-      cost.layer_gradient_bytes.push_back(parameters * w.parameter_dtype_bytes);
-    }
-    cost.weight_bytes = cost.parameters * w.parameter_dtype_bytes;
-    cost.gradient_bytes = cost.weight_bytes;
-    cost.optimizer_bytes = cost.parameters * scenario.training.optimizer_bytes_per_parameter;
-    cost.input_bytes = s.first_layer > 0 ? cut[s.first_layer - 1] * b : 0;
-    cost.output_bytes = cut[s.last_layer] * b;
-    out.push_back(cost);
-  }
-  return out;
-}
-
 // Device of each worker: the plan's device lists, else depth-within-width placement
 // (planner_common.h: stage s of replica k on device k * depth + s) when every stage has the same
 // replica count, else devices in worker order.
@@ -135,7 +77,10 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   // The same spec the executor builds its lists from (workloads/scenario_schedule.h).
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, setup.iterations, file, path);
   setup.microbatches_per_iteration = micro.microbatches * spec.replicas[0];
-  setup.model_stages = StageCosts(scenario, plan, setup.microbatch_size);
+  setup.model_stages =
+      PlanStageCosts(workload, plan, setup.microbatch_size,
+                     SpeedOverReference(cluster, workload.reference.device),
+                     scenario.training.optimizer_bytes_per_parameter);
 
   PipelineSchedule schedule = ScheduleForScenario(scenario, plan, setup.iterations, file, path);
   setup.worker_device = PlaceWorkers(schedule, plan, cluster.DeviceCount(), file, path);
@@ -148,10 +93,10 @@ double SimulationSetup::ComputeSeconds(const Op& op) const {
   double seconds = 0;
   switch (op.kind) {
     case OpKind::kForward:
-    case OpKind::kRecompute: seconds = c.forward_s; break;
-    case OpKind::kBackward: seconds = c.backward_s; break;
+    case OpKind::kRecompute: seconds = c.forward_ms * 1e-3; break;
+    case OpKind::kBackward: seconds = c.backward_ms * 1e-3; break;
     case OpKind::kBackwardInput:
-    case OpKind::kBackwardWeight: seconds = c.backward_s / 2; break;
+    case OpKind::kBackwardWeight: seconds = c.backward_ms * 1e-3 / 2; break;
     default: return 0;
   }
   return seconds + launch_overhead_s;

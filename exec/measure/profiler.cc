@@ -29,6 +29,7 @@
 #include "exec/runtime/stage_executor.h"
 #include "exec/runtime/weights.h"
 #include "exec/launch/worker.h"
+#include "partition/cost/stage_costs.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/model/workload.h"
@@ -109,15 +110,15 @@ std::string HostDescription(int threads) {
          (threads > 1 ? "s" : "");
 }
 
-// Prints 1 / (slowest stage's forward + backward time) for each plan stage.
+// Prints 1 / (slowest stage's forward + backward time) for each plan stage, its layers counted
+// in the plan's layer order (cost/stage_costs.h), its time shared by its replicas. The workload
+// was timed on this machine at `batch`: no scaling.
 void PrintPipelineBound(std::ostream& out, const Workload& w, const Plan& plan, int batch) {
   double slowest_ms = 0;
   out << "\npipeline bound of the scenario's plan at micro-batch " << batch << ":\n";
+  const std::vector<StageCost> costs = PlanStageCosts(w, plan, batch, /*speed=*/1, 0);
   for (int s = 0; s < plan.StageCount(); ++s) {
-    double ms = 0;
-    for (int i = plan.stages[s].first_layer; i <= plan.stages[s].last_layer; ++i)
-      ms += w.layers[i].forward_ms + w.layers[i].backward_ms;
-    ms /= plan.stages[s].replicas;
+    const double ms = (costs[s].forward_ms + costs[s].backward_ms) / plan.stages[s].replicas;
     out << "  stage " << s << ": " << std::fixed << std::setprecision(3) << ms
         << " ms per micro-batch (forward + backward)\n";
     slowest_ms = std::max(slowest_ms, ms);
@@ -125,7 +126,6 @@ void PrintPipelineBound(std::ostream& out, const Workload& w, const Plan& plan, 
   out << "  bound: " << std::setprecision(2) << 1e3 / slowest_ms * batch
       << " samples/s (1 / slowest stage)\n" << std::defaultfloat;
 }
-
 
 // What timing one layer needs: its inputs (taken from one forward pass of the whole model), its
 // parameters, and the tensors its backward differentiates against.

@@ -7,6 +7,7 @@
 
 #include "partition/util/error.h"
 #include "partition/cost/memory.h"
+#include "partition/cost/stage_costs.h"
 
 namespace pipetwin {
 
@@ -98,38 +99,26 @@ PipelineCostModel::PipelineCostModel(const Workload& workload, const Cluster& cl
       settings.gradient_dtype_bytes > 0 ? settings.gradient_dtype_bytes : parameter_dtype_bytes_;
   samples_per_reference_ = workload.reference.batch_size;
 
-  // Per sample: the reference batch's times and bytes scale linearly with the batch.
+  // Per sample (cost/stage_costs.h's rule): the reference batch's times and bytes scale
+  // linearly with the batch.
   const double per_sample = 1.0 / samples_per_reference_;
   const double per_sample_ms =
-      per_sample / SpeedOverReference(cluster, workload.reference.device);
+      TimeScale(workload, 1, SpeedOverReference(cluster, workload.reference.device));
   std::vector<double> forward(layers), backward(layers), parameters(layers), stash(layers);
-  std::vector<double> cut_change(layers + 1, 0);
-  const auto successors = workload.Successors();
   for (int i = 0; i < layers; ++i) {
     const Layer& l = workload.layers[i];
     forward[i] = l.forward_ms * per_sample_ms;
     backward[i] = l.backward_ms * per_sample_ms;
-    parameters[i] = l.parameters > 0 ? l.parameters
-                                     : l.parameter_bytes / workload.parameter_dtype_bytes;
+    parameters[i] = workload.LayerParameters(i);
     stash[i] = (settings.stash_bytes_per_layer.empty() ? l.activation_bytes
                                                        : settings.stash_bytes_per_layer[i]) *
                per_sample;
-    // Layer i's output crosses every cut after i up to its last consumer.
-    int last_consumer = i;
-    for (int s : successors[i]) last_consumer = std::max(last_consumer, s);
-    cut_change[i] += l.activation_bytes * per_sample;
-    cut_change[last_consumer] -= l.activation_bytes * per_sample;
   }
   forward_ms_ = Prefix(forward);
   backward_ms_ = Prefix(backward);
   parameters_ = Prefix(parameters);
   stash_bytes_ = Prefix(stash);
-  cut_bytes_.assign(layers, 0);
-  double crossing = 0;
-  for (int j = 0; j + 1 < layers; ++j) {
-    crossing += cut_change[j];
-    cut_bytes_[j] = std::max(0.0, crossing);  // rounding never makes it negative
-  }
+  cut_bytes_ = CutBytesPerSample(workload, {});  // the planners cut the topological order
 }
 
 double PipelineCostModel::ComputeMs(int first, int last, int b, bool recompute) const {

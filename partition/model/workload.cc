@@ -52,6 +52,11 @@ double Workload::StashBytes(int i) const {
   return layers[i].stash_bytes ? *layers[i].stash_bytes : layers[i].activation_bytes;
 }
 
+double Workload::LayerParameters(int i) const {
+  const Layer& l = layers[i];
+  return l.parameters > 0 ? l.parameters : l.parameter_bytes / parameter_dtype_bytes;
+}
+
 std::vector<std::vector<int>> Workload::Successors() const {
   std::vector<std::vector<int>> out(layers.size());
   for (size_t i = 0; i < layers.size(); ++i)

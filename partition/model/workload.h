@@ -62,6 +62,9 @@ class Workload {
   double TotalActivationBytes() const;
   // Layer i's stash: stash_bytes when given, else its activation_bytes.
   double StashBytes(int i) const;
+  // Layer i's trainable parameters: `parameters` when given (> 0), else parameter_bytes /
+  // parameter_dtype_bytes.
+  double LayerParameters(int i) const;
   // Indices of the layers that take layer i's output.
   std::vector<std::vector<int>> Successors() const;
 };

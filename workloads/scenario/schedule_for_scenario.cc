@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "partition/cost/stage_costs.h"
 #include "partition/schedule/build.h"
 #include "partition/util/error.h"
 #include "partition/schedule/spec.h"
@@ -23,18 +24,18 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
 
 namespace {
 
-// Mean forward and backward time (ms) of one micro-batch over the plan's stages: the times the
-// builder lays sends and receives out for (any times keep the lists valid).
+// Mean forward and backward time (ms) of one micro-batch over the plan's stages (the core's
+// stage costs): the times the builder lays sends and receives out for (any times keep the lists
+// valid).
 std::pair<double, double> MeanStageMs(const Scenario& s, const Plan& plan, int microbatch_size) {
   const Workload& w = s.workload;
-  const double scale = microbatch_size / static_cast<double>(w.reference.batch_size) /
-                       SpeedOverReference(s.cluster, w.reference.device);
   double forward = 0, backward = 0;
-  for (const StagePlan& stage : plan.stages)
-    for (int p = stage.first_layer; p <= stage.last_layer; ++p) {
-      forward += w.layers[plan.LayerAt(p)].forward_ms * scale;
-      backward += w.layers[plan.LayerAt(p)].backward_ms * scale;
-    }
+  for (const StageCost& c :
+       PlanStageCosts(w, plan, microbatch_size, SpeedOverReference(s.cluster, w.reference.device),
+                      s.training.optimizer_bytes_per_parameter)) {
+    forward += c.forward_ms;
+    backward += c.backward_ms;
+  }
   const double n = static_cast<double>(plan.stages.size());
   return {std::max(forward / n, 1e-9), std::max(backward / n, 1e-9)};
 }

@@ -1,0 +1,63 @@
+#include "partition/cost/stage_costs.h"
+
+#include <algorithm>
+
+namespace pipetwin {
+
+double TimeScale(const Workload& w, double samples, double speed) {
+  return samples / static_cast<double>(w.reference.batch_size) / speed;
+}
+
+std::vector<double> CutBytesPerSample(const Workload& w, const std::vector<int>& order) {
+  const int n = w.LayerCount();
+  std::vector<int> position(n);
+  for (int p = 0; p < n; ++p) position[order.empty() ? p : order[p]] = p;
+  std::vector<double> change(n + 1, 0);
+  const auto successors = w.Successors();
+  for (int i = 0; i < n; ++i) {
+    int last = position[i];  // a layer's output crosses every cut up to its last consumer
+    for (int s : successors[i]) last = std::max(last, position[s]);
+    change[position[i]] += w.layers[i].activation_bytes;
+    change[last] -= w.layers[i].activation_bytes;
+  }
+  std::vector<double> cut(n, 0);
+  double crossing = 0;
+  // Rounding never makes a cut negative.
+  for (int p = 0; p + 1 < n; ++p) cut[p] = std::max(0.0, crossing += change[p]);
+  for (double& x : cut) x /= w.reference.batch_size;
+  return cut;
+}
+
+std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b, double speed,
+                                      double optimizer_bytes_per_parameter) {
+  const double per_ms = TimeScale(w, b, speed);
+  const double per_sample = b / static_cast<double>(w.reference.batch_size);
+  const std::vector<double> cut = CutBytesPerSample(w, plan.layer_order);
+  std::vector<StageCost> out;
+  for (const StagePlan& s : plan.stages) {
+    StageCost cost;
+    cost.first_layer = s.first_layer;
+    cost.last_layer = s.last_layer;
+    for (int p = s.last_layer; p >= s.first_layer; --p) {
+      const int i = plan.LayerAt(p);
+      const Layer& layer = w.layers[i];
+      const double parameters = w.LayerParameters(i);
+      cost.forward_ms += layer.forward_ms * per_ms;
+      cost.backward_ms += layer.backward_ms * per_ms;
+      cost.update_ms += layer.update_ms.value_or(0) * per_ms;
+      cost.stash_bytes += w.StashBytes(i) * per_sample;
+      cost.parameters += parameters;
+      cost.layer_backward_ms.push_back(layer.backward_ms * per_ms);
+      cost.layer_gradient_bytes.push_back(parameters * w.parameter_dtype_bytes);
+    }
+    cost.weight_bytes = cost.parameters * w.parameter_dtype_bytes;
+    cost.gradient_bytes = cost.weight_bytes;
+    cost.optimizer_bytes = cost.parameters * optimizer_bytes_per_parameter;
+    cost.input_bytes = s.first_layer > 0 ? cut[s.first_layer - 1] * b : 0;
+    cost.output_bytes = cut[s.last_layer] * b;
+    out.push_back(cost);
+  }
+  return out;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,63 @@
+// What each stage of a plan costs for one micro-batch: the one rule the simulator, the layout of
+// the op lists' communication, the profiler's pipeline bound and the planners' cost model follow.
+//
+//  - Times: a layer's forward_ms, backward_ms and update_ms are for reference.batch_size samples
+//    on reference.device; b samples cost b / reference.batch_size of them (linear scaling: exact
+//    in FLOPs for the analytic transformers, approximate for memory-bound layers and measured
+//    profiles), divided by the speed of the device over the reference (SpeedOverReference:
+//    the cluster device's relative_speed, unless the workload was timed on that very device).
+//  - Parameters: Workload::LayerParameters; weights and gradients at the workload's dtype.
+//  - Bytes across a cut: the outputs of every layer at or before the cut that feeds a layer after
+//    it, in the plan's layer order (a DAG's skip connections included); gradients going back
+//    carry as many.
+//  - Memory per micro-batch: the stage input (the cut before the stage) plus each layer's stash
+//    (Workload::StashBytes), scaled to b.
+//
+//   std::vector<StageCost> c = PlanStageCosts(w, plan, /*b=*/4, SpeedOverReference(cluster,
+//                                             w.reference.device), /*optimizer bytes=*/8);
+//   c[1].forward_ms;   // one micro-batch through stage 1
+#pragma once
+
+#include <vector>
+
+#include "partition/model/cluster.h"
+#include "partition/model/plan.h"
+#include "partition/model/workload.h"
+
+namespace pipetwin {
+
+// One stage of a plan (a contiguous range of positions of its layer order).
+struct StageCost {
+  int first_layer = 0;
+  int last_layer = 0;
+  double forward_ms = 0;   // one micro-batch
+  double backward_ms = 0;
+  double update_ms = 0;    // the optimizer step, once per weight update (Layer::update_ms)
+  double parameters = 0;
+  double weight_bytes = 0;      // one version: parameters x parameter dtype bytes
+  double gradient_bytes = 0;    // parameters x gradient dtype bytes (as the weights)
+  double optimizer_bytes = 0;   // parameters x optimizer bytes per parameter
+  double input_bytes = 0;       // the stage input of one micro-batch (kept under recomputation)
+  double stash_bytes = 0;       // every layer's stash for one micro-batch
+  double output_bytes = 0;      // one micro-batch's activation sent to the next stage
+  // Per layer, last layer first (the order a backward produces gradients in): backward ms and
+  // gradient bytes, for bucketing the all-reduce.
+  std::vector<double> layer_backward_ms;
+  std::vector<double> layer_gradient_bytes;
+};
+
+// The factor turning a layer's reference times into those of `samples` samples on a device
+// `speed` times as fast as the reference: samples / reference.batch_size / speed.
+double TimeScale(const Workload& workload, double samples, double speed);
+
+// Per sample, the bytes crossing the cut after each position of `order` (a topological order;
+// empty: the workload's own), 0 after the last.
+std::vector<double> CutBytesPerSample(const Workload& workload, const std::vector<int>& order);
+
+// Every stage of `plan` for micro-batches of `microbatch_size` samples on a device `speed` times
+// as fast as the workload's reference.
+std::vector<StageCost> PlanStageCosts(const Workload& workload, const Plan& plan,
+                                      int microbatch_size, double speed,
+                                      double optimizer_bytes_per_parameter);
+
+}  // namespace pipetwin

@@ -55,7 +55,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   const Workload& workload = scenario.workload;
   const Cluster& cluster = scenario.cluster;
   ValidatePlan(plan, workload, cluster.DeviceCount(), file, path,
-               ChunksPerWorker(ScheduleNameFor(scenario, plan), scenario.training));
+               ChunksPerWorker(ScheduleFor(scenario, plan), scenario.training));
   PlannerSettings settings;
   settings.optimizer_bytes_per_parameter = scenario.training.optimizer_bytes_per_parameter;
   const PipelineCostModel validated(workload, cluster, settings);  // checks workload, cluster
@@ -63,7 +63,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
 
   SimulationSetup setup;
   setup.scenario_name = scenario.name;
-  setup.planner = scenario.planner.empty() ? plan.planner : scenario.planner;
+  setup.planner = scenario.planner ? PlannerKindName(*scenario.planner) : plan.planner;
   setup.cluster = cluster;
   setup.plan = plan;
   setup.options = options;

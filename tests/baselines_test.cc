@@ -108,19 +108,22 @@ TEST(BaselineCostModelTest, WorkerMemoryFollowsThe2bwAppendix) {
   in.stash_bytes_per_microbatch = 5e6;
   in.input_bytes_per_microbatch = 1e5;
   in.stashed_microbatches = 4;
-  MemoryBreakdown m = WorkerMemory(in);
-  EXPECT_EQ(m.weight_bytes, 4e6);
-  EXPECT_EQ(m.gradient_bytes, 2e6);
-  EXPECT_EQ(m.optimizer_bytes, 8e6);
-  EXPECT_EQ(m.activation_bytes, 4 * (1e5 + 5e6));
+  MemoryCategories m = WorkerMemory(in);
+  EXPECT_EQ(m.weights, 4e6);
+  EXPECT_EQ(m.gradients, 2e6);
+  EXPECT_EQ(m.optimizer, 8e6);
+  EXPECT_EQ(m.activations, 4 * (1e5 + 5e6));
+  EXPECT_EQ(m.recompute, 0);
   in.recompute = true;
-  EXPECT_EQ(WorkerMemory(in).activation_bytes, 4 * 1e5 + 5e6);
-  EXPECT_EQ(StashedMicrobatches("gpipe", 1, 4, 16), 16);
-  EXPECT_EQ(StashedMicrobatches("flush", 1, 4, 16), 3);
-  EXPECT_EQ(StashedMicrobatches("2bw", 0, 4, 2), 2);
-  EXPECT_EQ(WeightVersions("2bw", 3, 4), 2);
-  EXPECT_EQ(WeightVersions("pipedream", 1, 4), 3);
-  EXPECT_EQ(WeightVersions("flush", 0, 4), 1);
+  // With recomputation n stage inputs stay stashed, and one micro-batch's full stash is rebuilt.
+  EXPECT_EQ(WorkerMemory(in).activations, 4 * 1e5);
+  EXPECT_EQ(WorkerMemory(in).recompute, 5e6);
+  EXPECT_EQ(StashedMicrobatches(ScheduleKind::kGPipe, 1, 4, 16), 16);
+  EXPECT_EQ(StashedMicrobatches(ScheduleKind::kFlush, 1, 4, 16), 3);
+  EXPECT_EQ(StashedMicrobatches(ScheduleKind::kTwoBW, 0, 4, 2), 2);
+  EXPECT_EQ(WeightVersions(ScheduleKind::kTwoBW, 3, 4, 8), 2);
+  EXPECT_EQ(WeightVersions(ScheduleKind::kPipeDream, 1, 4, 8), 3);
+  EXPECT_EQ(WeightVersions(ScheduleKind::kFlush, 0, 4, 8), 1);
 }
 
 // b = 1, m = 4 on both devices: 4 x 6 ms of compute, then 2 x 1/2 x 8e6 B / 1e10 B/s = 0.8 ms.
@@ -129,7 +132,7 @@ TEST(BaselineTest, DataParallelHandWorked) {
   s.microbatches = 4;
   const Plan p = PlanBaseline(BaselineKind::kDataParallel, TwoLayers(), TwoDevices(), s);
   EXPECT_EQ(p.planner, "data-parallel");
-  EXPECT_EQ(p.schedule, "flush");
+  EXPECT_EQ(ScheduleKindName(p.schedule), "flush");
   ASSERT_EQ(p.StageCount(), 1);
   EXPECT_EQ(p.stages[0].devices, (std::vector<int>{0, 1}));
   EXPECT_NEAR(p.details["time_per_update_ms"].get<double>(), 24.8, 1e-9);
@@ -148,13 +151,13 @@ TEST(BaselineTest, GPipeAndFlushHandWorked) {
   s.depth = 2;
   s.microbatches = 4;
   const Plan gpipe = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
-  EXPECT_EQ(gpipe.schedule, "gpipe");
+  EXPECT_EQ(ScheduleKindName(gpipe.schedule), "gpipe");
   EXPECT_NEAR(gpipe.details["time_per_update_ms"].get<double>(), 16, 1e-9);
   EXPECT_NEAR(gpipe.details["breakdown"]["bubble_ms"].get<double>(), 3.2, 1e-9);
   EXPECT_NEAR(gpipe.predicted_samples_per_s, 4e3 / 16, 1e-9);
   EXPECT_EQ(gpipe.memory_bytes_per_device, (std::vector<double>{20e6, 24e6}));
   const Plan flush = PlanBaseline(BaselineKind::kFlush, TwoLayers(), TwoDevices(), s);
-  EXPECT_EQ(flush.schedule, "flush");
+  EXPECT_EQ(ScheduleKindName(flush.schedule), "flush");
   EXPECT_NEAR(flush.predicted_samples_per_s, 4e3 / 16, 1e-9);
   EXPECT_EQ(flush.memory_bytes_per_device, (std::vector<double>{18e6, 18e6}));
   // Recomputation: a third ms per stage; GPipe keeps 4 stage inputs and one full stash.
@@ -210,7 +213,7 @@ TEST(BaselineTest, DepthZeroTakesTheSmallestDepthThatFits) {
   const PipelineCostModel model(w, TwoServers(), {});
   std::vector<double> fullest(9, 0);  // by depth
   for (int d = 1; d <= 8; ++d)
-    fullest[d] = PredictFlushedPipeline(model, "flush", BalancedSplit(model, d, 1, false), 8 / d,
+    fullest[d] = PredictFlushedPipeline(model, ScheduleKind::kFlush, BalancedSplit(model, d, 1, false), 8 / d,
                                         1, 8, false)
                      .memory_bytes;
   PlannerSettings s;

@@ -111,7 +111,7 @@ TEST(Planner2BWTest, HandWorkedTwoLayerPlan) {
   s.search_recompute = false;
   const Plan p = Plan2BW(w, c, s);
   EXPECT_EQ(p.planner, "2bw");
-  EXPECT_EQ(p.schedule, "2bw");
+  EXPECT_EQ(ScheduleKindName(p.schedule), "2bw");
   ASSERT_EQ(p.StageCount(), 1);
   EXPECT_EQ(p.stages[0].devices, (std::vector<int>{0, 1}));
   EXPECT_NEAR(p.predicted_samples_per_s, 2e3 / 6, 1e-9);
@@ -265,7 +265,7 @@ TEST(Planner2BWTest, PlanShapeAndDetailsAreConsistent) {
   }
   EXPECT_NO_THROW(ValidatePlan(p, w, 8, "plan.json"));
   const Plan reread = PlanFromJson(PlanToJson(p), "plan.json");
-  EXPECT_EQ(reread.schedule, "2bw");
+  EXPECT_EQ(ScheduleKindName(reread.schedule), "2bw");
   EXPECT_EQ(reread.WorkerCount(), d * width);
   EXPECT_EQ(m, p.microbatches_per_update);
   EXPECT_GE(m, d);

@@ -21,7 +21,7 @@ TEST(Scenario, EmbeddedDefaultEqualsTheShippedFile) {
   Scenario s = DefaultScenario();
   EXPECT_EQ(s.cluster.DeviceCount(), 16);
   EXPECT_EQ(s.workload.LayerCount(), 24 + 2);  // embedding, 24 blocks, head
-  EXPECT_EQ(s.planner, "2bw");
+  EXPECT_EQ(s.planner, PlannerKind::kTwoBW);
 }
 
 TEST(Scenario, ShippedScenariosLoad) {
@@ -29,7 +29,7 @@ TEST(Scenario, ShippedScenariosLoad) {
   EXPECT_EQ(vgg.cluster.DeviceCount(), 16);
   EXPECT_EQ(vgg.cluster.levels[0].count, 4);
   EXPECT_NEAR(vgg.workload.TotalParameters(), 138357544, 0.5);
-  EXPECT_EQ(vgg.schedule, "pipedream");
+  EXPECT_EQ(vgg.schedule, ScheduleKind::kPipeDream);
   Scenario gpt = LoadScenarioFile(ScenarioPath("gpt-3.8b-64xv100-2bw.json"));
   EXPECT_EQ(gpt.cluster.DeviceCount(), 64);
   EXPECT_NEAR(gpt.workload.TotalParameters() / 1e9, 3.8, 0.05);
@@ -47,7 +47,7 @@ TEST(Scenario, ExplicitPlanIsCheckedAgainstWorkloadAndCluster) {
   Scenario s = LoadScenarioFile(dir + "/s.json");
   ASSERT_TRUE(s.plan.has_value());
   EXPECT_EQ(s.plan->StageCount(), 2);
-  EXPECT_EQ(s.plan->schedule, "gpipe");
+  EXPECT_EQ(s.plan->schedule, ScheduleKind::kGPipe);
 }
 
 // Interleaved 1F1B lists every model chunk as a stage: 4 stages on 2 workers with 2 chunks each.
@@ -64,7 +64,7 @@ TEST(Scenario, InterleavedPlanCountsWorkersNotChunks) {
       "microbatches": 4}})");
   Scenario s = LoadScenarioFile(dir + "/i.json");
   EXPECT_EQ(s.plan->StageCount(), 4);
-  EXPECT_EQ(ChunksPerWorker(s.schedule, s.training), 2);
+  EXPECT_EQ(ChunksPerWorker(s.plan->schedule, s.training), 2);
   // The same plan without interleaving needs 4 workers on 2 devices.
   testing::WriteFile(dir + "/f.json", "{" + body + R"("flush"})");
   EXPECT_THROW(LoadScenarioFile(dir + "/f.json"), InputError);

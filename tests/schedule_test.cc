@@ -206,7 +206,7 @@ TEST(ScheduleWeightsTest, FlushingSchedulesUseOneVersionWithNoStaleness) {
       for (int m = 1; m <= 4 * p; m += 3) {
         PipelineSchedule s = Build(kind, p, m);
         for (const auto& [id, v] : Versions(s)) ASSERT_EQ(v, 0);
-        for (const StageReport& r : AnalyzeSchedule(s)) {
+        for (const StageSummary& r : AnalyzeSchedule(s)) {
           ASSERT_EQ(r.max_weight_versions, 1);
           ASSERT_EQ(r.staleness_max, 0);
           ASSERT_EQ(r.updates, 1);
@@ -228,7 +228,7 @@ TEST(ScheduleWeightsTest, PipeDreamStashesWeightsWithDelayDMinus1MinusS) {
           const int delay = vertical ? d - 1 : d - 1 - stage;
           ASSERT_EQ(v, std::max(0, k - delay)) << "d=" << d << " M=" << M << " stage " << stage;
         }
-        for (const StageReport& r : AnalyzeSchedule(s)) {
+        for (const StageSummary& r : AnalyzeSchedule(s)) {
           const int delay = vertical ? d - 1 : d - 1 - r.stage;
           ASSERT_EQ(r.staleness_max, std::min(M - 1, delay)) << "d=" << d << " M=" << M;
           ASSERT_EQ(r.updates, M);
@@ -271,7 +271,7 @@ TEST(ScheduleWeightsTest, TwoBWUsesTwoBuffersWithDelayOne) {
             }
           }
         }
-        for (const StageReport& r : AnalyzeSchedule(s)) {
+        for (const StageSummary& r : AnalyzeSchedule(s)) {
           ASSERT_EQ(r.updates, batches);
           ASSERT_EQ(r.max_weight_versions, batches >= 2 ? 2 : 1);
           ASSERT_EQ(r.staleness_max, batches >= 2 ? 1 : 0);
@@ -380,7 +380,7 @@ TEST(ScheduleReplicationTest, PipeDreamRoundRobinAndNoam) {
         ASSERT_EQ(updates, rounds);
         ASSERT_EQ(allreduces, r_s > 1 ? rounds : 0);
       }
-      for (const StageReport& r : AnalyzeSchedule(s)) {
+      for (const StageSummary& r : AnalyzeSchedule(s)) {
         const int rounds = (M + replicas[r.stage] - 1) / replicas[r.stage];
         ASSERT_EQ(r.staleness_max, std::min(rounds - 1, InFlightTarget(replicas, r.stage) - 1));
         ASSERT_LE(r.max_weight_versions, r.max_in_flight_activations);
@@ -397,7 +397,7 @@ TEST(ScheduleReplicationTest, SynchronousKindsAllReduceOncePerBatch) {
         PipelineSchedule s = Build(kind, p, m, replicas, 1, false,
                                    kind == ScheduleKind::kTwoBW ? 2 : 0);
         ASSERT_NO_THROW(CheckSchedule(s)) << ScheduleKindName(kind);
-        for (const StageReport& r : AnalyzeSchedule(s))
+        for (const StageSummary& r : AnalyzeSchedule(s))
           ASSERT_EQ(r.updates, kind == ScheduleKind::kTwoBW ? 2 : 1);
       }
     }
@@ -429,7 +429,7 @@ TEST(ScheduleReplicationTest, EverySmallLayoutIsValid) {
         PipelineSchedule s = Build(kind, p, m, replicas, 1, false,
                                    kind == ScheduleKind::kTwoBW ? 2 : 0);
         ASSERT_NO_THROW(CheckSchedule(s)) << ScheduleKindName(kind) << " m=" << m;
-        for (const StageReport& r : AnalyzeSchedule(s))
+        for (const StageSummary& r : AnalyzeSchedule(s))
           ASSERT_LE(r.max_weight_versions, kind == ScheduleKind::kTwoBW ? 2 : r.max_in_flight_activations);
       }
     }
@@ -452,7 +452,7 @@ TEST(ScheduleReplicationTest, VerticalSyncWithEqualReplicasUsesTheInputStageVers
             if (IsComputeOp(op.kind)) {
               ASSERT_EQ(op.weight_version, input_version[op.microbatch]);
             }
-        for (const StageReport& rep : AnalyzeSchedule(s))
+        for (const StageSummary& rep : AnalyzeSchedule(s))
           ASSERT_EQ(rep.staleness_max, AnalyzeSchedule(s)[0].staleness_max);  // uniform
       }
     }

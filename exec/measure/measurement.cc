@@ -200,7 +200,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
   Report r;
   r.source = "executor";
   r.scenario = job.scenario.name;
-  r.schedule = job.plan.schedule;
+  r.schedule = ScheduleKindName(job.schedule.kind);
   r.planner = job.plan.planner;
   r.network_model = job.scenario.cluster.network_model;
   r.pipeline_depth = job.plan.StageCount();
@@ -374,7 +374,7 @@ Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasur
   Timeline t;
   t.label = "measured";
   t.other_data = {{"scenario", job.scenario.name},
-                  {"schedule", job.plan.schedule},
+                  {"schedule", ScheduleKindName(job.schedule.kind)},
                   {"source", "pipetwin run (LibTorch executor)"}};
   for (const WorkerMeasurement& w : workers) {
     const int device = w.rank;  // one process per worker, as the Report counts devices

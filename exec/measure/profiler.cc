@@ -94,7 +94,7 @@ Source ReadSource(const std::string& path) {
     s.plan = scenario.plan;
     s.reference_batch = scenario.training.microbatch_size;
     s.optimizer = scenario.training.optimizer;
-    s.versioned_weights = scenario.schedule == "pipedream" || scenario.schedule == "2bw";
+    s.versioned_weights = scenario.schedule && IsAsynchronous(*scenario.schedule);
     s.learning_rate = scenario.training.learning_rate;
   } else {
     s.network = NetworkFromSource(doc, path, "");

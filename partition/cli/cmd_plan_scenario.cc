@@ -27,7 +27,7 @@ Plan DataParallelReference(const Scenario& s) {
 }
 
 void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan& dp) {
-  out << s.name << "\n" << p.planner << " plan, schedule " << p.schedule << ": "
+  out << s.name << "\n" << p.planner << " plan, schedule " << ScheduleKindName(p.schedule) << ": "
       << p.StageCount() << " stages on " << p.WorkerCount() << " of " << s.cluster.DeviceCount()
       << " devices, micro-batch " << p.microbatch_size << ", " << p.microbatches_per_update
       << " micro-batches per update" << (p.recompute ? ", recomputation" : "") << "\n\n";
@@ -76,11 +76,11 @@ int RunPlanOnScenario(const po::variables_map& vm) {
   Scenario s = words.empty() ? DefaultScenario() : LoadScenarioFile(words[0]);
   if (vm.count("planner")) {
     const std::string planner = vm["planner"].as<std::string>();
-    bool known = false;
-    for (const auto& name : PlannerNames()) known = known || name == planner;
-    if (!known)
+    try {
+      s.planner = ParsePlannerKind(planner);
+    } catch (const InputError&) {
       throw InputError("pipetwin plan: unknown planner '" + planner + "'");
-    s.planner = planner;
+    }
     s.plan.reset();
   }
   const Plan plan = PlanForScenario(s);

@@ -4,35 +4,75 @@
 
 namespace pipetwin {
 
-nlohmann::json MemoryBreakdown::ToJson() const {
-  return {{"weight_bytes", weight_bytes},         {"optimizer_bytes", optimizer_bytes},
-          {"gradient_bytes", gradient_bytes},     {"activation_bytes", activation_bytes},
-          {"total_bytes", Total()}};
+namespace {
+
+const char* const kNames[kMemoryCategoryCount] = {"weights", "optimizer", "gradients",
+                                                  "activations", "recompute"};
+
+}  // namespace
+
+double& MemoryCategories::Of(int i) {
+  double* fields[kMemoryCategoryCount] = {&weights, &optimizer, &gradients, &activations,
+                                          &recompute};
+  return *fields[i];
 }
 
-MemoryBreakdown WorkerMemory(const WorkerMemoryInputs& in) {
-  MemoryBreakdown m;
-  m.weight_bytes = in.parameters * in.parameter_dtype_bytes * in.weight_versions;
-  m.gradient_bytes = in.parameters * in.gradient_dtype_bytes;
-  m.optimizer_bytes = in.parameters * in.optimizer_bytes_per_parameter;
+double MemoryCategories::Of(int i) const { return const_cast<MemoryCategories*>(this)->Of(i); }
+
+const char* MemoryCategoryName(int i) { return kNames[i]; }
+
+nlohmann::json MemoryCategoriesToJson(const MemoryCategories& m) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int i = 0; i < kMemoryCategoryCount; ++i) out[kNames[i]] = m.Of(i);
+  out["total"] = m.Total();
+  return out;
+}
+
+MemoryCategories MemoryCategoriesFromJson(JsonReader r) {
+  MemoryCategories m;
+  for (int i = 0; i < kMemoryCategoryCount; ++i) m.Of(i) = r.NonNegativeNumber(kNames[i]);
+  r.Accept("total");
+  r.Finish();
+  return m;
+}
+
+MemoryCategories WorkerMemory(const WorkerMemoryInputs& in) {
+  MemoryCategories m;
+  m.weights = in.parameters * in.parameter_dtype_bytes * in.weight_versions;
+  m.gradients = in.parameters * in.gradient_dtype_bytes;
+  m.optimizer = in.parameters * in.optimizer_bytes_per_parameter;
   // PipeDream-2BW appendix A.1.2, per stage with n = stashed micro-batches (d for 2BW):
   //   without recomputation  n |A_total(b)| / d + n |A_input(b)|
   //   with recomputation     |A_total(b)| / d + n |A_input(b)|
   // (GPipe with recomputation, section 3.1: |A_total(b)| / d + m |A_input(b)|.)
   const double inputs = in.stashed_microbatches * in.input_bytes_per_microbatch;
-  m.activation_bytes = inputs + (in.recompute ? 1 : in.stashed_microbatches) *
-                                    in.stash_bytes_per_microbatch;
+  if (in.recompute) {
+    m.activations = inputs;
+    m.recompute = in.stash_bytes_per_microbatch;
+  } else {
+    m.activations = inputs + in.stashed_microbatches * in.stash_bytes_per_microbatch;
+  }
   return m;
 }
 
-int StashedMicrobatches(const std::string& schedule, int stage, int depth, int microbatches) {
-  if (schedule == "gpipe") return microbatches;
-  return std::min(depth - stage, microbatches);
+int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatches, int chunks) {
+  switch (kind) {
+    case ScheduleKind::kGPipe:
+    case ScheduleKind::kImported: return microbatches;  // no closed form: every micro-batch
+    case ScheduleKind::kZeroBubbleH1: return std::min(depth, microbatches);
+    case ScheduleKind::kInterleaved:
+      return std::min(2 * (depth - stage - 1) + (chunks - 1) * depth + 1, microbatches * chunks);
+    default: return std::min(depth - stage, microbatches);
+  }
 }
 
-int WeightVersions(const std::string& schedule, int stage, int depth) {
-  if (schedule == "2bw") return 2;
-  if (schedule == "pipedream") return depth - stage;
+int WeightVersions(ScheduleKind kind, int stage, int depth, int microbatches) {
+  if (kind == ScheduleKind::kTwoBW) return 2;
+  if (kind == ScheduleKind::kPipeDream) {
+    const int in_flight = depth - stage;
+    if (in_flight == 1 || microbatches == 1) return 1;
+    return std::min(in_flight, std::max(2, microbatches - in_flight + 2));
+  }
   return 1;
 }
 

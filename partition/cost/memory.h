@@ -6,17 +6,33 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partition/schedule/kind.h"
+#include "partition/util/json_reader.h"
+
 namespace pipetwin {
 
-// Bytes one worker holds, by category.
-struct MemoryBreakdown {
-  double weight_bytes = 0;      // parameters x weight versions
-  double optimizer_bytes = 0;
-  double gradient_bytes = 0;
-  double activation_bytes = 0;  // stashed activations (and one recomputed micro-batch)
-  double Total() const { return weight_bytes + optimizer_bytes + gradient_bytes + activation_bytes; }
-  nlohmann::json ToJson() const;
+// Bytes one device holds, by what they are for: what the planners estimate (WorkerMemory), the
+// simulator tracks op by op and the executor measures, in one type.
+struct MemoryCategories {
+  double weights = 0;      // parameters x live weight versions
+  double optimizer = 0;    // optimizer state (momenta, Adam moments)
+  double gradients = 0;    // one gradient buffer
+  double activations = 0;  // stashed: stage inputs, and layer stashes unless recomputed
+  double recompute = 0;    // stashes rebuilt by recomputation, until their backward is done
+
+  double Total() const { return weights + optimizer + gradients + activations + recompute; }
+  // The categories by index 0..kMemoryCategoryCount-1, in the order above.
+  double Of(int category) const;
+  double& Of(int category);
 };
+
+constexpr int kMemoryCategoryCount = 5;
+// "weights", "optimizer", "gradients", "activations", "recompute".
+const char* MemoryCategoryName(int category);
+
+// {"weights": ..., "optimizer": ..., ..., "total": ...}, and back (InputError naming the path).
+nlohmann::json MemoryCategoriesToJson(const MemoryCategories& memory);
+MemoryCategories MemoryCategoriesFromJson(JsonReader reader);
 
 struct WorkerMemoryInputs {
   double parameters = 0;                  // of the stage the worker holds
@@ -33,14 +49,31 @@ struct WorkerMemoryInputs {
 // One worker's memory (PipeDream-2BW, ICML'21, appendix A.1.2): versions x |W_stage| weights,
 // one gradient buffer (coalesced over the micro-batches of an update), optimizer state, and for
 // each stashed micro-batch the stage's input activation plus, without recomputation, the stash
-// of every layer; with recomputation only one micro-batch's full stash exists at a time.
-MemoryBreakdown WorkerMemory(const WorkerMemoryInputs& in);
+// of every layer; with recomputation only one micro-batch's full stash exists at a time (the
+// `recompute` category).
+MemoryCategories WorkerMemory(const WorkerMemoryInputs& in);
 
-// Micro-batches a stage holds between forward and backward: GPipe all m (Huang et al., NeurIPS
-// 2019, section 2.3); 1F1B schedules (flush, 2bw, pipedream) min(d - stage, m) (Narayanan et
-// al., SC'21, section 2.2.1; ICML'21, section 3.1).
-int StashedMicrobatches(const std::string& schedule, int stage, int depth, int microbatches);
-// Weight versions a stage keeps: 2bw 2, pipedream (weight stashing) d - stage, others 1.
-int WeightVersions(const std::string& schedule, int stage, int depth);
+// The closed forms of what a stage of a pipeline of `depth` positions keeps, one stage per
+// position and no replication (the planners' assumptions), with `microbatches` per batch
+// (PipeDream: minibatches run) and `chunks` model chunks per worker. The op lists imply the same
+// (AnalyzeSchedule; tests/schedule_memory_test.cc checks every kind against them).
+//
+// Micro-batches stage `stage` holds between their forward and their backward, at most:
+//   GPipe        m, every forward before any backward (Huang et al., NeurIPS 2019, section 2.3)
+//   1F1B         min(d - s, m): Flush, 2BW and PipeDream, whose warm-up admits d - s
+//                (Narayanan et al., SC'21, section 2.2.1; ICML'21, section 3.1; SOSP'19 NOAM)
+//   ZB-H1        min(d, m) on every stage: stage s delays its weight passes by s micro-batches,
+//                keeping 1F1B's peak of stage 0 (Qi et al., ICLR 2024, section 2.1)
+//   interleaved  min(2 (d - s - 1) + (v - 1) d + 1, m v) chunk micro-batches, each 1/v of the
+//                worker's layers: its warm-up forwards and one more (SC'21, section 2.2)
+int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatches,
+                        int chunks = 1);
+// Weight versions stage `stage` keeps, at most: 2BW 2 (double buffering, ICML'21 section 3.1);
+// PipeDream one per minibatch in flight, n = d - s (SOSP'19 section 3.3), once the run is long
+// enough. With warm-up n - 1, minibatch k's forward uses version max(0, k - n + 1); right after
+// the update that follows backward j, the current version and those of the minibatches j + 1 ..
+// min(j + n - 1, m - 1) still in flight are alive, at most min(n, max(2, m - n + 2)) at once
+// (1 when n = 1 or m = 1); the others 1.
+int WeightVersions(ScheduleKind kind, int stage, int depth, int microbatches);
 
 }  // namespace pipetwin

@@ -217,7 +217,7 @@ StageTimes PipelineCostModel::Times(const PipelinePlacement& p, int stage, int f
   return t;
 }
 
-MemoryBreakdown PipelineCostModel::Memory(int first, int last, int b, int weight_versions,
+MemoryCategories PipelineCostModel::Memory(int first, int last, int b, int weight_versions,
                                           int stashed_microbatches, bool recompute) const {
   WorkerMemoryInputs in;
   in.parameters = Parameters(first, last);

@@ -76,7 +76,7 @@ struct StageEstimate {
   int last_layer = 0;
   std::vector<int> devices;
   StageTimes times;
-  MemoryBreakdown memory;
+  MemoryCategories memory;
 };
 
 // The shared cost model over one workload, cluster and settings. Requires nothing; validates
@@ -109,7 +109,7 @@ class PipelineCostModel {
 
   StageTimes Times(const PipelinePlacement& placement, int stage, int first, int last, int b,
                    bool recompute) const;
-  MemoryBreakdown Memory(int first, int last, int b, int weight_versions,
+  MemoryCategories Memory(int first, int last, int b, int weight_versions,
                          int stashed_microbatches, bool recompute) const;
   StageEstimate EstimateStage(const PipelinePlacement& placement, int stage, int first, int last,
                               int b, bool recompute, int weight_versions,

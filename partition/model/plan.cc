@@ -23,7 +23,7 @@ nlohmann::json PlanToJson(const Plan& p) {
                       {"communication_ms", s.communication_ms},
                       {"memory_bytes", s.memory_bytes}});
   nlohmann::json j = {{"planner", p.planner},
-          {"schedule", p.schedule},
+          {"schedule", ScheduleKindName(p.schedule)},
           {"stages", stages},
           {"microbatch_size", p.microbatch_size},
           {"microbatches_per_update", p.microbatches_per_update},
@@ -41,8 +41,8 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
   JsonReader root(doc, file, path);
   Plan p;
   p.planner = root.OptionalString("planner", p.planner);
-  p.schedule = root.OptionalChoice(
-      "schedule", {"gpipe", "flush", "pipedream", "2bw", "interleaved", "zb-h1"}, p.schedule);
+  p.schedule = ParseScheduleKind(root.OptionalChoice("schedule", ScheduleKindNames(),
+                                                     ScheduleKindName(p.schedule)));
   std::vector<JsonReader> stages = root.Array("stages");
   if (stages.empty()) root.FailAt("stages", "expected at least one stage, got none");
   int next_layer = 0;

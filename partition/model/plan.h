@@ -6,7 +6,7 @@
 // A plan also fixes the micro-batch size, the micro-batches per weight update, the schedule and
 // recomputation, and carries the planner's own prediction and cost breakdown.
 //
-//   Plan p;  p.stages = {{0, 9, 2}, {10, 20, 1}};  p.schedule = "pipedream";
+//   Plan p;  p.stages = {{0, 9, 2}, {10, 20, 1}};  p.schedule = ScheduleKind::kPipeDream;
 //   p.WorkerCount();   // 3
 #pragma once
 
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "partition/schedule/kind.h"
 
 namespace pipetwin {
 
@@ -31,8 +33,8 @@ struct StagePlan {
 };
 
 struct Plan {
-  std::string planner = "manual";
-  std::string schedule = "flush";  // gpipe|flush|pipedream|2bw|interleaved|zb-h1
+  std::string planner = "manual";  // who made it: "manual" (by hand) or a planner's name
+  ScheduleKind schedule = ScheduleKind::kFlush;
   std::vector<StagePlan> stages;
   // The order in which stages count layers: position p holds workload layer layer_order[p].
   // Empty means the workload's own topological order. A planner sets it when a DAG's stages are
@@ -51,6 +53,8 @@ struct Plan {
   nlohmann::json details = nlohmann::json::object();
 
   int StageCount() const { return static_cast<int>(stages.size()); }
+  // Written by hand: the scenario's training settings give its micro-batches.
+  bool IsHandWritten() const { return planner == "manual"; }
   int WorkerCount() const;
   // The workload layer at position p of the plan's order.
   int LayerAt(int position) const {

@@ -33,8 +33,8 @@ void CheckSettings(const std::string& who, const PlannerSettings& s, int max_dep
   if (s.depth > max_depth)
     fail("depth " + std::to_string(s.depth) + " exceeds min(layers, workers) = " +
          std::to_string(max_depth));
-  if (s.split_schedule != "flush" && s.split_schedule != "gpipe")
-    fail("split_schedule must be \"flush\" or \"gpipe\", got \"" + s.split_schedule + "\"");
+  if (s.split_schedule != ScheduleKind::kFlush && s.split_schedule != ScheduleKind::kGPipe)
+    fail("split_schedule must be flush or gpipe, got " + ScheduleKindName(s.split_schedule));
 }
 
 // The fullest worker of a prediction, for the shortfall message.
@@ -62,22 +62,22 @@ PipelinePrediction PredictAtDepth(BaselineKind kind, const PipelineCostModel& mo
                                   const PlannerSettings& s, int depth) {
   const int b = s.microbatch_size;
   if (kind == BaselineKind::kDataParallel)
-    return PredictFlushedPipeline(model, "flush", {{0, model.LayerCount() - 1}},
+    return PredictFlushedPipeline(model, ScheduleKind::kFlush, {{0, model.LayerCount() - 1}},
                                   model.WorkerCount(), b, s.microbatches, s.recompute);
   const std::vector<StageRange> splits = kind == BaselineKind::kUniform
                                              ? UniformSplit(model.LayerCount(), depth)
                                              : BalancedSplit(model, depth, b, s.recompute);
-  const std::string schedule = kind == BaselineKind::kGPipe   ? "gpipe"
-                               : kind == BaselineKind::kFlush ? "flush"
-                                                              : s.split_schedule;
+  const ScheduleKind schedule = kind == BaselineKind::kGPipe   ? ScheduleKind::kGPipe
+                                : kind == BaselineKind::kFlush ? ScheduleKind::kFlush
+                                                               : s.split_schedule;
   return PredictFlushedPipeline(model, schedule, splits, model.WorkerCount() / depth, b,
                                 s.microbatches, s.recompute);
 }
 
-std::string Formula(const std::string& schedule, int depth) {
+std::string Formula(ScheduleKind schedule, int depth) {
   if (depth == 1)
     return "data parallel: m x compute + hierarchical ring all-reduce (not overlapped)";
-  return schedule == "gpipe"
+  return schedule == ScheduleKind::kGPipe
              ? "GPipe (Huang et al., NeurIPS 2019, section 2.3): (m + d - 1) x max stage "
                "(compute + transfer) + max all-reduce"
              : "PipeDream-Flush (Narayanan et al., ICML 2021; SC'21 section 2.2.1): (m + d - 1) "
@@ -107,8 +107,7 @@ BaselineKind BaselineKindFromName(const std::string& name) {
   throw InputError("unknown baseline planner \"" + name + "\" (expected one of " + all + ")");
 }
 
-PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model,
-                                          const std::string& schedule,
+PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model, ScheduleKind schedule,
                                           const std::vector<StageRange>& splits, int width,
                                           int microbatch_size, int microbatches, bool recompute) {
   PipelinePrediction p;
@@ -124,7 +123,7 @@ PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model,
     const StageRange& r = splits[s];
     p.stages.push_back(model.EstimateStage(
         placement, s, r.first_layer, r.last_layer, microbatch_size, recompute,
-        WeightVersions(schedule, s, p.depth),
+        WeightVersions(schedule, s, p.depth, microbatches),
         StashedMicrobatches(schedule, s, p.depth, microbatches)));
     const StageTimes& t = p.stages.back().times;
     if (t.compute_ms + t.transfer_ms > slowest_ms) {

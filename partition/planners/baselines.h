@@ -46,7 +46,7 @@ BaselineKind BaselineKindFromName(const std::string& name);
 
 // A flushed pipeline's prediction.
 struct PipelinePrediction {
-  std::string schedule;  // "gpipe" or "flush"
+  ScheduleKind schedule = ScheduleKind::kFlush;  // kGPipe or kFlush
   int width = 1;
   int depth = 1;
   int microbatch_size = 1;
@@ -65,9 +65,8 @@ struct PipelinePrediction {
 };
 
 // Predicts a pipeline with the given split (d = splits.size()) and w replicas. `schedule` is
-// "gpipe" (every micro-batch stashed) or "flush" (1F1B: min(d - s, m) stashed at stage s).
-PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model,
-                                          const std::string& schedule,
+// GPipe (every micro-batch stashed) or Flush (1F1B: min(d - s, m) stashed at stage s).
+PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model, ScheduleKind schedule,
                                           const std::vector<StageRange>& splits, int width,
                                           int microbatch_size, int microbatches, bool recompute);
 

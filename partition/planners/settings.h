@@ -22,7 +22,7 @@ struct PlannerSettings : CostSettings {
   int microbatch_size = 1;
   int microbatches = 8;                 // m per weight update
   bool recompute = false;
-  std::string split_schedule = "flush";  // schedule of uniform/balanced: "flush" or "gpipe"
+  ScheduleKind split_schedule = ScheduleKind::kFlush;  // of uniform/balanced: kFlush or kGPipe
   bool allow_over_capacity = false;     // baselines: return (fits: false) instead of throwing
 };
 

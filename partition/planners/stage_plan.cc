@@ -32,7 +32,7 @@ nlohmann::json StageDetails(const std::vector<StageEstimate>& stages) {
                    {"compute_ms_per_microbatch", e.times.compute_ms},
                    {"transfer_ms_per_microbatch", e.times.transfer_ms},
                    {"allreduce_ms_per_update", e.times.allreduce_ms},
-                   {"memory", e.memory.ToJson()}});
+                   {"memory", MemoryCategoriesToJson(e.memory)}});
   }
   return out;
 }

@@ -15,7 +15,7 @@ namespace pipetwin {
 
 namespace {
 
-constexpr const char* kSchedule = "2bw";
+constexpr ScheduleKind kSchedule = ScheduleKind::kTwoBW;
 
 // One point of the space before its split is solved.
 struct Candidate {
@@ -242,7 +242,7 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
   for (int s = 0; s < d; ++s) {
     const StageRange& r = best.stages[s];
     stages.push_back(model.EstimateStage(placement, s, r.first_layer, r.last_layer, b,
-                                         best.recompute, WeightVersions(kSchedule, s, d),
+                                         best.recompute, WeightVersions(kSchedule, s, d, m),
                                          StashedMicrobatches(kSchedule, s, d, m)));
     const double t = TwoBWStageMs(stages.back().times, m);
     if (t > slowest_ms) slowest_ms = t, bottleneck = s;

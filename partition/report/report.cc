@@ -12,42 +12,15 @@ namespace pipetwin {
 
 namespace {
 
-const char* const kCategories[] = {"weights", "optimizer", "gradients", "activations",
-                                   "recompute"};
-
-double& Category(MemoryCategories& m, int i) {
-  double* fields[] = {&m.weights, &m.optimizer, &m.gradients, &m.activations, &m.recompute};
-  return *fields[i];
-}
-
-double Category(const MemoryCategories& m, int i) {
-  return Category(const_cast<MemoryCategories&>(m), i);
-}
-
-nlohmann::json CategoriesToJson(const MemoryCategories& m) {
-  nlohmann::json out = nlohmann::json::object();
-  for (int i = 0; i < 5; ++i) out[kCategories[i]] = Category(m, i);
-  out["total"] = m.Total();
-  return out;
-}
-
-MemoryCategories CategoriesFromJson(JsonReader r) {
-  MemoryCategories m;
-  for (int i = 0; i < 5; ++i) Category(m, i) = r.NonNegativeNumber(kCategories[i]);
-  r.Accept("total");
-  r.Finish();
-  return m;
-}
-
 // Timelines are columns: {"time_s": [...], "weights": [...], ...}, one entry per sample.
 nlohmann::json TimelineToJson(const std::vector<MemorySample>& timeline) {
   nlohmann::json out = nlohmann::json::object();
   std::vector<double> column(timeline.size());
   for (size_t k = 0; k < timeline.size(); ++k) column[k] = timeline[k].time_s;
   out["time_s"] = column;
-  for (int i = 0; i < 5; ++i) {
-    for (size_t k = 0; k < timeline.size(); ++k) column[k] = Category(timeline[k].bytes, i);
-    out[kCategories[i]] = column;
+  for (int i = 0; i < kMemoryCategoryCount; ++i) {
+    for (size_t k = 0; k < timeline.size(); ++k) column[k] = timeline[k].bytes.Of(i);
+    out[MemoryCategoryName(i)] = column;
   }
   return out;
 }
@@ -61,13 +34,13 @@ std::vector<MemorySample> TimelineFromJson(JsonReader r) {
   const std::vector<double> times = column("time_s");
   std::vector<MemorySample> out(times.size());
   for (size_t k = 0; k < times.size(); ++k) out[k].time_s = times[k];
-  for (int i = 0; i < 5; ++i) {
-    const std::vector<double> values = column(kCategories[i]);
+  for (int i = 0; i < kMemoryCategoryCount; ++i) {
+    const std::vector<double> values = column(MemoryCategoryName(i));
     if (values.size() != times.size())
-      r.FailAt(kCategories[i], "expected " + std::to_string(times.size()) +
-                                   " values (one per time_s), got " +
-                                   std::to_string(values.size()));
-    for (size_t k = 0; k < times.size(); ++k) Category(out[k].bytes, i) = values[k];
+      r.FailAt(MemoryCategoryName(i), "expected " + std::to_string(times.size()) +
+                                          " values (one per time_s), got " +
+                                          std::to_string(values.size()));
+    for (size_t k = 0; k < times.size(); ++k) out[k].bytes.Of(i) = values[k];
   }
   r.Finish();
   return out;
@@ -107,8 +80,8 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                              {"peak_memory_bytes", d.peak_memory_bytes},
                              {"peak_time_s", d.peak_time_s},
                              {"over_capacity", d.over_capacity},
-                             {"at_peak", CategoriesToJson(d.at_peak)},
-                             {"category_peaks", CategoriesToJson(d.category_peaks)}};
+                             {"at_peak", MemoryCategoriesToJson(d.at_peak)},
+                             {"category_peaks", MemoryCategoriesToJson(d.category_peaks)}};
     if (timelines) device["timeline"] = TimelineToJson(d.timeline);
     devices.push_back(device);
   }
@@ -200,8 +173,8 @@ Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
     x.peak_memory_bytes = d.NonNegativeNumber("peak_memory_bytes");
     x.peak_time_s = d.OptionalNonNegativeNumber("peak_time_s", 0);
     x.over_capacity = d.OptionalBool("over_capacity", false);
-    x.at_peak = CategoriesFromJson(d.Member("at_peak"));
-    x.category_peaks = CategoriesFromJson(d.Member("category_peaks"));
+    x.at_peak = MemoryCategoriesFromJson(d.Member("at_peak"));
+    x.category_peaks = MemoryCategoriesFromJson(d.Member("category_peaks"));
     if (auto t = d.OptionalMember("timeline")) x.timeline = TimelineFromJson(*t);
     d.Finish();
     r.devices.push_back(x);

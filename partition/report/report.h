@@ -23,18 +23,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partition/cost/memory.h"
+#include "partition/schedule/replay.h"
+
 namespace pipetwin {
-
-// Bytes one device holds, by what they are for.
-struct MemoryCategories {
-  double weights = 0;      // parameters x live weight versions
-  double optimizer = 0;    // optimizer state (momenta, Adam moments)
-  double gradients = 0;    // one gradient buffer
-  double activations = 0;  // stashed: stage inputs, and layer stashes unless recomputed
-  double recompute = 0;    // stashes rebuilt by recomputation, until their backward is done
-
-  double Total() const { return weights + optimizer + gradients + activations + recompute; }
-};
 
 // The memory of a device from time_s on (until the next sample).
 struct MemorySample {
@@ -67,16 +59,6 @@ struct DeviceReport {
   MemoryCategories category_peaks;     // each category's own maximum
   bool over_capacity = false;          // peak_memory_bytes > capacity_bytes
   std::vector<MemorySample> timeline;  // one sample per change, in time order
-};
-
-struct StageSummary {
-  int stage = 0;
-  // Version delay of the gradients each weight update applies (current version - version they
-  // were computed with), over the stage's updates and replicas (AnalyzeSchedule's definition).
-  double staleness_min = 0, staleness_mean = 0, staleness_max = 0;
-  int max_weight_versions = 0;
-  int max_in_flight_activations = 0;
-  int updates = 0;
 };
 
 struct CommunicationLevel {

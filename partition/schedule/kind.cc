@@ -22,6 +22,12 @@ bool IsAsynchronous(ScheduleKind kind) {
   return kind == ScheduleKind::kPipeDream || kind == ScheduleKind::kTwoBW;
 }
 
+const std::vector<std::string>& ScheduleKindNames() {
+  static const std::vector<std::string> names = {"gpipe", "flush", "pipedream",
+                                                 "2bw",   "interleaved", "zb-h1"};
+  return names;
+}
+
 ScheduleKind ParseScheduleKind(const std::string& name) {
   for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush, ScheduleKind::kPipeDream,
                             ScheduleKind::kTwoBW, ScheduleKind::kInterleaved,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace pipetwin {
 
@@ -23,5 +24,7 @@ std::string ScheduleKindName(ScheduleKind kind);
 bool IsAsynchronous(ScheduleKind kind);
 // The inverse of ScheduleKindName for the buildable kinds; throws InputError naming the choices.
 ScheduleKind ParseScheduleKind(const std::string& name);
+// The names of the buildable kinds, in the order above (for option help and JSON choices).
+const std::vector<std::string>& ScheduleKindNames();
 
 }  // namespace pipetwin

@@ -20,13 +20,13 @@ using schedule_internal::Routing;
 
 }  // namespace
 
-std::vector<StageReport> AnalyzeSchedule(const PipelineSchedule& s) {
-  std::vector<StageReport> stages(s.stages);
+std::vector<StageSummary> AnalyzeSchedule(const PipelineSchedule& s) {
+  std::vector<StageSummary> stages(s.stages);
   std::vector<std::vector<double>> delays(s.stages);
   for (int i = 0; i < s.stages; ++i) stages[i].stage = i;
   for (const auto& w : s.workers) {
     if (w.stage < 0 || w.stage >= s.stages) continue;
-    StageReport& r = stages[w.stage];
+    StageSummary& r = stages[w.stage];
     int activations = 0, versions = 1, current = 0, updates = 0;
     int oldest_gradient = std::numeric_limits<int>::max();
     r.max_weight_versions = std::max(r.max_weight_versions, 1);

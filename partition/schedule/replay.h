@@ -20,13 +20,16 @@ struct WorkerTiming {
   std::vector<double> op_start, op_end;  // per op of the worker's list
 };
 
-struct StageReport {
+// One pipeline position's memory and staleness figures: from the lists (AnalyzeSchedule), from a
+// simulation or from a real run (the Report's stages).
+struct StageSummary {
   int stage = 0;  // pipeline position
-  int max_in_flight_activations = 0;
-  int max_weight_versions = 0;
-  int updates = 0;
-  // Version delay of the gradients an update applies: current version - version they used.
+  // Version delay of the gradients each weight update applies (current version - version they
+  // were computed with), over the stage's updates and replicas.
   double staleness_min = 0, staleness_mean = 0, staleness_max = 0;
+  int max_weight_versions = 0;
+  int max_in_flight_activations = 0;
+  int updates = 0;
 };
 
 struct ReplayResult {
@@ -36,7 +39,7 @@ struct ReplayResult {
   double bubble_fraction = 0;      // idle / (workers * makespan)
   double bubble_over_compute = 0;  // idle / busy (Megatron's convention)
   std::vector<WorkerTiming> workers;
-  std::vector<StageReport> stages;
+  std::vector<StageSummary> stages;
 };
 
 // Runs the lists as a discrete-event executor (Recv blocks until its Send; AllReduce until all
@@ -44,6 +47,6 @@ struct ReplayResult {
 ReplayResult ReplaySchedule(const PipelineSchedule& schedule, const OpCosts& costs,
                             SendSemantics semantics = SendSemantics::kRendezvous);
 // Memory and staleness per pipeline position, from the lists alone (no timing).
-std::vector<StageReport> AnalyzeSchedule(const PipelineSchedule& schedule);
+std::vector<StageSummary> AnalyzeSchedule(const PipelineSchedule& schedule);
 
 }  // namespace pipetwin

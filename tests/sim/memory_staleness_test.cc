@@ -34,7 +34,7 @@ TEST(SimMemoryStaleness, EqualWhatTheScheduleCoreStates) {
       SCOPED_TRACE(std::string(kind) + (recompute ? " with recomputation" : ""));
       const Scenario s = FourStages(kind, recompute);
       const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
-      const std::vector<StageReport> core = AnalyzeSchedule(setup.schedule);
+      const std::vector<StageSummary> core = AnalyzeSchedule(setup.schedule);
       const Report r = simtest::Simulate(s);
       ASSERT_EQ(r.stages.size(), core.size());
       for (size_t i = 0; i < core.size(); ++i) {
@@ -71,7 +71,7 @@ TEST(SimMemoryStaleness, PeakIsWorkerMemoryForSynchronousSchedules) {
       SCOPED_TRACE(std::string(kind) + (recompute ? " with recomputation" : ""));
       const Scenario s = FourStages(kind, recompute);
       const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
-      const std::vector<StageReport> core = AnalyzeSchedule(setup.schedule);
+      const std::vector<StageSummary> core = AnalyzeSchedule(setup.schedule);
       const Report r = simtest::Simulate(s);
       for (const DeviceReport& d : r.devices) {
         const int stage = r.workers[d.worker].stage;

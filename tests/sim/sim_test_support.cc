@@ -61,8 +61,8 @@ Scenario MakeScenario(const Workload& workload, const Cluster& cluster, const Pl
   s.workload = workload;
   s.cluster = cluster;
   s.plan = plan;
-  s.plan->schedule = schedule;
-  s.schedule = schedule;
+  s.plan->schedule = ParseScheduleKind(schedule);
+  s.schedule = s.plan->schedule;
   s.training.microbatch_size = 1;
   s.training.microbatches = microbatches;
   s.training.iterations = iterations;

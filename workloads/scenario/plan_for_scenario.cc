@@ -21,7 +21,8 @@ PlannerSettings PlannerSettingsFor(const Scenario& s) {
   settings.stash_bytes_per_layer.resize(s.workload.LayerCount());
   for (int i = 0; i < s.workload.LayerCount(); ++i)
     settings.stash_bytes_per_layer[i] = s.workload.StashBytes(i);
-  if (s.schedule == "gpipe" || s.schedule == "flush") settings.split_schedule = s.schedule;
+  if (s.schedule == ScheduleKind::kGPipe || s.schedule == ScheduleKind::kFlush)
+    settings.split_schedule = *s.schedule;
   return settings;
 }
 
@@ -44,7 +45,6 @@ Plan PlanWithPipeDream(const Scenario& s, PipeDreamCostModel model) {
     l.backward_ms /= speed;
   }
   Plan plan = PlanPipeDream(scaled, o).plan;
-  plan.schedule = s.schedule == "pipedream" ? "pipedream" : plan.schedule;
   return plan;
 }
 
@@ -54,18 +54,19 @@ Plan PlanForScenario(const Scenario& s) {
   if (s.plan) return *s.plan;
   const PlannerSettings settings = PlannerSettingsFor(s);
   try {
-    if (s.planner == "2bw") return Plan2BW(s.workload, s.cluster, settings);
-    if (s.planner == "pipedream") return PlanWithPipeDream(s, PipeDreamCostModel::kPaper);
-    if (s.planner == "pipedream-compat") return PlanWithPipeDream(s, PipeDreamCostModel::kCompat);
-    for (const std::string& name : BaselineNames())
-      if (s.planner == name)
-        return PlanBaseline(BaselineKindFromName(name), s.workload, s.cluster, settings);
+    switch (*s.planner) {
+      case PlannerKind::kTwoBW: return Plan2BW(s.workload, s.cluster, settings);
+      case PlannerKind::kPipeDream: return PlanWithPipeDream(s, PipeDreamCostModel::kPaper);
+      case PlannerKind::kPipeDreamCompat:
+        return PlanWithPipeDream(s, PipeDreamCostModel::kCompat);
+      default:
+        return PlanBaseline(BaselineKindFromName(PlannerKindName(*s.planner)), s.workload,
+                            s.cluster, settings);
+    }
   } catch (const InputError& e) {
     if (!e.file().empty()) throw;
     throw InputError(s.file, "planner", e.what());
   }
-  throw InputError(s.file, "planner",
-                   "planner \"" + s.planner + "\" is not wired to scenarios yet");
 }
 
 }  // namespace pipetwin

@@ -9,14 +9,8 @@
 
 namespace pipetwin {
 
-const std::vector<std::string>& ScheduleNames() {
-  static const std::vector<std::string> names = {"gpipe", "flush",       "pipedream",
-                                                  "2bw",   "interleaved", "zb-h1"};
-  return names;
-}
-
-int ChunksPerWorker(const std::string& schedule, const TrainingSettings& training) {
-  return schedule == "interleaved" ? std::max(training.chunks, 2) : 1;
+int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training) {
+  return schedule == ScheduleKind::kInterleaved ? std::max(training.chunks, 2) : 1;
 }
 
 const std::vector<std::string>& PlannerNames() {
@@ -24,6 +18,19 @@ const std::vector<std::string>& PlannerNames() {
       "pipedream", "pipedream-compat", "2bw", "data-parallel", "gpipe", "flush", "uniform",
       "balanced"};
   return names;
+}
+
+std::string PlannerKindName(PlannerKind kind) { return PlannerNames()[static_cast<int>(kind)]; }
+
+PlannerKind ParsePlannerKind(const std::string& name) {
+  const auto& names = PlannerNames();
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) {
+    std::string all;
+    for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
+    throw InputError("unknown planner '" + name + "' (expected one of " + all + ")");
+  }
+  return static_cast<PlannerKind>(it - names.begin());
 }
 
 const char* DefaultScenarioJson() {
@@ -77,13 +84,13 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
   // The cluster first: generators time their layers on the cluster's device.
   s.cluster = ClusterFromJson(root.Member("cluster").value(), file, "cluster");
   s.workload = WorkloadFromSource(root.Member("workload"), s.cluster.device, base_dir);
-  s.schedule = root.OptionalChoice("schedule", ScheduleNames(), "flush");
+  if (root.Has("schedule")) s.schedule = ParseScheduleKind(root.Choice("schedule", ScheduleKindNames()));
   if (auto t = root.OptionalMember("training")) s.training = ReadTraining(*t);
   const int sources = root.Has("planner") + root.Has("plan") + root.Has("plan_file");
   if (sources != 1)
     root.Fail("expected exactly one of \"planner\", \"plan\" or \"plan_file\", got " +
               std::to_string(sources));
-  if (root.Has("planner")) s.planner = root.Choice("planner", PlannerNames());
+  if (root.Has("planner")) s.planner = ParsePlannerKind(root.Choice("planner", PlannerNames()));
   std::string plan_file = file, plan_path = "plan";
   if (auto p = root.OptionalMember("plan")) {
     s.plan = PlanFromJson(p->value(), file, "plan");
@@ -95,9 +102,9 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
   }
   if (s.plan) {
     // The scenario's schedule governs; without one, the plan's own.
-    if (root.Has("schedule")) s.plan->schedule = s.schedule; else s.schedule = s.plan->schedule;
+    if (s.schedule) s.plan->schedule = *s.schedule;
     ValidatePlan(*s.plan, s.workload, s.cluster.DeviceCount(), plan_file, plan_path,
-                 ChunksPerWorker(s.schedule, s.training));
+                 ChunksPerWorker(s.plan->schedule, s.training));
   }
   root.Finish();
   return s;

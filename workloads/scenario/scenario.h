@@ -3,7 +3,7 @@
 // is embedded in the binary so `pipetwin simulate` works with no file at all.
 //
 //   Scenario s = LoadScenarioFile("scenarios/vgg16-cluster-a-4x4.json");
-//   s.workload.LayerCount();  s.cluster.DeviceCount();  s.planner;  s.training.microbatches;
+//   s.workload.LayerCount();  s.cluster.DeviceCount();  *s.planner;  s.training.microbatches;
 //
 // Schema (README.md, "Scenario file"):
 //   {"name": "...", "workload": {generator|file|inline}, "cluster": {preset|full},
@@ -42,14 +42,35 @@ struct TrainingSettings {
   int allreduce_buckets = kDefaultAllReduceBuckets;
 };
 
+// The planners a scenario may name.
+enum class PlannerKind {
+  kPipeDream,        // PipeDream's dynamic program (SOSP'19 section 3.1)
+  kPipeDreamCompat,  // what PipeDream's public optimizer computes, quirks included
+  kTwoBW,            // PipeDream-2BW's search (ICML'21 section 4)
+  kDataParallel,     // the baselines (planners/baselines.h)
+  kGPipe,
+  kFlush,
+  kUniform,
+  kBalanced,
+};
+
+// "pipedream", "pipedream-compat", "2bw", "data-parallel", "gpipe", "flush", "uniform",
+// "balanced".
+std::string PlannerKindName(PlannerKind kind);
+const std::vector<std::string>& PlannerNames();
+// Throws InputError naming the choices.
+PlannerKind ParsePlannerKind(const std::string& name);
+
 struct Scenario {
   std::string name;
   std::string file;          // where it came from ("<embedded default>" for the default)
   Workload workload;
   Cluster cluster;
-  std::string planner;       // empty when an explicit plan is given
+  std::optional<PlannerKind> planner;  // absent when an explicit plan is given
   std::optional<Plan> plan;  // explicit plan, checked against workload and cluster
-  std::string schedule = "flush";
+  // The scenario's own "schedule", when its file names one: it governs an explicit plan's, and
+  // a planner's plan runs it (ScheduleFor).
+  std::optional<ScheduleKind> schedule;
   TrainingSettings training;
   nlohmann::json source;     // the document as read (sweeps vary it and reload)
 };
@@ -62,9 +83,7 @@ Scenario LoadScenarioFile(const std::string& path);
 const char* DefaultScenarioJson();
 Scenario DefaultScenario();
 
-const std::vector<std::string>& ScheduleNames();
 // Model chunks per worker: training.chunks (at least 2) under interleaved 1F1B, else 1.
-int ChunksPerWorker(const std::string& schedule, const TrainingSettings& training);
-const std::vector<std::string>& PlannerNames();
+int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training);
 
 }  // namespace pipetwin

@@ -10,13 +10,12 @@
 
 namespace pipetwin {
 
-std::string ScheduleNameFor(const Scenario& scenario, const Plan& plan) {
-  return scenario.source.is_object() && scenario.source.contains("schedule") ? scenario.schedule
-                                                                             : plan.schedule;
+ScheduleKind ScheduleFor(const Scenario& scenario, const Plan& plan) {
+  return scenario.schedule.value_or(plan.schedule);
 }
 
 MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan) {
-  if (plan.planner == "manual")
+  if (plan.IsHandWritten())
     return {scenario.training.microbatch_size, scenario.training.microbatches};
   return {plan.microbatch_size, plan.microbatches_per_update};
 }
@@ -46,8 +45,8 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
                              const std::string& file, const std::string& path) {
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
   ScheduleSpec spec;
-  spec.kind = ParseScheduleKind(ScheduleNameFor(scenario, plan));
-  spec.chunks = ChunksPerWorker(ScheduleNameFor(scenario, plan), scenario.training);
+  spec.kind = ScheduleFor(scenario, plan);
+  spec.chunks = ChunksPerWorker(spec.kind, scenario.training);
   if (plan.StageCount() % spec.chunks != 0)
     throw InputError(file, path.empty() ? "stages" : path + ".stages",
                      "interleaved 1F1B with " + std::to_string(spec.chunks) +

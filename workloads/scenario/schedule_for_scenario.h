@@ -17,7 +17,7 @@ namespace pipetwin {
 
 // The schedule the scenario asks for: its own "schedule" when its file names one, else the
 // plan's.
-std::string ScheduleNameFor(const Scenario& scenario, const Plan& plan);
+ScheduleKind ScheduleFor(const Scenario& scenario, const Plan& plan);
 
 struct MicrobatchSettings {
   int microbatch_size = 1;

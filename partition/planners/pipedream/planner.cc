@@ -267,7 +267,7 @@ PipeDreamResult PlanPipeDream(const Workload& workload, const AntichainLineariza
 
   Plan& plan = result.plan;
   plan.planner = PipeDreamPlannerName(options.cost_model);
-  plan.schedule = "pipedream";
+  plan.schedule = ScheduleKind::kPipeDream;
   plan.microbatch_size = options.batch_size;
   plan.microbatches_per_update = 1;
   AssignLayers(workload, states, layout, result);

@@ -1,0 +1,46 @@
+// The closed forms of what a stage keeps (cost/memory.h: StashedMicrobatches, WeightVersions),
+// which the planners size memory with, against what the op lists of every schedule kind imply
+// (AnalyzeSchedule walks the stash and release ops), for depths 1 to 8 and many micro-batch
+// counts.
+#include <gtest/gtest.h>
+
+#include "partition/cost/memory.h"
+#include "partition/schedule/build.h"
+#include "partition/schedule/replay.h"
+
+namespace pipetwin {
+namespace {
+
+void ExpectClosedForms(ScheduleKind kind, int depth, int microbatches, int chunks = 1) {
+  ScheduleSpec spec;
+  spec.kind = kind;
+  spec.stages = depth;
+  spec.microbatches = microbatches;
+  spec.chunks = chunks;
+  const std::vector<StageSummary> stages = AnalyzeSchedule(BuildSchedule(spec));
+  for (int s = 0; s < depth; ++s) {
+    SCOPED_TRACE(ScheduleKindName(kind) + " d=" + std::to_string(depth) + " m=" +
+                 std::to_string(microbatches) + " v=" + std::to_string(chunks) + " stage " +
+                 std::to_string(s));
+    EXPECT_EQ(stages[s].max_in_flight_activations,
+              StashedMicrobatches(kind, s, depth, microbatches, chunks));
+    EXPECT_EQ(stages[s].max_weight_versions, WeightVersions(kind, s, depth, microbatches));
+  }
+}
+
+TEST(ScheduleMemory, ClosedFormsEqualWhatTheOpListsKeep) {
+  for (int d = 1; d <= 8; ++d) {
+    for (int m = 1; m <= 4 * d; ++m) {
+      for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush,
+                                ScheduleKind::kPipeDream, ScheduleKind::kZeroBubbleH1})
+        ExpectClosedForms(kind, d, m);
+      if (m >= d) ExpectClosedForms(ScheduleKind::kTwoBW, d, m);  // 2BW needs m >= d
+    }
+    for (int v = 2; v <= 3; ++v)
+      for (int rounds = 1; rounds <= 3; ++rounds)  // interleaved: m a multiple of d
+        ExpectClosedForms(ScheduleKind::kInterleaved, d, rounds * d, v);
+  }
+}
+
+}  // namespace
+}  // namespace pipetwin

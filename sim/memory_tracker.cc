@@ -24,7 +24,6 @@ void MemoryTracker::Apply(const Op& op, double now_s) {
       const double bytes = c.input_bytes + (op.input_only ? 0 : c.stash_bytes);
       stashed_[id] = bytes;
       current_.activations += bytes;
-      max_in_flight_ = std::max(max_in_flight_, static_cast<int>(stashed_.size()));
       break;
     }
     case OpKind::kRecompute: {
@@ -42,25 +41,12 @@ void MemoryTracker::Apply(const Op& op, double now_s) {
     }
     case OpKind::kStashWeights:
       ++versions_;
-      max_versions_ = std::max(max_versions_, versions_);
       current_.weights = versions_ * weight_bytes_;
       break;
     case OpKind::kReleaseWeights:
       --versions_;
       current_.weights = versions_ * weight_bytes_;
       break;
-    case OpKind::kBackward:
-    case OpKind::kBackwardWeight:
-      if (op.weight_version >= 0 && (oldest_gradient_ < 0 || op.weight_version < oldest_gradient_))
-        oldest_gradient_ = op.weight_version;
-      return;
-    case OpKind::kUpdate:
-      // The gradients it applies were computed with versions oldest_gradient_..current.
-      if (oldest_gradient_ >= 0) delays_.push_back(current_version_ - oldest_gradient_);
-      oldest_gradient_ = -1;
-      current_version_ = op.weight_version;
-      ++updates_;
-      return;
     default: return;
   }
   // Float sums of equal terms come back to zero only approximately.
@@ -70,17 +56,7 @@ void MemoryTracker::Apply(const Op& op, double now_s) {
 }
 
 void MemoryTracker::Record(double now_s) {
-  const double total = current_.Total();
-  if (total > peak_bytes_ || timeline_.empty()) {
-    peak_bytes_ = total;
-    peak_time_s_ = now_s;
-    at_peak_ = current_;
-  }
-  category_peaks_.weights = std::max(category_peaks_.weights, current_.weights);
-  category_peaks_.optimizer = std::max(category_peaks_.optimizer, current_.optimizer);
-  category_peaks_.gradients = std::max(category_peaks_.gradients, current_.gradients);
-  category_peaks_.activations = std::max(category_peaks_.activations, current_.activations);
-  category_peaks_.recompute = std::max(category_peaks_.recompute, current_.recompute);
+  peaks_.Add(now_s, current_);
   if (!keep_timeline_ && !timeline_.empty()) return;
   if (!timeline_.empty() && timeline_.back().time_s == now_s) {
     timeline_.back().bytes = current_;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "partition/report/summarize.h"
+
 namespace pipetwin::sim {
 
 std::vector<double> IterationEnds(const SimulationSetup& setup, const SimulationRecord& record) {
@@ -22,31 +24,6 @@ std::vector<double> IterationEnds(const SimulationSetup& setup, const Simulation
 }
 
 namespace {
-
-std::vector<StageSummary> Stages(const SimulationSetup& setup, const SimulationRecord& record) {
-  const PipelineSchedule& s = setup.schedule;
-  std::vector<StageSummary> out(s.stages);
-  std::vector<std::vector<int>> delays(s.stages);
-  for (int i = 0; i < s.stages; ++i) out[i].stage = i;
-  for (const WorkerProgram& p : s.workers) {
-    const MemoryTracker& state = record.states[p.worker];
-    StageSummary& stage = out[p.stage];
-    stage.max_weight_versions = std::max(stage.max_weight_versions, state.max_weight_versions());
-    stage.max_in_flight_activations =
-        std::max(stage.max_in_flight_activations, state.max_in_flight_activations());
-    stage.updates = std::max(stage.updates, state.updates());
-    delays[p.stage].insert(delays[p.stage].end(), state.delays().begin(), state.delays().end());
-  }
-  for (int i = 0; i < s.stages; ++i) {
-    if (delays[i].empty()) continue;
-    double sum = 0;
-    for (int d : delays[i]) sum += d;
-    out[i].staleness_min = *std::min_element(delays[i].begin(), delays[i].end());
-    out[i].staleness_max = *std::max_element(delays[i].begin(), delays[i].end());
-    out[i].staleness_mean = sum / delays[i].size();
-  }
-  return out;
-}
 
 std::string Fixed(double x) {
   char buffer[32];
@@ -106,39 +83,19 @@ std::vector<std::string> OversubscriptionWarnings(const SimulationSetup& setup,
 
 Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record) {
   const PipelineSchedule& s = setup.schedule;
-  Report r;
-  r.source = "simulator";
-  r.scenario = setup.scenario_name;
-  r.schedule = ScheduleKindName(s.kind);
-  r.planner = setup.planner;
-  r.network_model = setup.cluster.network_model;
-  r.pipeline_depth = s.stages;
-  r.worker_count = s.WorkerCount();
-  r.microbatch_size = setup.microbatch_size;
-  r.microbatches_per_iteration = setup.microbatches_per_iteration;
-  r.iterations = setup.iterations;
-  r.samples_per_iteration =
-      static_cast<double>(setup.microbatches_per_iteration) * setup.microbatch_size;
+  RunHeader header;
+  header.source = "simulator";
+  header.scenario = setup.scenario_name;
+  header.schedule = s.kind;
+  header.planner = setup.planner;
+  header.network_model = setup.cluster.network_model;
+  header.pipeline_depth = s.stages;
+  header.worker_count = s.WorkerCount();
+  header.microbatch_size = setup.microbatch_size;
+  header.microbatches_per_iteration = setup.microbatches_per_iteration;
+  header.iterations = setup.iterations;
+  Report r = StartReport(header);
   r.makespan_s = record.makespan_s;
-
-  const std::vector<double> ends = IterationEnds(setup, record);
-  const int n = static_cast<int>(ends.size());
-  // Steady state: the first iteration fills the pipeline; an asynchronous schedule's last one
-  // drains it (nothing follows its backwards), so it is left out too when there are 3 or more.
-  const bool asynchronous =
-      s.kind == ScheduleKind::kPipeDream || s.kind == ScheduleKind::kTwoBW;
-  const int last = asynchronous && n >= 3 ? n - 2 : n - 1;
-  if (last >= 1) {
-    r.iteration_s = (ends[last] - ends[0]) / last;
-    r.measurement = "steady state: (end of iteration " + std::to_string(last + 1) +
-                    " - end of iteration 1) / " + std::to_string(last);
-  } else {
-    r.iteration_s = ends[0];
-    r.measurement = "one iteration, pipeline fill and drain included";
-  }
-  r.samples_per_s = r.iteration_s > 0 ? r.samples_per_iteration / r.iteration_s : 0;
-
-  double idle = 0;
   for (const WorkerProgram& p : s.workers) {
     const WorkerRecord& rec = record.workers[p.worker];
     WorkerReport w;
@@ -147,34 +104,21 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
     w.stage = p.stage;
     w.replica = p.replica;
     w.busy_s = rec.busy_s;
-    w.idle_s = std::max(0.0, record.makespan_s - rec.busy_s);
-    w.bubble_fraction = record.makespan_s > 0 ? w.idle_s / record.makespan_s : 0;
     w.exposed_communication_s = rec.exposed_communication_s;
-    idle += w.idle_s;
-    r.exposed_communication_s = std::max(r.exposed_communication_s, w.exposed_communication_s);
     r.workers.push_back(w);
-
-    const MemoryTracker& state = record.states[p.worker];
-    DeviceReport d;
-    d.device = w.device;
-    d.worker = p.worker;
-    d.capacity_bytes = setup.cluster.device.memory_bytes;
-    d.peak_memory_bytes = state.peak_bytes();
-    d.peak_time_s = state.peak_time_s();
-    d.at_peak = state.at_peak();
-    d.category_peaks = state.category_peaks();
-    d.over_capacity = d.peak_memory_bytes > d.capacity_bytes;
-    d.timeline = state.timeline();
-    r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
-    r.over_capacity = r.over_capacity || d.over_capacity;
-    r.devices.push_back(d);
+    const MemoryTracker& memory = record.states[p.worker];
+    r.devices.push_back(memory.peaks().Report(w.device, p.worker,
+                                              setup.cluster.device.memory_bytes,
+                                              memory.timeline()));
   }
   std::sort(r.devices.begin(), r.devices.end(),
             [](const DeviceReport& a, const DeviceReport& b) { return a.device < b.device; });
+  // The weight versions, activations in flight and staleness follow from the lists alone.
+  r.stages = AnalyzeSchedule(s);
+  const std::vector<double> ends = IterationEnds(setup, record);
+  FinishReport(SteadyStateWindow(ends, setup.options.warmup_iterations, IsAsynchronous(s.kind)),
+               r);
   if (r.over_capacity) r.warnings.push_back(CapacityWarning(r));
-  const double capacity = record.makespan_s * s.WorkerCount();
-  r.bubble_fraction = capacity > 0 ? idle / capacity : 0;
-  r.stages = Stages(setup, record);
   r.communication = record.communication;
   r.warnings.insert(r.warnings.end(), setup.warnings.begin(), setup.warnings.end());
   for (std::string& w : OversubscriptionWarnings(setup, s)) r.warnings.push_back(std::move(w));

@@ -2,11 +2,9 @@
 //
 // Iterations: an op belongs to the iteration of its micro-batch (ops without one, such as an
 // AllReduce or an Update, to the iteration of the worker's last micro-batch before them);
-// iteration j ends when its last op on any worker does, weight updates included. With N >= 2
-// iterations, iteration_s = (end of iteration N - end of iteration 1) / (N - 1): the steady
-// state, the first iteration's pipeline fill excluded. Asynchronous schedules (pipedream, 2bw)
-// never flush, so their last iteration drains faster than the steady state runs: with N >= 3
-// they are measured up to iteration N - 1. With one iteration, the whole of it.
+// iteration j ends when its last op on any worker does, weight updates included. The steady
+// state leaves the first iteration out (report/summarize.h: SteadyStateWindow, as the executor
+// measures with its default --warmup 1).
 //
 //   SimulationRecord record = RunSimulation(setup);
 //   Report report = BuildReport(setup, record);

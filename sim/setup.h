@@ -34,6 +34,9 @@ namespace pipetwin::sim {
 struct SimOptions {
   // Keep per-device memory timelines (the JSON report's `timeline`).
   bool record_memory_timeline = true;
+  // Iterations left out of the steady state (the first fills the pipeline), as `pipetwin run
+  // --warmup` leaves them out of the measured one.
+  int warmup_iterations = 1;
 };
 
 struct SimulationSetup {

@@ -45,6 +45,8 @@ po::options_description Options() {
       ("allreduce-buckets", po::value<int>(),
        "gradient all-reduce buckets, launched during the backward before the all-reduce "
        "(overrides the scenario's training.allreduce_buckets; 1: after that backward)")
+      ("warmup", po::value<int>()->default_value(1),
+       "iterations left out of the steady state (as `pipetwin run --warmup`)")
       ("no-timeline", "leave the per-device memory timelines out of --json")
       ("bench", "print the simulator's speed (activities/s, wall time, peak RSS) on stderr, "
                 "beside SimGrid alone on the same platform");
@@ -87,6 +89,10 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
     throw InputError("pipetwin simulate: --json and --csv exclude each other");
   SimOptions options;
   options.record_memory_timeline = !vm.count("no-timeline");
+  options.warmup_iterations = vm["warmup"].as<int>();
+  if (options.warmup_iterations < 0)
+    throw InputError("pipetwin simulate: --warmup must be >= 0, got " +
+                     std::to_string(options.warmup_iterations));
 
   Scenario scenario = scenarios.empty() ? DefaultScenario() : LoadScenarioFile(scenarios[0]);
   if (vm.count("allreduce-buckets")) {

@@ -1,4 +1,6 @@
 #include "exec/measure/measurement.h"
+
+#include "partition/report/summarize.h"
 #include "partition/timeline/chrome_trace.h"
 
 #include <algorithm>
@@ -88,36 +90,6 @@ std::vector<double> ExposedCommunication(const std::vector<WorkerMeasurement>& w
   return exposed;
 }
 
-DeviceReport Device(const WorkerMeasurement& w) {
-  DeviceReport d;
-  d.device = w.rank;
-  d.worker = w.rank;
-  d.capacity_bytes = w.capacity_bytes;
-  d.timeline = w.memory_timeline;
-  for (const MemorySample& s : w.memory_timeline) {
-    if (s.bytes.Total() > d.peak_memory_bytes) {
-      d.peak_memory_bytes = s.bytes.Total();
-      d.peak_time_s = s.time_s;
-      d.at_peak = s.bytes;
-    }
-    MemoryCategories& p = d.category_peaks;
-    p.weights = std::max(p.weights, s.bytes.weights);
-    p.optimizer = std::max(p.optimizer, s.bytes.optimizer);
-    p.gradients = std::max(p.gradients, s.bytes.gradients);
-    p.activations = std::max(p.activations, s.bytes.activations);
-    p.recompute = std::max(p.recompute, s.bytes.recompute);
-  }
-  d.over_capacity = d.capacity_bytes > 0 && d.peak_memory_bytes > d.capacity_bytes;
-  return d;
-}
-
-std::string SteadyStateText(int warmup, int iterations) {
-  if (iterations <= 1 || warmup == 0)
-    return "whole run, " + std::to_string(iterations) + " iteration" + (iterations > 1 ? "s" : "");
-  return "steady state over iterations " + std::to_string(warmup + 1) + ".." +
-         std::to_string(iterations) + " (" + std::to_string(warmup) + " warm-up)";
-}
-
 }  // namespace
 
 nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
@@ -197,40 +169,22 @@ int AlignClocks(std::vector<WorkerMeasurement>& workers) {
 }
 
 Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
-  Report r;
-  r.source = "executor";
-  r.scenario = job.scenario.name;
-  r.schedule = ScheduleKindName(job.schedule.kind);
-  r.planner = job.plan.planner;
-  r.network_model = job.scenario.cluster.network_model;
-  r.pipeline_depth = job.plan.StageCount();
-  r.worker_count = job.WorkerCount();
-  r.microbatch_size = job.microbatch_size;
-  r.microbatches_per_iteration = job.microbatches_per_iteration;
-  r.iterations = job.iterations;
-  r.samples_per_iteration = job.SamplesPerIteration();
-
+  RunHeader header;
+  header.source = "executor";
+  header.scenario = job.scenario.name;
+  header.schedule = job.schedule.kind;
+  header.planner = job.plan.planner;
+  header.network_model = job.scenario.cluster.network_model;
+  header.pipeline_depth = job.schedule.stages;
+  header.worker_count = job.WorkerCount();
+  header.microbatch_size = job.microbatch_size;
+  header.microbatches_per_iteration = job.microbatches_per_iteration;
+  header.iterations = job.iterations;
+  Report r = StartReport(header);
   for (const auto& w : workers) r.makespan_s = std::max(r.makespan_s, w.end_s);
-  const std::vector<double> ends = IterationEnds(job.iterations, workers);
-  const int warmup = std::min(job.options.warmup_iterations, job.iterations - 1);
-  // An asynchronous schedule's last iteration drains the pipeline (nothing follows its
-  // backwards): left out, as the simulator leaves it out (sim/report_builder.cc), when at least
-  // one iteration remains after the warm-up.
-  const bool asynchronous = job.schedule.kind == ScheduleKind::kPipeDream ||
-                            job.schedule.kind == ScheduleKind::kTwoBW;
-  const int last = asynchronous && job.iterations - warmup >= 2 ? job.iterations - 2
-                                                               : job.iterations - 1;
-  if (warmup > 0)
-    r.iteration_s = (ends[last] - ends[warmup - 1]) / (last + 1 - warmup);
-  else
-    r.iteration_s = ends[last] / (last + 1);
-  r.measurement = SteadyStateText(warmup, last + 1);
-  if (last + 1 < job.iterations) r.measurement += ", the last (drain) left out";
-  r.samples_per_s = r.iteration_s > 0 ? r.samples_per_iteration / r.iteration_s : 0;
 
   const std::vector<double> exposed = ExposedCommunication(workers);
   nlohmann::json overhead = nlohmann::json::array();
-  double idle_total = 0;
   for (size_t i = 0; i < workers.size(); ++i) {
     const WorkerMeasurement& w = workers[i];
     WorkerReport wr;
@@ -243,11 +197,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
       if (IsBusy(op.kind)) wr.busy_s += op.end_s - op.start_s;
       if (IsCommunication(op.kind)) communication += op.end_s - op.start_s;
     }
-    wr.idle_s = std::max(0.0, r.makespan_s - wr.busy_s);
-    wr.bubble_fraction = r.makespan_s > 0 ? wr.idle_s / r.makespan_s : 0;
     wr.exposed_communication_s = exposed[i];
-    idle_total += wr.idle_s;
-    r.exposed_communication_s = std::max(r.exposed_communication_s, wr.exposed_communication_s);
     r.workers.push_back(wr);
     // The executor's own time: neither computing nor in a communication call.
     const double own = std::max(0.0, w.end_s - wr.busy_s - communication);
@@ -258,15 +208,17 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
                         {"allocator_reserved_bytes", w.allocator_reserved_bytes},
                         {"peak_rss_bytes", w.peak_rss_bytes}, {"threads", w.threads},
                         {"cpu_policy", w.cpu_policy}, {"host", w.host}});
-    r.devices.push_back(Device(w));
-    r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.devices.back().peak_memory_bytes);
-    r.over_capacity = r.over_capacity || r.devices.back().over_capacity;
+    MemoryPeaks peaks;
+    for (const MemorySample& s : w.memory_timeline) peaks.Add(s.time_s, s.bytes);
+    r.devices.push_back(peaks.Report(w.rank, w.rank, w.capacity_bytes, w.memory_timeline));
   }
-  r.bubble_fraction = r.makespan_s > 0 ? idle_total / (workers.size() * r.makespan_s) : 0;
+  FinishReport(SteadyStateWindow(IterationEnds(job.iterations, workers),
+                                 job.options.warmup_iterations, IsAsynchronous(job.schedule.kind)),
+               r);
 
-  // Stages: staleness over updates and replicas, versions and activations alive.
+  // Stages: staleness over updates and replicas, versions and activations alive, as measured.
   nlohmann::json versions_used = nlohmann::json::array();
-  for (int s = 0; s < job.plan.StageCount(); ++s) {
+  for (int s = 0; s < job.schedule.stages; ++s) {
     StageSummary st;
     st.stage = s;
     std::vector<double> delays;
@@ -283,13 +235,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
       for (const auto& v : w.versions)
         per_microbatch.push_back({v.microbatch, v.forward, v.backward});
     }
-    if (!delays.empty()) {
-      st.staleness_min = *std::min_element(delays.begin(), delays.end());
-      st.staleness_max = *std::max_element(delays.begin(), delays.end());
-      double sum = 0;
-      for (double d : delays) sum += d;
-      st.staleness_mean = sum / delays.size();
-    }
+    SummarizeStaleness(delays, st);
     r.stages.push_back(st);
     std::sort(per_microbatch.begin(), per_microbatch.end());
     versions_used.push_back({{"stage", s}, {"columns", {"microbatch", "forward", "backward"}},
@@ -302,7 +248,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
   for (const auto& w : workers) host_of[w.rank] = w.host;
   for (const auto& w : workers) {
     for (const auto& op : w.ops) {
-      const bool send = op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient;
+      const bool send = IsSendOp(op.kind);
       if (!send && op.kind != OpKind::kAllReduce) continue;
       const int level = send && host_of[op.peer] != w.host ? 1 : 0;
       CommunicationLevel& c = levels[level];

@@ -385,7 +385,8 @@ int Compare(const po::variables_map& vm) {
   }
 
   const bool timelines = vm.count("trace") || vm.count("svg");
-  std::vector<std::string> sim_args = {"simulate", predicted_file, "--json"};
+  std::vector<std::string> sim_args = {"simulate", predicted_file, "--json", "--warmup",
+                                       std::to_string(warmup)};
   std::vector<std::string> run_args = {"run", scenario_file, "--json", "--warmup",
                                        std::to_string(warmup), "--timeout",
                                        std::to_string(vm["timeout"].as<double>())};

@@ -20,6 +20,15 @@ using schedule_internal::Routing;
 
 }  // namespace
 
+void SummarizeStaleness(const std::vector<double>& delays, StageSummary& stage) {
+  if (delays.empty()) return;
+  double sum = 0;
+  for (double d : delays) sum += d;
+  stage.staleness_min = *std::min_element(delays.begin(), delays.end());
+  stage.staleness_max = *std::max_element(delays.begin(), delays.end());
+  stage.staleness_mean = sum / delays.size();
+}
+
 std::vector<StageSummary> AnalyzeSchedule(const PipelineSchedule& s) {
   std::vector<StageSummary> stages(s.stages);
   std::vector<std::vector<double>> delays(s.stages);
@@ -55,14 +64,7 @@ std::vector<StageSummary> AnalyzeSchedule(const PipelineSchedule& s) {
     }
     r.updates = std::max(r.updates, updates);
   }
-  for (int i = 0; i < s.stages; ++i) {
-    if (delays[i].empty()) continue;
-    double sum = 0;
-    for (double d : delays[i]) sum += d;
-    stages[i].staleness_min = *std::min_element(delays[i].begin(), delays[i].end());
-    stages[i].staleness_max = *std::max_element(delays[i].begin(), delays[i].end());
-    stages[i].staleness_mean = sum / delays[i].size();
-  }
+  for (int i = 0; i < s.stages; ++i) SummarizeStaleness(delays[i], stages[i]);
   return stages;
 }
 

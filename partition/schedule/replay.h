@@ -32,6 +32,10 @@ struct StageSummary {
   int updates = 0;
 };
 
+// A stage's staleness from the version delay of each of its updates (over its replicas): min,
+// mean and max; zeros without updates. The lists' (AnalyzeSchedule) and a real run's.
+void SummarizeStaleness(const std::vector<double>& delays, StageSummary& stage);
+
 struct ReplayResult {
   bool completed = false;
   std::string deadlock;  // when not completed: who waits on what

@@ -1,6 +1,6 @@
-// Memory and staleness: the simulator walks the same op lists as the schedule core, so its
-// figures must equal AnalyzeSchedule's (weight versions, in-flight activations, staleness) and
-// planner_common's WorkerMemory (bytes); a plan over capacity is simulated and flagged.
+// Memory: the simulator tracks each device's bytes op by op; its peaks must be what the lists keep
+// (AnalyzeSchedule's versions and in-flight micro-batches, which the report's stages are) times
+// the bytes of cost/memory.h's WorkerMemory; a plan over capacity is simulated and flagged.
 #include <gtest/gtest.h>
 
 #include "partition/cost/pipeline_cost_model.h"
@@ -28,7 +28,7 @@ Scenario FourStages(const std::string& kind, bool recompute) {
   return s;
 }
 
-TEST(SimMemoryStaleness, EqualWhatTheScheduleCoreStates) {
+TEST(SimMemoryStaleness, PeaksAreWhatTheListsKeep) {
   for (const char* kind : {"gpipe", "flush", "pipedream", "2bw", "zb-h1", "interleaved"}) {
     for (bool recompute : {false, true}) {
       SCOPED_TRACE(std::string(kind) + (recompute ? " with recomputation" : ""));
@@ -37,14 +37,6 @@ TEST(SimMemoryStaleness, EqualWhatTheScheduleCoreStates) {
       const std::vector<StageSummary> core = AnalyzeSchedule(setup.schedule);
       const Report r = simtest::Simulate(s);
       ASSERT_EQ(r.stages.size(), core.size());
-      for (size_t i = 0; i < core.size(); ++i) {
-        EXPECT_EQ(r.stages[i].max_weight_versions, core[i].max_weight_versions) << i;
-        EXPECT_EQ(r.stages[i].max_in_flight_activations, core[i].max_in_flight_activations) << i;
-        EXPECT_EQ(r.stages[i].updates, core[i].updates) << i;
-        EXPECT_DOUBLE_EQ(r.stages[i].staleness_min, core[i].staleness_min) << i;
-        EXPECT_DOUBLE_EQ(r.stages[i].staleness_mean, core[i].staleness_mean) << i;
-        EXPECT_DOUBLE_EQ(r.stages[i].staleness_max, core[i].staleness_max) << i;
-      }
       if (std::string(kind) == "interleaved") continue;  // two model stages per worker
       for (const DeviceReport& d : r.devices) {
         const int stage = r.workers[d.worker].stage;

@@ -17,6 +17,7 @@
 #include "exec/calibrate/calibrate.h"
 #include "exec/job.h"
 #include "exec/launch/launcher.h"
+#include "partition/util/host.h"
 #include "exec/run_options.h"
 #include "exec/launch/worker.h"
 #include "partition/cli/options.h"

@@ -6,6 +6,7 @@
 
 #include "partition/cli/options.h"
 #include "partition/util/error.h"
+#include "partition/util/host.h"
 #include "partition/util/json_reader.h"
 #include "partition/report/report.h"
 #include "sim/commands.h"
@@ -60,12 +61,6 @@ long long ListedActivities(const SimulationSetup& setup) {
       n += IsComputeOp(op.kind) || op.kind == OpKind::kSendActivation ||
            op.kind == OpKind::kSendGradient;
   return n;
-}
-
-double PeakRssBytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss * 1024.0;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "tests/test_support.h"
+#include "workloads/scenario/schedule_for_scenario.h"
 
 namespace pipetwin {
 namespace {
@@ -68,6 +69,22 @@ TEST(Scenario, InterleavedPlanCountsWorkersNotChunks) {
   // The same plan without interleaving needs 4 workers on 2 devices.
   testing::WriteFile(dir + "/f.json", "{" + body + R"("flush"})");
   EXPECT_THROW(LoadScenarioFile(dir + "/f.json"), InputError);
+  // A schedule's rule broken by a setting names the scenario's field, not a flag of `pipetwin
+  // schedule`: Megatron's interleaving needs micro-batches in multiples of the workers.
+  testing::WriteFile(dir + "/m.json", "{" + body + R"("interleaved", "training": {"chunks": 2,
+      "microbatches": 3}})");
+  const Scenario odd = LoadScenarioFile(dir + "/m.json");
+  try {
+    ScheduleForScenario(odd, *odd.plan, 1);
+    ADD_FAILURE() << "3 micro-batches on 2 workers were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(dir + "/m.json: training.microbatches: schedule "
+                                                "interleaved: needs the micro-batch count",
+                                          0),
+              0u)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+  }
 }
 
 std::string ErrorOf(const std::string& text) {

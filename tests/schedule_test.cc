@@ -501,7 +501,7 @@ TEST(ScheduleRulesTest, ImpossibleCombinationsNameTheRule) {
   EXPECT_NE(BuildError(spec).find("at least 1"), std::string::npos);
   spec = ScheduleSpec();
   spec.stages = 0;
-  EXPECT_NE(BuildError(spec).find("--stages must be >= 1"), std::string::npos);
+  EXPECT_NE(BuildError(spec).find("stages must be >= 1"), std::string::npos);
   EXPECT_THROW(ParseScheduleKind("1f1b"), InputError);
 }
 

@@ -1,6 +1,7 @@
 // `pipetwin calibrate`: the probes (calibrate.h lists them) and the command around them. The
 // model fitted to the probes is in calibration.cc.
 #include "exec/calibrate/calibrate.h"
+#include "partition/util/host.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -87,54 +88,11 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The CPUs this process may run on, in order.
-std::vector<int> AllowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  if (cpus.empty()) cpus.push_back(0);
-  return cpus;
-}
-
-void AllowCpus(const std::vector<int>& cpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int cpu : cpus) CPU_SET(cpu, &set);
-  ::sched_setaffinity(0, sizeof set, &set);
-}
-
-void PinToCpu(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  ::sched_setaffinity(0, sizeof set, &set);
-}
-
-double MemTotalBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kilobytes = 0;
-  while (in >> key >> kilobytes) {
-    if (key == "MemTotal:") return kilobytes * 1024;
-    in.ignore(1 << 10, '\n');
-  }
-  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
-}
-
 double LoadAverage() {
   std::ifstream in("/proc/loadavg");
   double one_minute = 0;
   in >> one_minute;
   return one_minute;
-}
-
-std::string HostName() {
-  char name[256] = {0};
-  ::gethostname(name, sizeof name - 1);
-  return name;
 }
 
 std::string UtcNow() {
@@ -438,7 +396,7 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
   probes.cpus = AllowedCpus();          // before this process pins itself
   const int cores = probes.cores();
   // As `pipetwin run` places its workers: one core each, one intra-op thread.
-  PinToCpu(probes.cpus[env.rank % cores]);
+  AllowCpus({probes.cpus[env.rank % cores]});
   at::set_num_threads(1);
   SetBlasThreads(1);
   // Ranks 0 and 1 also form a replica group, for the all-reduce probe.
@@ -495,7 +453,7 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
     probes.compute.busy_s.push_back(std::stod(comm.Fetch("calibrate/busy/" + std::to_string(r))));
   probes.host = HostName();
   probes.when = UtcNow();
-  probes.memory_bytes = MemTotalBytes();
+  probes.memory_bytes = PhysicalMemoryBytes();
   probes.probe_workers = env.world_size;
   probes.quick = options.quick;
   probes.tcp_round_trips = plan.tcp_round_trips;

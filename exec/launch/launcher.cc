@@ -70,14 +70,6 @@ void StopAll(std::map<pid_t, int>& running) {
 
 }  // namespace
 
-std::string SelfExecutable() {
-  char path[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) return "";
-  path[n] = '\0';
-  return path;
-}
-
 int LaunchLocalWorkers(int workers, const std::string& program,
                        const std::vector<std::string>& args) {
   StoreHost store;

@@ -19,7 +19,5 @@ namespace pipetwin::exec {
 int LaunchLocalWorkers(int workers, const std::string& program,
                        const std::vector<std::string>& args);
 
-// The path of the running executable (/proc/self/exe).
-std::string SelfExecutable();
 
 }  // namespace pipetwin::exec

@@ -16,6 +16,7 @@
 #include "exec/runtime/stage_executor.h"
 #include "exec/launch/worker.h"
 #include "partition/util/error.h"
+#include "partition/util/host.h"
 #include "partition/util/json_reader.h"
 #include "partition/report/text.h"
 #include "partition/schedule/format.h"
@@ -38,27 +39,12 @@ void SetBlasThreads(int threads) {
 
 namespace {
 
-// The cores this process may run on, in order: its affinity mask as set by `taskset`, Slurm,
-// cgroups or `ip netns exec` under taskset; all of the machine's when the mask cannot be read.
-std::vector<int> AllowedCores() {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  std::vector<int> cores;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &mask)) cores.push_back(c);
-  if (cores.empty())
-    for (int c = 0; c < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++c)
-      cores.push_back(c);
-  return cores;
-}
-
 // Intra-op threads: the cores this process is allowed (its affinity mask) shared among the
 // workers on this host, each worker pinned to its own cores within that mask when there are
 // enough (no oversubscription, no migration). Workers started one per network namespace each see
 // LOCAL_RANK=0; started under `taskset -c K` each gets core K, not all core 0.
 int ConfigureThreads(int requested, const ProcessEnv& env) {
-  const std::vector<int> allowed = AllowedCores();
+  const std::vector<int> allowed = AllowedCpus();
   const int cores = static_cast<int>(allowed.size());
   const int threads = requested > 0 ? requested : std::max(1, cores / env.local_world_size);
   at::set_num_threads(threads);
@@ -69,11 +55,9 @@ int ConfigureThreads(int requested, const ProcessEnv& env) {
     // already set in this process
   }
   if (threads * env.local_world_size <= cores) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int t = 0; t < threads; ++t)
-      CPU_SET(allowed[(env.local_rank * threads + t) % cores], &set);
-    sched_setaffinity(0, sizeof set, &set);
+    std::vector<int> mine;
+    for (int t = 0; t < threads; ++t) mine.push_back(allowed[(env.local_rank * threads + t) % cores]);
+    AllowCpus(mine);
   }
   return threads;
 }
@@ -90,30 +74,9 @@ std::string Fingerprint(const ExecutorJob& job) {
   return std::to_string(std::hash<std::string>()(text));
 }
 
-// The machine's boot id: processes that share it read one CLOCK_MONOTONIC (steady_clock).
-std::string BootId() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  return id;
-}
-
-std::string HostName() {
-  char name[256] = {0};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
-
-double PeakRssBytes() {
-  struct rusage usage;
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) * 1024;  // Linux: kilobytes
-}
-
+// This worker's share of the machine's memory.
 double MemoryShareBytes(const ProcessEnv& env) {
-  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
-  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
-  return pages * page / env.local_world_size;
+  return PhysicalMemoryBytes() / env.local_world_size;
 }
 
 // The replica-0 rank of pipeline position `stage`, or -1 outside the pipeline.
@@ -154,7 +117,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   WorkerMeasurement measurement;
   measurement.rank = env.rank;
   UseCachingCpuAllocator();  // before the first tensor (cpu_allocator.h)
-  const bool oversubscribed = env.local_world_size > static_cast<int>(AllowedCores().size());
+  const bool oversubscribed = env.local_world_size > static_cast<int>(AllowedCpus().size());
   measurement.threads = ConfigureThreads(options.threads, env);
   measurement.host = HostName();
   measurement.capacity_bytes = MemoryShareBytes(env);

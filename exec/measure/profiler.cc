@@ -30,6 +30,7 @@
 #include "exec/runtime/weights.h"
 #include "exec/launch/worker.h"
 #include "partition/cost/stage_costs.h"
+#include "partition/util/host.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/model/workload.h"
@@ -104,9 +105,7 @@ Source ReadSource(const std::string& path) {
 }
 
 std::string HostDescription(int threads) {
-  char name[256] = {0};
-  ::gethostname(name, sizeof name - 1);
-  return std::string(name) + " CPU, " + std::to_string(threads) + " thread" +
+  return HostName() + " CPU, " + std::to_string(threads) + " thread" +
          (threads > 1 ? "s" : "");
 }
 
@@ -294,25 +293,12 @@ std::vector<std::vector<torch::Tensor>> GradientSums(const std::vector<LayerRun>
 // Beyond this, a layer's time would mostly be the scheduler's.
 constexpr int kMostProcessesPerCore = 4;
 
-int CoresAvailable() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
+int CoresAvailable() { return static_cast<int>(AllowedCpus().size()); }
 
-// The k-th core of this process's affinity mask.
+// The k-th CPU of this process's affinity mask.
 void PinToCore(int k) {
-  cpu_set_t allowed, one;
-  CPU_ZERO(&allowed);
-  CPU_ZERO(&one);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &allowed) && seen++ == k) {
-      CPU_SET(cpu, &one);
-      sched_setaffinity(0, sizeof one, &one);
-      return;
-    }
+  const std::vector<int> allowed = AllowedCpus();
+  if (k < static_cast<int>(allowed.size())) AllowCpus({allowed[k]});
 }
 
 // `--concurrent N`: the other N-1 workers of a pipeline sharing this machine. Two processes on

@@ -10,21 +10,12 @@
 #include <iostream>
 
 #include "partition/util/error.h"
+#include "partition/util/host.h"
 
 namespace pipetwin::cli {
 
-std::string BackEndProgram(const std::string& name) {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  self[n] = '\0';
-  std::string path(self);
-  path = path.substr(0, path.find_last_of('/') + 1) + name;
-  return ::access(path.c_str(), X_OK) == 0 ? path : "";
-}
-
 int RunBackEnd(const std::string& name, const std::vector<std::string>& args, std::string* out) {
-  const std::string program = BackEndProgram(name);
+  const std::string program = SiblingProgram(name);
   if (program.empty()) throw InputError("pipetwin: " + name + " is not built");
   int fds[2] = {-1, -1};
   if (out && ::pipe(fds) != 0)
@@ -66,13 +57,6 @@ int RunBackEnd(const std::string& name, const std::vector<std::string>& args, st
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
-}
-
-int AvailableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
 }
 
 }  // namespace pipetwin::cli

@@ -10,15 +10,9 @@
 
 namespace pipetwin::cli {
 
-// bin/NAME beside /proc/self/exe, or "" when it is not there (not built).
-std::string BackEndProgram(const std::string& name);
-
 // Runs NAME ARGS... and waits. Its standard output is collected into `out` (when not null),
 // its standard error passes through. Returns its exit status (128 + N when killed by signal N).
 // Throws InputError when the program is not built or cannot be started.
 int RunBackEnd(const std::string& name, const std::vector<std::string>& args, std::string* out);
-
-// Cores this process may run on (its affinity mask).
-int AvailableCores();
 
 }  // namespace pipetwin::cli

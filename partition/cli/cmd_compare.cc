@@ -27,6 +27,7 @@
 #include "partition/cli/options.h"
 #include "partition/report/compare.h"
 #include "partition/util/error.h"
+#include "partition/util/host.h"
 #include "partition/util/json_reader.h"
 #include "partition/timeline/timeline.h"
 #include "workloads/scenario/scenario.h"
@@ -196,17 +197,11 @@ nlohmann::json PredictionCluster(const std::string& calibration_file, int device
   return ClusterToJson(cluster);
 }
 
-// Physical memory of this machine (0 when unknown).
-double MachineMemoryBytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_bytes = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_bytes > 0 ? static_cast<double>(pages) * page_bytes : 0;
-}
-
 // compare trains the scenario here for real: refuse, before anything starts, a model whose
 // weights, gradients and optimizer state alone (every worker's share together, one version)
 // would not fit in half this machine's memory (the default scenario's GPT 1.3B: 14.7 GiB).
 void CheckFitsThisMachine(const Scenario& scenario) {
-  const double memory = MachineMemoryBytes();
+  const double memory = PhysicalMemoryBytes();
   const double per_parameter = 2 * scenario.workload.parameter_dtype_bytes +
                                scenario.training.optimizer_bytes_per_parameter;
   const double need = scenario.workload.TotalParameters() * per_parameter;
@@ -329,7 +324,7 @@ int Compare(const po::variables_map& vm) {
   if (scenario.plan) workers = scenario.plan->WorkerCount();
   // As many processes as workers (time-shared when they outnumber the cores, as the run's
   // workers will be), up to the profiler's 4 per core.
-  const int concurrent = std::min(workers, 4 * AvailableCores());
+  const int concurrent = std::min(workers, 4 * static_cast<int>(AllowedCpus().size()));
 
   std::string profile;
   if (vm.count("profile")) {

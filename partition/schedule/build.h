@@ -5,12 +5,29 @@
 //   PipelineSchedule schedule = BuildSchedule(spec);    // throws InputError on a broken rule
 #pragma once
 
+#include <string>
+
 #include "partition/schedule/op.h"
 #include "partition/schedule/spec.h"
+#include "partition/util/error.h"
 
 namespace pipetwin {
 
-// Checks the spec's rules (InputError, one line naming the rule) and builds the lists.
+// A spec that breaks a rule of its schedule. The message names the rule, not a command-line flag
+// or a file's field: `field()` is the spec's member it concerns ("stages", "microbatches",
+// "replicas", "chunks", "batches", "vertical_sync", "allreduce_buckets", "kind", "costs"), which
+// the caller maps to its own input (a scenario's JSON path, a command's option).
+class ScheduleSpecError : public InputError {
+ public:
+  ScheduleSpecError(std::string field, const std::string& what)
+      : InputError(what), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+// Checks the spec's rules (ScheduleSpecError, one line naming the rule) and builds the lists.
 PipelineSchedule BuildSchedule(const ScheduleSpec& spec);
 
 // The same op lists run `repeats` times back to back: micro-batch k of repeat r becomes

@@ -214,75 +214,79 @@ void InsertRecompute(PipelineSchedule& s) {
   }
 }
 
-[[noreturn]] void Broken(const ScheduleSpec& spec, const std::string& rule) {
-  throw InputError("schedule " + ScheduleKindName(spec.kind) + ": " + rule);
+// A broken rule of the spec, naming the spec's field it concerns (ScheduleSpecError).
+[[noreturn]] void Broken(const ScheduleSpec& spec, const char* field, const std::string& rule) {
+  throw ScheduleSpecError(field, "schedule " + ScheduleKindName(spec.kind) + ": " + rule);
 }
 
 std::vector<int> CheckedReplicas(const ScheduleSpec& spec) {
   std::vector<int> replicas = spec.replicas;
   if (replicas.empty()) replicas.assign(spec.stages, 1);
   if (static_cast<int>(replicas.size()) != spec.stages)
-    Broken(spec, "--replicas lists " + std::to_string(replicas.size()) + " counts for " +
-                     std::to_string(spec.stages) + " stages (one count per stage)");
+    Broken(spec, "replicas", "the replica counts list " + std::to_string(replicas.size()) +
+                                 " stages for a pipeline of " + std::to_string(spec.stages) +
+                                 " (one count per stage)");
   for (size_t i = 0; i < replicas.size(); ++i)
     if (replicas[i] < 1)
-      Broken(spec, "stage " + std::to_string(i) + " has " + std::to_string(replicas[i]) +
+      Broken(spec, "replicas", "stage " + std::to_string(i) + " has " + std::to_string(replicas[i]) +
                        " replicas (at least 1)");
   const int workers = std::accumulate(replicas.begin(), replicas.end(), 0);
   if (spec.worker_count > 0 && workers != spec.worker_count)
-    Broken(spec, "the replicas need " + std::to_string(workers) + " workers but there are " +
+    Broken(spec, "replicas", "the replicas need " + std::to_string(workers) + " workers but there are " +
                      std::to_string(spec.worker_count));
   const bool replicated = workers > spec.stages;
   const ScheduleKind k = spec.kind;
   if (replicated && (k == ScheduleKind::kInterleaved || k == ScheduleKind::kZeroBubbleH1))
-    Broken(spec, "replicated stages are supported by gpipe, flush, pipedream and 2bw only");
+    Broken(spec, "replicas", "replicated stages are supported by gpipe, flush, pipedream and 2bw only");
   return replicas;
 }
 
 void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
   const int p = spec.stages, m = spec.microbatches;
   const ScheduleKind kind = spec.kind;
-  if (kind == ScheduleKind::kImported) Broken(spec, "an imported schedule is read, not built");
+  if (kind == ScheduleKind::kImported) Broken(spec, "kind", "an imported schedule is read, not built");
   if (spec.chunks > 1 && kind != ScheduleKind::kInterleaved)
-    Broken(spec, "--chunks applies to the interleaved schedule only");
+    Broken(spec, "chunks", "model chunks per worker apply to the interleaved schedule only");
   if (kind == ScheduleKind::kInterleaved && spec.chunks < 2)
-    Broken(spec, "needs at least 2 model chunks per worker, got " +
+    Broken(spec, "chunks", "needs at least 2 model chunks per worker, got " +
                      std::to_string(spec.chunks));
   if (kind == ScheduleKind::kInterleaved && m % p != 0)
-    Broken(spec, "needs the micro-batch count to be a multiple of the stage "
+    Broken(spec, "microbatches", "needs the micro-batch count to be a multiple of the stage "
                  "count (Megatron-LM), got m = " + std::to_string(m) + ", p = " + std::to_string(p));
   if (spec.layer_count > 0 && p * spec.chunks > spec.layer_count)
-    Broken(spec, "more stages (" + std::to_string(p * spec.chunks) + ") than layers (" +
+    Broken(spec, "stages", "more stages (" + std::to_string(p * spec.chunks) + ") than layers (" +
                      std::to_string(spec.layer_count) + ")");
   if (spec.vertical_sync && kind != ScheduleKind::kPipeDream)
-    Broken(spec, "vertical sync applies to pipedream only");
+    Broken(spec, "vertical_sync", "vertical sync applies to pipedream only");
   if (spec.vertical_sync &&
       std::adjacent_find(replicas.begin(), replicas.end(), std::not_equal_to<int>()) !=
           replicas.end())
-    Broken(spec, "vertical sync needs the same replica count on every stage (versions are "
+    Broken(spec, "vertical_sync", "vertical sync needs the same replica count on every stage (versions are "
                  "numbered per update)");
   if (spec.batches != 0 && kind != ScheduleKind::kTwoBW)
-    Broken(spec, "--batches applies to 2bw only");
-  if (spec.batches < 0) Broken(spec, "--batches must be >= 1");
+    Broken(spec, "batches", "a count of batches applies to 2bw only");
+  if (spec.batches < 0) Broken(spec, "batches", "batches must be >= 1");
   if (kind == ScheduleKind::kTwoBW) {
     const int in_flight = OptimalActiveMinibatches(replicas) * replicas[0];
     if (m < in_flight)
-      Broken(spec, "needs at least as many micro-batches per batch as are in flight (m >= d"
+      Broken(spec, "microbatches", "needs at least as many micro-batches per batch as are in flight (m >= d"
                    " = " + std::to_string(in_flight) + "), got m = " + std::to_string(m));
   }
   for (double t : {spec.costs.forward, spec.costs.backward})
-    if (!(t > 0) || !std::isfinite(t)) Broken(spec, "forward and backward times must be > 0");
+    if (!(t > 0) || !std::isfinite(t)) Broken(spec, "costs", "forward and backward times must be > 0");
 }
 
 }  // namespace
 
 PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
-  if (spec.stages < 1) Broken(spec, "--stages must be >= 1, got " + std::to_string(spec.stages));
+  if (spec.stages < 1) Broken(spec, "stages", "stages must be >= 1, got " + std::to_string(spec.stages));
   if (spec.microbatches < 1)
-    Broken(spec, "--microbatches must be >= 1, got " + std::to_string(spec.microbatches));
-  if (spec.chunks < 1) Broken(spec, "--chunks must be >= 1, got " + std::to_string(spec.chunks));
+    Broken(spec, "microbatches",
+           "micro-batches must be >= 1, got " + std::to_string(spec.microbatches));
+  if (spec.chunks < 1)
+    Broken(spec, "chunks", "chunks must be >= 1, got " + std::to_string(spec.chunks));
   if (spec.allreduce_buckets < 1)
-    Broken(spec, "all-reduce buckets must be >= 1, got " + std::to_string(spec.allreduce_buckets));
+    Broken(spec, "allreduce_buckets", "all-reduce buckets must be >= 1, got " + std::to_string(spec.allreduce_buckets));
   const std::vector<int> replicas = CheckedReplicas(spec);
   CheckSpec(spec, replicas);
 
@@ -292,7 +296,7 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
   const long total = static_cast<long>(spec.microbatches) * batches;
   const int workers = std::accumulate(replicas.begin(), replicas.end(), 0);
   if (total * spec.stages * spec.chunks * 3 > kMaxComputeOps || workers > 100000)
-    Broken(spec, "too large a schedule (" + std::to_string(total) + " micro-batches over " +
+    Broken(spec, "microbatches", "too large a schedule (" + std::to_string(total) + " micro-batches over " +
                      std::to_string(spec.stages * spec.chunks) + " stages)");
   const int per_batch = spec.kind == ScheduleKind::kPipeDream ? 1 : spec.microbatches;
   PipelineSchedule s = Skeleton(spec, replicas, static_cast<int>(total), per_batch);

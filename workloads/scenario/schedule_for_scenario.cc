@@ -67,11 +67,32 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   return spec;
 }
 
+namespace {
+
+// The scenario's JSON path of a spec field (ScheduleSpecError::field), so that a broken rule
+// names what the user wrote: the plan's stages, the training settings, the schedule.
+std::string ScenarioPathOf(const std::string& field, const Scenario& scenario,
+                           const std::string& plan_path) {
+  if (field == "stages" || field == "replicas")
+    return scenario.plan ? (plan_path.empty() ? "stages" : plan_path + ".stages") : "planner";
+  if (field == "batches") return "training.iterations";
+  if (field == "kind") return "schedule";
+  if (field == "costs") return "workload";
+  return "training." + field;  // microbatches, chunks, vertical_sync, allreduce_buckets
+}
+
+}  // namespace
+
 PipelineSchedule ScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
                                      const std::string& file, const std::string& path) {
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);
-  const PipelineSchedule once = BuildSchedule(spec);
-  return IsAsynchronous(spec.kind) ? once : RepeatSchedule(once, iterations);
+  try {
+    const PipelineSchedule once = BuildSchedule(spec);
+    return IsAsynchronous(spec.kind) ? once : RepeatSchedule(once, iterations);
+  } catch (const ScheduleSpecError& e) {
+    throw InputError(file.empty() ? scenario.file : file, ScenarioPathOf(e.field(), scenario, path),
+                     e.what());
+  }
 }
 
 }  // namespace pipetwin

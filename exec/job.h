@@ -15,13 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "exec/run_options.h"
+#include "partition/cli/options/run.h"
 #include "partition/model/plan.h"
 #include "partition/schedule/op.h"
 #include "workloads/networks/network.h"
 #include "workloads/scenario/scenario.h"
 
 namespace pipetwin::exec {
+
+using cli::RunOptions;
 
 struct ExecutorJob {
   RunOptions options;

@@ -6,31 +6,32 @@
 //   pipetwin-exec profile WORKLOAD [options]  measure a workload's layers
 //   pipetwin-exec calibrate [options]         measure this machine as a cluster file
 //
-// Exit status: 0 success, 2 bad input (one line naming file and field), 1 a failed run (a lost
-// worker, an unreachable store), 3 an internal error.
+// Exit status (partition/cli/run_main.h): 0 success, 2 bad input (one line naming file and
+// field), 1 a failed run (a lost worker, an unreachable store), 3 an internal error.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <c10/util/Exception.h>
 
 #include "exec/calibrate/calibrate.h"
 #include "exec/job.h"
 #include "exec/launch/launcher.h"
 #include "partition/util/host.h"
-#include "exec/run_options.h"
+#include "partition/cli/options/calibrate.h"
+#include "partition/cli/options/profile.h"
+#include "partition/cli/options/run.h"
+#include "partition/cli/run_main.h"
 #include "exec/launch/worker.h"
-#include "partition/cli/options.h"
 #include "partition/util/error.h"
 
 namespace {
 
 using namespace pipetwin;
 using namespace pipetwin::exec;
+using namespace pipetwin::cli;
 
 int Run(const std::vector<std::string>& args) {
-  const auto vm = cli::ParseCommandLine("run", WithPositional(RunOptionsDescription(), "scenario"),
-                                        RunPositional(), args);
+  const auto vm = ParseRunWords(args);
   if (vm.count("help")) {
     cli::PrintUsage(std::cout, "run", RunUsage(), RunDescription(), RunOptionsDescription());
     return 0;
@@ -46,8 +47,7 @@ int Run(const std::vector<std::string>& args) {
 }
 
 int Profile(const std::vector<std::string>& args) {
-  const auto vm = cli::ParseCommandLine(
-      "profile", WithPositional(ProfileOptionsDescription(), "workload"), ProfilePositional(), args);
+  const auto vm = ParseProfileWords(args);
   if (vm.count("help")) {
     cli::PrintUsage(std::cout, "profile", ProfileUsage(), ProfileDescription(),
                     ProfileOptionsDescription());
@@ -72,45 +72,22 @@ int Calibrate(const std::vector<std::string>& args) {
   return RunCalibrate(options, SelfExecutable(), worker_args);
 }
 
-// "pipetwin run: " or "pipetwin run: rank 2: " before a runtime error.
-std::string Prefix(const std::string& command) {
-  std::string prefix = "pipetwin " + command + ": ";
-  if (const char* rank = std::getenv("RANK")) prefix += "rank " + std::string(rank) + ": ";
-  return prefix;
+// "rank 2: " before an internal error of a worker, "" in the launcher.
+std::string RankContext() {
+  const char* rank = std::getenv("RANK");
+  return rank ? "rank " + std::string(rank) + ": " : "";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::ios::sync_with_stdio(false);
-  if (argc < 2) {
-    std::cerr << "usage: pipetwin-exec run|profile|calibrate ARGS (see pipetwin run --help)\n";
-    return 2;
-  }
-  const std::string command = argv[1];
-  const std::vector<std::string> args(argv + 2, argv + argc);
-  try {
-    if (command == "run") return Run(args);
-    if (command == "profile") return Profile(args);
-    if (command == "calibrate") return Calibrate(args);
-    std::cerr << "pipetwin-exec: unknown command '" << command
-              << "' (run, profile or calibrate)\n";
-    return 2;
-  } catch (const InputError& e) {
-    std::cout.flush();
-    std::cerr << e.what() << "\n";
-    return 2;
-  } catch (const RunError& e) {
-    std::cout.flush();
-    std::cerr << "pipetwin " << command << ": " << e.what() << "\n";
-    return 1;
-  } catch (const c10::Error& e) {
-    std::cout.flush();
-    std::cerr << Prefix(command) << "internal error: " << e.what_without_backtrace() << "\n";
-    return 3;
-  } catch (const std::exception& e) {
-    std::cout.flush();
-    std::cerr << Prefix(command) << "internal error: " << e.what() << "\n";
-    return 3;
-  }
+  const cli::Program program{
+      "pipetwin-exec",
+      "The LibTorch back end of pipetwin: `pipetwin run`, `profile` and `calibrate` run here.",
+      {{"run", "train the plan for real with LibTorch and measure it", Run},
+       {"profile", "measure a workload's per-layer times and sizes on this machine", Profile},
+       {"calibrate", "measure this machine (cores, loopback, Gloo) as a cluster file",
+        Calibrate}},
+      RankContext};
+  return cli::RunMain(program, argc, argv);
 }

@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "partition/cli/options.h"
+#include "partition/cli/options/sweep.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/report/report.h"
@@ -17,28 +17,6 @@ namespace pipetwin::sim {
 namespace {
 
 namespace po = boost::program_options;
-
-const char kUsage[] = "SCENARIO --vary PATH=V1,V2,... [--vary ...] [--csv F] [--json] [--jobs N]";
-
-const char kDescription[] =
-    "Simulate the cartesian product of scenario variations, one process per point, as many at\n"
-    "a time as there are cores; a scenario with a planner is replanned at every point. PATH is\n"
-    "a JSON path into the scenario file, e.g.\n"
-    "  --vary cluster.levels[1].bandwidth_gbps=1,10,25,100 --vary schedule=gpipe,flush,2bw\n"
-    "  --vary training.allreduce_buckets=1,4\n"
-    "One CSV row per point (on stdout, or in --csv FILE); a point that fails keeps its row with\n"
-    "the error in the last column.";
-
-po::options_description Options() {
-  po::options_description desc("options");
-  desc.add_options()
-      ("vary", po::value<std::vector<std::string>>(), "PATH=V1,V2,... (repeatable)")
-      ("csv", po::value<std::string>(), "write the rows to FILE instead of stdout")
-      ("json", "results as JSON on stdout (the reports without memory timelines)")
-      ("jobs,j", po::value<int>()->default_value(0), "points at a time (0: one per core)")
-      ("quiet,q", "no progress bar");
-  return desc;
-}
 
 // A bar redrawn in place on a terminal; elsewhere (logs, pipes) only the final state.
 void ShowProgress(size_t done, size_t total) {
@@ -54,31 +32,26 @@ void ShowProgress(size_t done, size_t total) {
 }  // namespace
 
 int RunSweepCommand(const std::vector<std::string>& args) {
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-  po::options_description parsed = Options();
-  parsed.add_options()("scenario", po::value<std::vector<std::string>>(), "scenario file");
-  const po::variables_map vm = cli::ParseCommandLine("sweep", parsed, positional, args);
+  const po::variables_map vm = cli::ParseSweepWords(args);
   if (vm.count("help")) {
-    cli::PrintUsage(std::cout, "sweep", kUsage, kDescription, Options());
+    cli::PrintUsage(std::cout, "sweep", cli::SweepUsage(), cli::SweepDescription(),
+                    cli::SweepOptionsDescription());
     return 0;
   }
-  if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1)
-    throw InputError("pipetwin sweep: expected one scenario file");
-  if (!vm.count("vary")) throw InputError("pipetwin sweep: --vary PATH=V1,V2,... is required");
+  const cli::SweepOptions o = cli::ReadSweepOptions(vm);
   std::vector<Variation> variations;
   std::vector<std::string> columns;
-  for (const std::string& v : vm["vary"].as<std::vector<std::string>>()) {
+  for (const std::string& v : o.variations) {
     variations.push_back(ParseVariation(v));
     columns.push_back(variations.back().path);
   }
   SimOptions options;
   options.record_memory_timeline = false;
-  const Scenario scenario = LoadScenarioFile(vm["scenario"].as<std::vector<std::string>>()[0]);
+  const Scenario scenario = LoadScenarioFile(o.scenario);
 
-  const bool quiet = vm.count("quiet") > 0;
+  const bool quiet = o.quiet;
   const std::vector<SweepResult> results =
-      RunSweep(scenario, variations, options, vm["jobs"].as<int>(),
+      RunSweep(scenario, variations, options, o.jobs,
                quiet ? std::function<void(size_t, size_t)>() : ShowProgress);
 
   size_t failed = 0;
@@ -104,9 +77,9 @@ int RunSweepCommand(const std::vector<std::string>& args) {
       where += (v ? " " : "") + variations[v].path + "=" + r.labels[v];
     std::cerr << "pipetwin sweep: " << where << ": " << r.error << "\n";
   }
-  if (vm.count("csv")) WriteTextFileAtomically(vm["csv"].as<std::string>(), csv);
-  if (vm.count("json")) std::cout << json.dump(1) << "\n";
-  else if (!vm.count("csv")) std::cout << csv;
+  if (!o.csv_file.empty()) WriteTextFileAtomically(o.csv_file, csv);
+  if (o.json) std::cout << json.dump(1) << "\n";
+  else if (o.csv_file.empty()) std::cout << csv;
   return 0;
 }
 

@@ -19,10 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "exec/calibrate_options.h"
+#include "partition/cli/options/calibrate.h"
 #include "exec/launch/process_env.h"
 
 namespace pipetwin::exec {
+
+using cli::CalibrateOptions;
 
 // The launcher: refuses an existing --output (InputError) before anything starts, then runs
 // `program args...` as the probe workers. Returns the exit status.

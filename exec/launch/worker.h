@@ -10,9 +10,13 @@
 
 #include "exec/launch/process_env.h"
 #include "partition/util/error.h"
-#include "exec/run_options.h"
+#include "partition/cli/options/profile.h"
+#include "partition/cli/options/run.h"
 
 namespace pipetwin::exec {
+
+using cli::ProfileOptions;
+using cli::RunOptions;
 
 // Runs this process's worker: builds its stage, meets the others through the store, runs its op
 // list (once per program), hands its measurement to rank 0; rank 0 prints the report and writes

@@ -1,31 +1,25 @@
-// The subcommands of `pipetwin`. Each takes the words after its name and returns the process's
-// exit status; bad input is thrown as InputError and turned into one line and exit 2 by main.
+// The commands of the front end `pipetwin`. Each takes the words after its name and returns the
+// process's exit status; what it throws, RunMain turns into one line and an exit status
+// (run_main.h).
 #pragma once
 
-#include <string>
 #include <vector>
+
+#include "partition/cli/run_main.h"
 
 namespace pipetwin::cli {
 
-using Args = std::vector<std::string>;
-
-struct Command {
-  const char* name;
-  const char* summary;
-  int (*run)(const Args& args);
-};
-
-// All subcommands, in the order `pipetwin --help` lists them.
+// All commands, in the order `pipetwin --help` lists them.
 const std::vector<Command>& Commands();
 
 int RunWorkloadCommand(const Args& args);
 int RunScheduleCommand(const Args& args);
 int RunPlanCommand(const Args& args);
-int RunSimulateCommand(const Args& args);
+int RunSimulateCommand(const Args& args);  // handover_commands.cc: to pipetwin-sim
 int RunSweepCommand(const Args& args);
-int RunRunCommand(const Args& args);
+int RunRunCommand(const Args& args);       // handover_commands.cc: to pipetwin-exec
 int RunProfileCommand(const Args& args);
 int RunCalibrateCommand(const Args& args);
-int RunCompareCommand(const Args& args);
+int RunCompareCommand(const Args& args);   // compare/
 
 }  // namespace pipetwin::cli

@@ -1,7 +1,7 @@
 // `pipetwin plan [SCENARIO]`: any planner on a scenario's workload and cluster.
 #pragma once
 
-#include "partition/cli/options.h"
+#include "partition/cli/parse.h"
 
 namespace pipetwin::cli {
 

@@ -23,8 +23,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "partition/cli/back_end.h"
-#include "partition/cli/options.h"
+#include "partition/cli/handover.h"
+#include "partition/cli/parse.h"
 #include "partition/report/compare.h"
 #include "partition/util/error.h"
 #include "partition/util/host.h"

@@ -1,6 +1,6 @@
-// The options of `pipetwin run` and `pipetwin profile`, defined once for the front end (which
-// prints their help and rejects bad words before anything starts) and for pipetwin-exec (which
-// acts on them). Header-only and free of LibTorch, so the front end can include it.
+// The options of `pipetwin run`, defined once for the front end (which prints their help and
+// rejects bad words before anything starts) and for pipetwin-exec (which acts on them).
+// Header-only and free of LibTorch.
 //
 //   po::variables_map vm = ParseCommandLine("run", RunOptionsDescription(), RunPositional(), args);
 //   RunOptions o = ReadRunOptions(vm);     // throws InputError on out-of-range values
@@ -11,11 +11,10 @@
 
 #include <boost/program_options.hpp>
 
+#include "partition/cli/parse.h"
 #include "partition/util/error.h"
 
-namespace pipetwin::exec {
-
-namespace po = boost::program_options;
+namespace pipetwin::cli {
 
 inline const char* RunUsage() { return "SCENARIO [--plan PLAN] [--json] [--trace F] [options]"; }
 inline const char* RunDescription() {
@@ -50,16 +49,15 @@ inline po::options_description RunOptionsDescription() {
   return desc;
 }
 
-// `desc` with the hidden positional argument `name` added (for parsing, not for help).
-inline po::options_description WithPositional(po::options_description desc, const char* name) {
-  desc.add_options()(name, po::value<std::string>(), "positional argument");
-  return desc;
-}
-
 inline po::positional_options_description RunPositional() {
   po::positional_options_description p;
   p.add("scenario", 1);
   return p;
+}
+
+inline po::variables_map ParseRunWords(const Args& args) {
+  return ParseCommandLine("run", WithPositional(RunOptionsDescription(), "scenario"),
+                          RunPositional(), args);
 }
 
 // What a run was asked to do.
@@ -117,79 +115,4 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
   return o;
 }
 
-inline const char* ProfileUsage() { return "WORKLOAD [--batch B] [--output FILE] [--json]"; }
-inline const char* ProfileDescription() {
-  return "Measure each layer's forward and backward time (the mean of repeated runs after\n"
-         "warm-up, the slowest tenth left out), activation and parameter bytes on this machine\n"
-         "with LibTorch, and write a workload file that the planners and the simulator take.\n"
-         "WORKLOAD is a scenario file or a workload source ({\"generator\": \"mlp\", ...}).";
-}
-
-inline po::options_description ProfileOptionsDescription() {
-  po::options_description desc("options");
-  desc.add_options()
-      ("batch", po::value<int>(), "samples per run (default: the workload's reference batch)")
-      ("output", po::value<std::string>(), "workload file to write")
-      ("json", "print the measured workload as JSON")
-      ("repeats", po::value<int>()->default_value(10),
-       "timed runs per layer (their mean without the slowest tenth)")
-      ("warmup", po::value<int>()->default_value(3), "untimed runs first")
-      ("min-seconds", po::value<double>()->default_value(0),
-       "after --repeats, keep timing runs until they have taken S seconds in all (a longer "
-       "window averages over more of the machine's moods)")
-      ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)")
-      ("concurrent", po::value<int>()->default_value(1),
-       "time the layers while N-1 other processes compute the same layers on this machine's "
-       "cores, as N pipeline workers sharing it do (N > cores: time-shared, the layers timed "
-       "by their thread's CPU time; at most 4 per core)")
-      ("load-cpu", po::value<int>(), "(internal) be one of those load processes, on this core");
-  return desc;
-}
-
-inline po::positional_options_description ProfilePositional() {
-  po::positional_options_description p;
-  p.add("workload", 1);
-  return p;
-}
-
-struct ProfileOptions {
-  std::string workload;
-  int batch = 0;  // 0: the workload's reference batch
-  std::string output_file;
-  bool json = false;
-  int repeats = 10;
-  int warmup = 3;
-  double min_seconds = 0;  // timed runs go on until they have taken this long
-  int threads = 1;
-  int concurrent = 1;  // processes computing at once, this one included
-  int load_cpu = -1;   // >= 0: a load process of another profile, pinned to this core
-};
-
-inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
-  ProfileOptions o;
-  if (!vm.count("workload")) throw InputError("pipetwin profile: expected a WORKLOAD file");
-  o.workload = vm["workload"].as<std::string>();
-  if (vm.count("batch")) o.batch = vm["batch"].as<int>();
-  if (vm.count("output")) o.output_file = vm["output"].as<std::string>();
-  o.json = vm.count("json") > 0;
-  o.repeats = vm["repeats"].as<int>();
-  o.warmup = vm["warmup"].as<int>();
-  o.min_seconds = vm["min-seconds"].as<double>();
-  o.threads = vm["threads"].as<int>();
-  o.concurrent = vm["concurrent"].as<int>();
-  if (vm.count("load-cpu")) o.load_cpu = vm["load-cpu"].as<int>();
-  if (o.concurrent < 1)
-    throw InputError("pipetwin profile: --concurrent must be >= 1, got " +
-                     std::to_string(o.concurrent));
-  if (vm.count("batch") && o.batch < 1)
-    throw InputError("pipetwin profile: --batch must be >= 1, got " + std::to_string(o.batch));
-  if (o.repeats < 1) throw InputError("pipetwin profile: --repeats must be >= 1");
-  if (o.warmup < 0) throw InputError("pipetwin profile: --warmup must be >= 0");
-  if (!(o.min_seconds >= 0 && o.min_seconds <= 600))
-    throw InputError("pipetwin profile: --min-seconds must be within 0..600, got " +
-                     std::to_string(o.min_seconds));
-  if (o.threads < 1) throw InputError("pipetwin profile: --threads must be >= 1");
-  return o;
-}
-
-}  // namespace pipetwin::exec
+}  // namespace pipetwin::cli

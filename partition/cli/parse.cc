@@ -1,4 +1,4 @@
-#include "partition/cli/options.h"
+#include "partition/cli/parse.h"
 
 #include <iostream>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/cli/options.h"
+#include "partition/cli/parse.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/schedule/op.h"

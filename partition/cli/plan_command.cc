@@ -11,7 +11,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "partition/cli/options.h"
+#include "partition/cli/parse.h"
 #include "partition/cli/plan_scenario.h"
 #include "partition/util/error.h"
 #include "partition/planners/pipedream/planner.h"

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "partition/cli/options.h"
+#include "partition/cli/parse.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/model/workload.h"

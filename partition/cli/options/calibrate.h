@@ -1,6 +1,6 @@
 // The options of `pipetwin calibrate`, defined once for the front end (which prints the help and
 // rejects bad words before LibTorch loads) and for pipetwin-exec (which measures). Header-only
-// and free of LibTorch, like run_options.h.
+// and free of LibTorch, like options/run.h.
 //
 //   po::variables_map vm = ParseCommandLine("calibrate", CalibrateOptionsDescription(), {}, args);
 //   CalibrateOptions o = ReadCalibrateOptions(vm);   // throws InputError on out-of-range values
@@ -14,11 +14,10 @@
 
 #include <boost/program_options.hpp>
 
+#include "partition/cli/parse.h"
 #include "partition/util/error.h"
 
-namespace pipetwin::exec {
-
-namespace po = boost::program_options;
+namespace pipetwin::cli {
 
 inline const char* CalibrateUsage() {
   return "[--workers N] [--output FILE [--force]] [--json] [--quick]";
@@ -94,4 +93,4 @@ inline void CheckCalibrationOutput(const CalibrateOptions& o) {
     throw InputError(o.output_file, "", "expected a file in a folder that exists and is writable");
 }
 
-}  // namespace pipetwin::exec
+}  // namespace pipetwin::cli

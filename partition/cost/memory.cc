@@ -55,6 +55,15 @@ MemoryCategories WorkerMemory(const WorkerMemoryInputs& in) {
   return m;
 }
 
+double ModelStateBytes(const Workload& workload, double optimizer_bytes_per_parameter) {
+  WorkerMemoryInputs in;
+  in.parameters = workload.TotalParameters();
+  in.parameter_dtype_bytes = in.gradient_dtype_bytes = workload.parameter_dtype_bytes;
+  in.optimizer_bytes_per_parameter = optimizer_bytes_per_parameter;
+  in.stashed_microbatches = 0;
+  return WorkerMemory(in).Total();
+}
+
 int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatches, int chunks) {
   switch (kind) {
     case ScheduleKind::kGPipe:

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partition/model/workload.h"
 #include "partition/schedule/kind.h"
 #include "partition/util/json_reader.h"
 
@@ -52,6 +53,10 @@ struct WorkerMemoryInputs {
 // of every layer; with recomputation only one micro-batch's full stash exists at a time (the
 // `recompute` category).
 MemoryCategories WorkerMemory(const WorkerMemoryInputs& in);
+
+// The weights, gradients and optimizer state of a whole model, one version, without activations:
+// what training it needs at least (WorkerMemory of every layer on one worker).
+double ModelStateBytes(const Workload& workload, double optimizer_bytes_per_parameter);
 
 // The closed forms of what a stage of a pipeline of `depth` positions keeps, one stage per
 // position and no replication (the planners' assumptions), with `microbatches` per batch

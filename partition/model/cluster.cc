@@ -214,4 +214,34 @@ Cluster LoadClusterFile(const std::string& path) {
   return ClusterFromJson(ParseJsonFile(path), path);
 }
 
+Cluster ShapeCalibratedMachine(const Cluster& calibrated, const std::string& file, int devices,
+                               int hosts, double link_gbps, double link_latency_us) {
+  Cluster cluster = calibrated;
+  if (hosts > 1) {
+    if (cluster.levels.size() != 1 || devices % hosts != 0)
+      throw InputError(file, "levels",
+                       "splitting into hosts needs a one-level calibrated machine and workers "
+                       "divisible by the hosts");
+    cluster.levels[0].count = devices / hosts;
+    ClusterLevel link;
+    link.name = "link";
+    link.count = hosts;
+    link.bandwidth_gbps = link_gbps;
+    link.latency_us = link_latency_us;
+    link.link = "ethernet";
+    cluster.levels.push_back(link);
+    cluster.shared_cores = std::max(1, cluster.shared_cores / hosts);
+    cluster.name += " as " + std::to_string(hosts) + " hosts";
+    return cluster;
+  }
+  if (cluster.levels.size() == 1) {
+    cluster.levels[0].count = devices;  // one machine, as pipetwin calibrate writes it
+  } else if (cluster.DeviceCount() < devices) {
+    throw InputError(file, "levels",
+                     "expected at least " + std::to_string(devices) +
+                         " devices (the scenario's), got " + std::to_string(cluster.DeviceCount()));
+  }
+  return cluster;
+}
+
 }  // namespace pipetwin

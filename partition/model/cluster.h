@@ -109,6 +109,16 @@ double SpeedOverReference(const Cluster& cluster, const std::string& reference_d
 Cluster ClusterPreset(const std::string& preset, int servers);
 std::vector<std::string> ClusterPresetNames();
 
+// The machine `pipetwin calibrate` measured (one level: a server of workers sharing its cores),
+// shaped for a scenario of `devices` workers: the server widened to them, or, with `hosts` > 1
+// (workers in that many network namespaces, scripts/netns.sh), split into `hosts` servers of
+// devices / hosts workers and cores / hosts cores each (each namespace's workers are pinned to
+// their own cores), joined by a link of `link_gbps` and `link_latency_us`. A calibrated cluster
+// of several levels (written by hand) is taken as it is when it has the devices. Throws
+// InputError naming `file` when it cannot be shaped so.
+Cluster ShapeCalibratedMachine(const Cluster& calibrated, const std::string& file, int devices,
+                               int hosts = 1, double link_gbps = 0, double link_latency_us = 0);
+
 // JSON. Accepts a full description or {"preset": NAME, "servers": N, ...overrides}. Throws
 // InputError naming `file` and the JSON path (e.g. "cluster.levels[1].bandwidth_gbps").
 Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,

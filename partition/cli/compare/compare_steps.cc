@@ -1,0 +1,300 @@
+#include "partition/cli/compare/compare_steps.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "partition/cli/handover.h"
+#include "partition/cost/memory.h"
+#include "partition/report/validation_table.h"
+#include "partition/timeline/chrome_trace.h"
+#include "partition/timeline/svg.h"
+#include "partition/util/error.h"
+#include "partition/util/files.h"
+#include "partition/util/host.h"
+#include "partition/util/json_reader.h"
+#include "workloads/scenario/plan_for_scenario.h"
+
+namespace pipetwin::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void Require(bool holds, const std::string& rule) {
+  if (!holds) throw InputError("pipetwin compare: " + rule);
+}
+
+// Runs a back end; a failure ends the comparison with that program's status.
+std::string Step(const std::string& what, const std::string& program,
+                 const std::vector<std::string>& args) {
+  std::string out;
+  const int status = RunBackEnd(program, args, &out);
+  if (status != 0) {
+    // Bad input (2) was said in one line by the back end; anything else gets a line saying where.
+    if (status != 2)
+      std::cerr << "pipetwin compare: " << what << " failed (" << program << " exited with "
+                << status << ")\n";
+    throw StepFailed{status};
+  }
+  return out;
+}
+
+std::string Absolute(const std::string& path) { return fs::absolute(path).string(); }
+
+// Reads a back end's JSON report from its standard output.
+Report ReportFrom(const std::string& text, const std::string& what) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("pipetwin compare: the " + what + " did not print a JSON report");
+  }
+  return ReportFromJson(doc, what);
+}
+
+std::string ReadAll(const std::string& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> RunArgs(const CompareOptions& o, const PredictedScenario& predicted) {
+  std::vector<std::string> args = {"run", o.scenario, "--json", "--warmup",
+                                   std::to_string(o.warmup), "--timeout",
+                                   std::to_string(o.timeout_s)};
+  if (o.threads > 0) args.insert(args.end(), {"--threads", std::to_string(o.threads)});
+  args.insert(args.end(), predicted.plan_args.begin(), predicted.plan_args.end());
+  return args;
+}
+
+}  // namespace
+
+CompareOptions ReadCompareOptions(const po::variables_map& vm) {
+  CompareOptions o;
+  Require(vm.count("scenario") > 0, "expected a SCENARIO file");
+  o.scenario = vm["scenario"].as<std::string>();
+  o.json = vm.count("json") > 0;
+  if (vm.count("trace")) o.trace_file = vm["trace"].as<std::string>();
+  if (vm.count("svg")) o.svg_file = vm["svg"].as<std::string>();
+  if (vm.count("profile")) o.profile_file = vm["profile"].as<std::string>();
+  if (vm.count("calibration")) o.calibration_file = vm["calibration"].as<std::string>();
+  if (vm.count("measured")) o.measured_files = vm["measured"].as<std::vector<std::string>>();
+  if (vm.count("hosts")) o.hosts = vm["hosts"].as<int>();
+  if (vm.count("link-gbps")) o.link_gbps = vm["link-gbps"].as<double>();
+  o.link_latency_us = vm["link-latency-us"].as<double>();
+  if (vm.count("keep")) o.keep_dir = vm["keep"].as<std::string>();
+  o.warmup = vm["warmup"].as<int>();
+  o.repeats = vm["repeats"].as<int>();
+  o.runs = vm["runs"].as<int>();
+  o.profile_seconds = vm["profile-seconds"].as<double>();
+  if (vm.count("threads")) o.threads = vm["threads"].as<int>();
+  o.timeout_s = vm["timeout"].as<double>();
+  Require(o.warmup >= 0, "--warmup must be >= 0");
+  Require(o.repeats >= 1, "--repeats must be >= 1");
+  Require(o.profile_seconds >= 0 && o.profile_seconds <= 600,
+          "--profile-seconds must be within 0..600, got " + std::to_string(o.profile_seconds));
+  Require(o.runs >= 1, "--runs must be >= 1");
+  Require(o.measured_files.empty() || !o.Timelines(),
+          "--trace and --svg need the run here, not --measured");
+  Require(o.hosts >= 1, "--hosts must be >= 1");
+  Require(o.hosts == 1 || vm.count("link-gbps"), "--hosts needs --link-gbps");
+  Require(!vm.count("link-gbps") || o.link_gbps > 0, "--link-gbps must be > 0");
+  for (const auto& [file, option] : {std::pair{o.profile_file, "--profile"},
+                                     std::pair{o.calibration_file, "--calibration"}})
+    if (!file.empty() && !fs::exists(file))
+      throw InputError(file, "", std::string("no such file (") + option + ")");
+  for (const std::string& f : o.measured_files)
+    if (!fs::exists(f)) throw InputError(f, "", "no such file (--measured)");
+  return o;
+}
+
+void RefuseWhatCannotRunHere(const CompareOptions& o, const Scenario& scenario) {
+  if (!o.measured_files.empty()) return;  // measured elsewhere
+  // compare trains the scenario here for real: a model whose weights, gradients and optimizer
+  // state alone (every worker's share together, one version) would not fit in half this
+  // machine's memory is refused (the default scenario's GPT 1.3B: 14.7 GiB).
+  const double memory = PhysicalMemoryBytes();
+  const double need =
+      ModelStateBytes(scenario.workload, scenario.training.optimizer_bytes_per_parameter);
+  if (memory > 0 && need > memory / 2) {
+    std::ostringstream what;
+    what << "expected a model this machine can train for real (compare runs it here): "
+         << scenario.workload.TotalParameters() / 1e6 << "M parameters need "
+         << need / (1 << 30) << " GiB for weights, gradients and optimizer state, more than half of "
+         << memory / (1 << 30) << " GiB";
+    throw InputError(scenario.file, "workload", what.str());
+  }
+  // What the executor cannot run is refused before anything is profiled or calibrated.
+  Step("the executor's check", "pipetwin-exec", {"run", o.scenario, "--check"});
+}
+
+std::string ProfileStep(const CompareOptions& o, const Scenario& scenario, WorkDirectory& work,
+                        const Say& say) {
+  if (!o.profile_file.empty()) return Absolute(o.profile_file);
+  const int workers = scenario.plan ? scenario.plan->WorkerCount()
+                                    : scenario.cluster.DeviceCount();
+  // As many processes as workers (time-shared when they outnumber the cores, as the run's
+  // workers will be), up to the profiler's 4 per core.
+  const int concurrent = std::min(workers, 4 * static_cast<int>(AllowedCpus().size()));
+  const std::string profile = work.File("profile.json");
+  say("profiling the workload (" + std::to_string(concurrent) + " processes computing at once)");
+  Step("profiling", "pipetwin-exec",
+       {"profile", o.scenario, "--batch", std::to_string(scenario.training.microbatch_size),
+        "--concurrent", std::to_string(concurrent), "--repeats", std::to_string(o.repeats),
+        "--min-seconds", std::to_string(o.profile_seconds), "--warmup", "10", "--output",
+        profile});
+  return profile;
+}
+
+std::string CalibrationStep(const CompareOptions& o, const Scenario& scenario,
+                            WorkDirectory& work, const Say& say) {
+  if (!o.calibration_file.empty()) return Absolute(o.calibration_file);
+  const std::string calibration = work.File("cluster.json");
+  say("calibrating this machine");
+  Step("calibration", "pipetwin-exec",
+       {"calibrate", "--workers", std::to_string(scenario.cluster.DeviceCount()), "--output",
+        calibration});
+  return calibration;
+}
+
+PredictedScenario WritePredictedScenario(const CompareOptions& o, const Scenario& scenario,
+                                         const std::string& profile,
+                                         const std::string& calibration, WorkDirectory& work) {
+  nlohmann::json doc = scenario.source;
+  doc["workload"] = {{"file", profile}};
+  // The cluster of the prediction: the calibrated machine with as many workers as the
+  // scenario's cluster has devices, so that its plan's device ids stay valid.
+  doc["cluster"] = ClusterToJson(ShapeCalibratedMachine(LoadClusterFile(calibration), calibration,
+                                                        scenario.cluster.DeviceCount(), o.hosts,
+                                                        o.link_gbps, o.link_latency_us));
+  if (doc.contains("plan_file")) {
+    const fs::path plan_file = doc["plan_file"].get<std::string>();
+    doc["plan_file"] = plan_file.is_absolute()
+                           ? plan_file.string()
+                           : (fs::absolute(o.scenario).parent_path() / plan_file).string();
+  }
+  doc["name"] = scenario.name + " (predicted on the calibrated machine)";
+  PredictedScenario predicted;
+  predicted.file = work.File("predicted-scenario.json");
+  WriteTextFileAtomically(predicted.file, doc.dump(1) + "\n");
+  if (!scenario.plan) {
+    const std::string plan_file = work.File("plan.json");
+    WriteTextFileAtomically(plan_file,
+                            PlanToJson(PlanForScenario(LoadScenarioFile(predicted.file))).dump(1));
+    predicted.plan_args = {"--plan", plan_file};
+  }
+  return predicted;
+}
+
+Simulated SimulateStep(const CompareOptions& o, const PredictedScenario& predicted,
+                       WorkDirectory& work, const Say& say) {
+  std::vector<std::string> args = {"simulate", predicted.file, "--json", "--warmup",
+                                   std::to_string(o.warmup)};
+  Simulated simulated;
+  if (o.Timelines()) {
+    simulated.trace = work.File("predicted-trace.json");
+    args.insert(args.end(), {"--trace", simulated.trace});
+  }
+  args.insert(args.end(), predicted.plan_args.begin(), predicted.plan_args.end());
+  say("simulating");
+  simulated.report = Step("the simulation", "pipetwin-sim", args);
+  WriteTextFileAtomically(work.File("predicted.json"), simulated.report);
+  return simulated;
+}
+
+MeasuredRuns RunStep(const CompareOptions& o, const PredictedScenario& predicted,
+                     WorkDirectory& work, const Say& say) {
+  // Several runs (--runs, or --measured given several times): the machine's speed drifts from
+  // run to run; the run of median throughput is compared, every run's rate kept.
+  struct Run {
+    double samples_per_s;
+    std::string report, trace;
+  };
+  std::vector<Run> done;
+  for (const std::string& f : o.measured_files) {
+    const std::string text = ReadAll(f);
+    done.push_back({ReportFrom(text, "executor").samples_per_s, text, ""});
+  }
+  for (int k = 0; o.measured_files.empty() && k < o.runs; ++k) {
+    say(o.runs > 1 ? "running for real (" + std::to_string(k + 1) + " of " +
+                         std::to_string(o.runs) + ")"
+                   : std::string("running for real"));
+    std::vector<std::string> args = RunArgs(o, predicted);
+    std::string trace;
+    if (o.Timelines()) {
+      trace = work.File(o.runs > 1 ? "measured-trace-" + std::to_string(k + 1) + ".json"
+                                   : "measured-trace.json");
+      args.insert(args.end(), {"--trace", trace});
+    }
+    const std::string out = Step("the run", "pipetwin-exec", args);
+    done.push_back({ReportFrom(out, "executor").samples_per_s, out, trace});
+  }
+  MeasuredRuns measured;
+  for (const Run& r : done) measured.samples_per_s.push_back(r.samples_per_s);
+  std::sort(done.begin(), done.end(),
+            [](const Run& a, const Run& b) { return a.samples_per_s < b.samples_per_s; });
+  measured.report = done[(done.size() - 1) / 2].report;
+  measured.trace = done[(done.size() - 1) / 2].trace;
+  WriteTextFileAtomically(work.File("measured.json"), measured.report);
+  return measured;
+}
+
+Comparison CompareStep(const std::string& predicted_report, const MeasuredRuns& measured,
+                       const std::string& profile, const std::string& calibration) {
+  Comparison c = CompareReports(ReportFrom(predicted_report, "simulator"),
+                                ReportFrom(measured.report, "executor"));
+  c.predicted.details["profile"] = profile;
+  c.predicted.details["calibration"] = calibration;
+  if (measured.samples_per_s.size() > 1)
+    c.measured.details["runs_samples_per_s"] = measured.samples_per_s;
+  return c;
+}
+
+void WriteTimelines(const CompareOptions& o, const std::string& predicted_trace,
+                    const std::string& measured_trace) {
+  if (!o.Timelines()) return;
+  Timeline predicted = TimelineFromChromeTrace(ParseJsonFile(predicted_trace), predicted_trace);
+  Timeline measured = TimelineFromChromeTrace(ParseJsonFile(measured_trace), measured_trace);
+  predicted.label = "predicted";
+  measured.label = "measured";
+  if (!o.trace_file.empty())
+    WriteTextFileAtomically(o.trace_file,
+                            ChromeTrace(std::vector<Timeline>{predicted, measured}).dump());
+  if (!o.svg_file.empty()) WriteTextFileAtomically(o.svg_file, TimelineSvg({predicted, measured}));
+}
+
+int WriteValidationTable(const po::variables_map& vm) {
+  const std::string dir = vm["table"].as<std::string>();
+  if (!fs::is_directory(dir)) throw InputError(dir, "", "no such folder (--table)");
+  const std::string suffix = ".compare.json";
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw InputError(dir, "", "no NAME.compare.json files (--table)");
+  std::vector<ValidationRow> rows;
+  for (const std::string& file : files) {
+    const std::string name = fs::path(file).filename().string();
+    rows.push_back({name.substr(0, name.size() - suffix.size()), ParseJsonFile(file)});
+    for (const char* key : {"predicted", "measured", "staleness_match"})
+      if (!rows.back().comparison.contains(key))
+        throw InputError(file, key, "missing (expected `pipetwin compare --json` output)");
+  }
+  const std::string table = ValidationMarkdown(rows, vm["machine"].as<std::string>(),
+                                               vm["command"].as<std::string>());
+  const std::string md = (fs::path(dir) / "validation.md").string();
+  const std::string csv = (fs::path(dir) / "validation.csv").string();
+  WriteTextFileAtomically(md, table);
+  WriteTextFileAtomically(csv, ValidationCsv(rows));
+  std::cout << table << "\nwrote " << md << " and " << csv << "\n";
+  return 0;
+}
+
+}  // namespace pipetwin::cli

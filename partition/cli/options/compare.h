@@ -1,0 +1,95 @@
+// The options of `pipetwin compare`.
+//
+//   const po::variables_map vm = ParseCompareWords(args);
+//   const CompareOptions o = ReadCompareOptions(vm);   // throws InputError on bad values
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partition/cli/parse.h"
+
+namespace pipetwin::cli {
+
+inline const char* CompareUsage() {
+  return "SCENARIO [--json] [--trace F] [--svg F] [--profile W] [--calibration C] [--measured R]\n"
+         "                        [--keep DIR]\n"
+         "       pipetwin compare --table DIR [--machine TEXT] [--command TEXT]";
+}
+inline const char* CompareDescription() {
+  return "Predicted against measured on this machine: profile the workload here (its layers timed\n"
+         "while the other cores compute too), calibrate the machine (cores, loopback latency and\n"
+         "bandwidth, c10d Gloo's per-message overhead), plan, simulate with that profile on that\n"
+         "calibrated cluster, run the plan for real, and print both reports' headline figures with\n"
+         "the relative error (predicted - measured) / measured: samples/s, iteration time, bubble\n"
+         "per worker, peak memory per device (tensor bytes) and staleness per stage.\n"
+         "--measured takes the measured report from elsewhere (`pipetwin run --json`, e.g. across\n"
+         "network namespaces, scripts/netns.sh) instead of running here; --calibration may then be a\n"
+         "cluster of several levels (the link between the namespaces).\n"
+         "--table DIR: the validation matrix (scripts/validate.sh): every DIR/NAME.compare.json\n"
+         "(`pipetwin compare --json` output) as one row of DIR/validation.md and DIR/validation.csv.";
+}
+
+inline po::options_description CompareOptionsDescription() {
+  po::options_description desc("options");
+  desc.add_options()
+      ("json", "predicted, measured and relative_error as one JSON object")
+      ("trace", po::value<std::string>(), "both timelines in one Chrome trace (two process groups)")
+      ("svg", po::value<std::string>(), "both timelines, predicted above measured")
+      ("profile", po::value<std::string>(), "reuse this workload file (pipetwin profile --output)")
+      ("calibration", po::value<std::string>(),
+       "reuse this cluster file (pipetwin calibrate --output)")
+      ("measured", po::value<std::vector<std::string>>()->composing(),
+       "use this measured report (pipetwin run --json) instead of running here (repeat it for "
+       "several runs: the median is compared)")
+      ("hosts", po::value<int>(),
+       "predict on the calibrated machine split into N hosts (one per network namespace)...")
+      ("link-gbps", po::value<double>(), "...joined by a link of this many Gbit/s...")
+      ("link-latency-us", po::value<double>()->default_value(50), "...and this one-way latency")
+      ("table", po::value<std::string>(), "write DIR/validation.md and .csv from DIR/*.compare.json")
+      ("machine", po::value<std::string>()->default_value("this machine"), "--table: where measured")
+      ("command", po::value<std::string>()->default_value("scripts/validate.sh"),
+       "--table: the command that produced the rows")
+      ("keep", po::value<std::string>(),
+       "keep the intermediate files (profile, cluster, scenario, plan, reports, traces) in DIR")
+      ("warmup", po::value<int>()->default_value(1), "iterations left out of the steady state")
+      ("repeats", po::value<int>()->default_value(20), "profile: timed runs per layer")
+      ("profile-seconds", po::value<double>()->default_value(2),
+       "profile: and more timed runs until they have taken S seconds (pipetwin profile "
+       "--min-seconds)")
+      ("runs", po::value<int>()->default_value(1),
+       "run the executor N times and compare with the run of median throughput (all N rates "
+       "are reported)")
+      ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
+      ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer");
+  return desc;
+}
+
+inline po::variables_map ParseCompareWords(const Args& args) {
+  po::positional_options_description positional;
+  positional.add("scenario", 1);
+  return ParseCommandLine("compare", WithPositional(CompareOptionsDescription(), "scenario"),
+                          positional, args);
+}
+
+struct CompareOptions {
+  std::string scenario;
+  bool json = false;
+  std::string trace_file, svg_file;                 // empty: none
+  std::string profile_file, calibration_file;       // empty: measured here
+  std::vector<std::string> measured_files;          // empty: run here
+  int hosts = 1;
+  double link_gbps = 0, link_latency_us = 50;
+  std::string keep_dir;                             // empty: a temporary folder
+  int warmup = 1, repeats = 20, runs = 1;
+  double profile_seconds = 2;
+  int threads = 0;                                  // 0: the executor's default
+  double timeout_s = 30;
+
+  bool Timelines() const { return !trace_file.empty() || !svg_file.empty(); }
+};
+
+// Reads and checks the options of a comparison (not --table); the files named must exist.
+CompareOptions ReadCompareOptions(const po::variables_map& vm);
+
+}  // namespace pipetwin::cli

@@ -43,7 +43,7 @@ int Run(const std::vector<std::string>& args) {
   if (options.check_only) return 0;
   std::vector<std::string> worker_args = {"run"};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
-  return LaunchLocalWorkers(job.WorkerCount(), SelfExecutable(), worker_args);
+  return LaunchLocalWorkers(job.WorkerCount(), SelfExecutable(), worker_args, options.rank_prefix);
 }
 
 int Profile(const std::vector<std::string>& args) {

@@ -4,9 +4,11 @@
 #
 #   scripts/netns.sh up N --rate RATE [--delay D]   N hosts pipetwin-h0..h(N-1) at 10.77.0.1..N/24
 #   scripts/netns.sh run SCENARIO [pipetwin run options]
-#                                                   one `pipetwin-exec run` per rank, rank k in
-#                                                   host k mod N, pinned to core k mod cores;
-#                                                   rank 0's output is the result
+#                                                   `pipetwin-exec run`, whose launcher starts
+#                                                   rank k through `netns.sh rank-exec`: in host
+#                                                   k mod N, pinned to core k mod cores; the
+#                                                   launcher watches them and prints the report
+#   scripts/netns.sh rank-exec COMMAND...           (internal) one rank, as the launcher starts it
 #   scripts/netns.sh once N --rate RATE [--delay D] SCENARIO [options]
 #                                                   up, run, down (down also on INT/TERM/errors)
 #   scripts/netns.sh probe [--json]                 the effective link h0 -> h1: TCP round trip
@@ -30,10 +32,11 @@
 #   PIPETWIN_BUILD_DIR       build folder holding bin/pipetwin and bin/pipetwin-exec (default build/)
 #   PIPETWIN_NETNS_ID        0..254: a separate set of hosts (pipetwin<ID>-h0.., 10.77.<ID>.0/24),
 #                            so that a test and an experiment do not meet; default 0 (pipetwin-h0..)
-#   PIPETWIN_NETNS_TIMEOUT   seconds a `run` may take before its workers are killed (default 900)
+#   PIPETWIN_NETNS_TIMEOUT   seconds a rank may run before it is stopped (default 900)
 #
-# Exit status: 0 success; 2 refused (no rights, no `ip netns`, bad arguments); 1 a failed run
-# (the rank that failed named on stderr), 124 a run over PIPETWIN_NETNS_TIMEOUT.
+# Exit status: 0 success; 2 refused (no rights, no `ip netns`, bad arguments); otherwise the
+# launcher's (exec/launch/launcher.h): a failed run names the rank that failed on stderr and
+# exits with its status (124 for a rank over PIPETWIN_NETNS_TIMEOUT).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -197,35 +200,13 @@ cmd_status() {
   [[ -n $(hosts_up) ]] || echo "$me: no hosts up"
 }
 
-# The number of workers of a run: the plan's replicas summed (a --plan file, else the scenario's
-# plan or planner, through `pipetwin plan --json`).
-worker_count() {  # SCENARIO [options]
-  local scenario=$1 plan_file=""
-  shift
-  while (($#)); do
-    case $1 in
-      --plan) plan_file=${2:-}; shift 2 || shift ;;
-      --plan=*) plan_file=${1#--plan=}; shift ;;
-      *) shift ;;
-    esac
-  done
-  local json
-  if [[ -n $plan_file ]]; then
-    json=$(cat "$plan_file") || die 2 "cannot read plan file $plan_file"
-  else
-    json=$("$build/bin/pipetwin" plan "$scenario" --json) || exit 2
-  fi
-  python3 -c '
-import json, sys
-plan = json.loads(sys.stdin.read())
-print(sum(s.get("replicas", len(s.get("devices", [])) or 1) for s in plan["stages"]))' <<<"$json"
-}
-
 # The cores this script may use (its affinity mask), one per line.
 allowed_cores() {
   python3 -c 'import os; print("\n".join(str(c) for c in sorted(os.sched_getaffinity(0))))'
 }
 
+# A run across the hosts: the executor's own launcher starts and watches every rank (a dead rank
+# stops the others and is named), each through `netns.sh rank-exec`, which places it.
 cmd_run() {
   (($# >= 1)) || die 2 "run: expected a SCENARIO (run SCENARIO [pipetwin run options])"
   local scenario=$1
@@ -237,131 +218,29 @@ cmd_run() {
   local hosts
   hosts=$(host_count)
   ((hosts > 0)) || die 2 "run: no hosts up ($me up N --rate RATE first)"
-  local workers
-  workers=$(worker_count "$scenario" "$@")
+  PIPETWIN_NETNS_HOSTS=$hosts exec "$build/bin/pipetwin-exec" run "$scenario" "$@" \
+    --rank-prefix "$root/scripts/netns.sh rank-exec"
+}
+
+# One rank of a run, as the launcher starts it (RANK and WORLD_SIZE set): rank k in host
+# k mod N (its LOCAL_RANK and LOCAL_WORLD_SIZE among that host's ranks), on its share of the
+# cores (rank k on core k mod cores when the ranks fill them), meeting rank 0's store at host 0's
+# address over the namespace's interface, stopped after PIPETWIN_NETNS_TIMEOUT.
+cmd_rank_exec() {
+  (($# >= 1)) || die 2 "rank-exec: expected the worker's command (the launcher gives it)"
+  [[ -n ${RANK:-} && -n ${WORLD_SIZE:-} && -n ${PIPETWIN_NETNS_HOSTS:-} ]] ||
+    die 2 "rank-exec: run by the launcher of '$me run' (RANK, WORLD_SIZE and the hosts unset)"
+  local hosts=$PIPETWIN_NETNS_HOSTS workers=$WORLD_SIZE k=$RANK
+  local host=$((k % hosts))
   mapfile -t cores < <(allowed_cores)
   local ncores=${#cores[@]}
-  # One intra-op thread per worker when the workers fill the cores; else each gets a share.
-  local per=$((ncores / workers))
+  local per=$((ncores / workers)) cpus="" j
   ((per >= 1)) || per=1
-  local extra=()
-  if ((per == 1)) && [[ " $* " != *" --threads"* ]]; then extra=(--threads 1); fi
-  local port=$((29500 + RANDOM % 2000)) timeout_s=${PIPETWIN_NETNS_TIMEOUT:-900}
-  local work
-  work=$(mktemp -d)
-  declare -gA rank_of=()
-  run_pids=()
-  # shellcheck disable=SC2064
-  trap "stop_workers; rm -rf '$work'" EXIT
-  trap 'stop_workers; echo "$me: interrupted; stopped the workers" >&2; exit 130' INT TERM
-  local k
-  for ((k = 0; k < workers; ++k)); do
-    local host=$((k % hosts)) cpus="" j
-    for ((j = 0; j < per; ++j)); do cpus+="${cpus:+,}${cores[$(((k * per + j) % ncores))]}"; done
-    local local_world=$(((workers - host + hosts - 1) / hosts))
-    timeout --kill-after=5 "$timeout_s" taskset -c "$cpus" ip netns exec "$(host_ns "$host")" \
-      env RANK="$k" WORLD_SIZE="$workers" LOCAL_RANK=$((k / hosts)) LOCAL_WORLD_SIZE="$local_world" \
-      MASTER_ADDR="$(host_addr 0)" MASTER_PORT="$port" GLOO_SOCKET_IFNAME=pt-eth0 \
-      OMP_WAIT_POLICY=PASSIVE \
-      "$build/bin/pipetwin-exec" run "$scenario" "$@" "${extra[@]}" \
-      >"$work/out.$k" 2>"$work/err.$k" &
-    rank_of[$!]=$k
-    run_pids+=("$!")
-  done
-  local failed="" failed_status=0 started=$SECONDS
-  while ((${#run_pids[@]} > 0)); do
-    local pid="" status=0
-    wait -n -p pid "${run_pids[@]}" 2>/dev/null || status=$?  # 2>: no "Killed" job notice
-    [[ -n $pid && -n ${rank_of[$pid]:-} ]] || continue
-    forget "$pid"
-    ((status != 0)) || continue
-    failed=${rank_of[$pid]}
-    failed_status=$status
-    # Peers of a dead worker fail a moment later, reporting the lost peer: look for a second
-    # while, and name a worker killed by a signal (the cause) before them.
-    local deadline=$((SECONDS + 2)) other
-    while ((failed_status <= 128 && ${#run_pids[@]} > 0 && SECONDS < deadline)); do
-      for other in "${run_pids[@]}"; do
-        finished "$other" || continue
-        local other_status=0
-        wait "$other" 2>/dev/null || other_status=$?
-        forget "$other"
-        if ((other_status > 128 && other_status != 124)); then
-          failed=${rank_of[$other]}
-          failed_status=$other_status
-        fi
-      done
-      sleep 0.05
-    done
-    break
-  done
-  if [[ -n $failed ]]; then
-    local others
-    others=$(count_running)
-    stop_workers
-    cat "$work/out.0" 2>/dev/null || true
-    local why
-    # timeout(1) exits 124 when it stopped the worker, 137 when it had to kill it, and a worker
-    # killed by a signal shows as 128 + the signal.
-    local timed_out=0
-    ((failed_status == 124 || (failed_status == 137 && SECONDS - started >= timeout_s))) && timed_out=1
-    if ((timed_out)); then
-      why="did not finish within $timeout_s s (PIPETWIN_NETNS_TIMEOUT)"
-    elif ((failed_status > 128)); then
-      why="died (signal $((failed_status - 128)))"
-    else
-      why="failed (exit status $failed_status)"
-    fi
-    local last
-    last=$(grep -v '^\s*$' "$work/err.$failed" 2>/dev/null | tail -1 || true)
-    local stopped=""
-    ((others == 0)) || stopped="; stopped the other $others worker$( ((others == 1)) || echo s)"
-    echo "$me: rank $failed in $(host_ns $((failed % hosts))) $why${last:+: $last}$stopped" >&2
-    ((timed_out)) && exit 124
-    ((failed_status == 2)) && exit 2
-    exit 1
-  fi
-  cat "$work/out.0"
-  cat "$work/err.0" >&2
-}
-
-# Drops PID from the workers still awaited.
-forget() {
-  local pid keep=()
-  for pid in "${run_pids[@]}"; do [[ $pid == "$1" ]] || keep+=("$pid"); done
-  run_pids=("${keep[@]}")
-}
-
-# Whether the child PID has ended (gone, or a zombie not yet reaped).
-finished() {
-  [[ ! -e /proc/$1/stat ]] || [[ $(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1) == Z ]]
-}
-
-count_running() {
-  local n=0 pid
-  for pid in "${run_pids[@]}"; do [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && n=$((n + 1)); done
-  echo "$n"
-}
-
-# Stops the workers still running: TERM (timeout passes it on to its worker), KILL after 3 s.
-stop_workers() {
-  local pid live=()
-  for pid in "${run_pids[@]}"; do [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && live+=("$pid"); done
-  ((${#live[@]})) || return 0
-  kill -TERM "${live[@]}" 2>/dev/null || true
-  local deadline=$((SECONDS + 3))
-  while ((SECONDS < deadline)); do
-    local any=0
-    for pid in "${live[@]}"; do kill -0 "$pid" 2>/dev/null && any=1; done
-    ((any)) || break
-    sleep 0.05
-  done
-  for pid in "${live[@]}"; do
-    kill -0 "$pid" 2>/dev/null || continue
-    pkill -KILL -P "$pid" 2>/dev/null || true
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  wait "${live[@]}" 2>/dev/null || true
+  for ((j = 0; j < per; ++j)); do cpus+="${cpus:+,}${cores[$(((k * per + j) % ncores))]}"; done
+  exec timeout --kill-after=5 "${PIPETWIN_NETNS_TIMEOUT:-900}" taskset -c "$cpus" \
+    ip netns exec "$(host_ns "$host")" \
+    env LOCAL_RANK=$((k / hosts)) LOCAL_WORLD_SIZE=$(((workers - host + hosts - 1) / hosts)) \
+    MASTER_ADDR="$(host_addr 0)" GLOO_SOCKET_IFNAME=pt-eth0 "$@"
 }
 
 cmd_once() {
@@ -428,6 +307,7 @@ case $command in
   up) cmd_up "$@" ;;
   down) cmd_down "$@" ;;
   run) cmd_run "$@" ;;
+  rank-exec) cmd_rank_exec "$@" ;;
   once) cmd_once "$@" ;;
   probe) cmd_probe "$@" ;;
   status) cmd_status "$@" ;;

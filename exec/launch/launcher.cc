@@ -1,6 +1,9 @@
 #include "exec/launch/launcher.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "exec/launch/worker.h"
@@ -18,6 +22,21 @@ namespace pipetwin::exec {
 namespace {
 
 constexpr auto kGracePeriod = std::chrono::seconds(3);
+
+// A TCP port free on this machine now (for rank 0's store when a prefix places the ranks).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  int port = 29500;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
+    port = ntohs(address.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
 
 volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int signal) { g_interrupted = signal; }
@@ -31,8 +50,8 @@ std::string Describe(int status) {
 
 bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
 
-[[noreturn]] void ExecWorker(int rank, int workers, int port, const std::string& program,
-                             const std::vector<std::string>& args) {
+[[noreturn]] void ExecWorker(int rank, int workers, int port, bool store_hosted,
+                             const std::vector<std::string>& words) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the launcher
   ::setenv("RANK", std::to_string(rank).c_str(), 1);
   ::setenv("WORLD_SIZE", std::to_string(workers).c_str(), 1);
@@ -40,16 +59,17 @@ bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(workers).c_str(), 1);
   ::setenv("MASTER_ADDR", "127.0.0.1", 1);
   ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-  ::setenv("PIPETWIN_STORE_HOSTED", "1", 1);
+  if (store_hosted) ::setenv("PIPETWIN_STORE_HOSTED", "1", 1);
+  else ::unsetenv("PIPETWIN_STORE_HOSTED");
   // OpenMP threads that spin while they wait steal the cores the other workers compute on.
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   ::unsetenv("SLURM_PROCID");
   ::unsetenv("SLURM_NTASKS");
-  std::vector<char*> argv = {const_cast<char*>(program.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  std::vector<char*> argv;
+  for (const auto& w : words) argv.push_back(const_cast<char*>(w.c_str()));
   argv.push_back(nullptr);
-  ::execv(program.c_str(), argv.data());
-  std::cerr << "pipetwin run: cannot start " << program << ": " << std::strerror(errno) << "\n";
+  ::execvp(argv[0], argv.data());
+  std::cerr << "pipetwin run: cannot start " << words[0] << ": " << std::strerror(errno) << "\n";
   ::_exit(127);
 }
 
@@ -71,8 +91,20 @@ void StopAll(std::map<pid_t, int>& running) {
 }  // namespace
 
 int LaunchLocalWorkers(int workers, const std::string& program,
-                       const std::vector<std::string>& args) {
-  StoreHost store;
+                       const std::vector<std::string>& args,
+                       const std::vector<std::string>& rank_prefix) {
+  // Without a prefix the workers are this machine's processes: the store is hosted here.
+  std::optional<StoreHost> store;
+  int port = 0;
+  if (rank_prefix.empty()) {
+    store.emplace();
+    port = store->port();
+  } else {
+    port = FreePort();
+  }
+  std::vector<std::string> words = rank_prefix;
+  words.push_back(program);
+  words.insert(words.end(), args.begin(), args.end());
   std::cout.flush();
   std::cerr.flush();
   std::map<pid_t, int> running;  // pid -> rank
@@ -82,7 +114,7 @@ int LaunchLocalWorkers(int workers, const std::string& program,
       StopAll(running);
       throw RunError(std::string("cannot start a worker process: ") + std::strerror(errno));
     }
-    if (pid == 0) ExecWorker(rank, workers, store.port(), program, args);
+    if (pid == 0) ExecWorker(rank, workers, port, rank_prefix.empty(), words);
     running[pid] = rank;
   }
   struct sigaction action = {};

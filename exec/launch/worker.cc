@@ -2,6 +2,8 @@
 // gathers every worker's measurement and prints the report.
 #include <dlfcn.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -109,6 +111,9 @@ void PrintReport(const ExecutorJob& job, const Report& report) {
 }  // namespace
 
 int RunWorker(const RunOptions& options, const ProcessEnv& env) {
+  // A worker does not outlive what started it (a launcher, torchrun, a rank prefix's wrapper):
+  // stopped, it takes its worker with it, and no worker is left holding a core or a port.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   ExecutorJob job = PrepareJob(options);
   if (env.world_size != job.WorkerCount())
     throw InputError("WORLD_SIZE=" + std::to_string(env.world_size) + " but the plan of " +

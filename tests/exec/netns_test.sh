@@ -83,7 +83,7 @@ PY
   PIPETWIN_EXEC_FAIL_AT=1:5 "$netns" run "$scenario" --iterations 3 --timeout 20 \
     >/dev/null 2>"$work/fail.txt" || status=$?
   ((status != 0)) || fail "a run whose rank 1 was killed exited 0"
-  grep -q "^netns.sh: rank 1 in $prefix-h1 died" "$work/fail.txt" ||
+  grep -q "^pipetwin run: rank 1 died" "$work/fail.txt" ||
     fail "the failed rank is not named: $(cat "$work/fail.txt")"
   ((SECONDS - start < 30)) || fail "the failed run took $((SECONDS - start)) s"
   [[ -z $(ip netns pids "$prefix-h0") && -z $(ip netns pids "$prefix-h1") ]] ||

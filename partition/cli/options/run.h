@@ -6,6 +6,7 @@
 //   RunOptions o = ReadRunOptions(vm);     // throws InputError on out-of-range values
 #pragma once
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,11 @@ inline po::options_description RunOptionsDescription() {
        "(else SCHED_RR, which the simulator models)")
       ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer")
       ("dump-weights", po::value<std::string>(), "write every weight version to DIR (tests)")
-      ("check", "only check that the executor can run the scenario (exit 0) or say why not (2)");
+      ("check", "only check that the executor can run the scenario (exit 0) or say why not (2)")
+      ("rank-prefix", po::value<std::string>(),
+       "start each worker as PREFIX WORDS... pipetwin-exec run ... (words separated by spaces; "
+       "RANK and WORLD_SIZE in its environment): the prefix places the rank, e.g. in a network "
+       "namespace (scripts/netns.sh), and rank 0 hosts the store");
   return desc;
 }
 
@@ -78,6 +83,7 @@ struct RunOptions {
   bool round_robin = true;      // SCHED_RR where the workers outnumber the cores (cpu_policy.h)
   double timeout_s = 30;
   std::string dump_weights_dir;
+  std::vector<std::string> rank_prefix;  // the words before each worker's command (launcher.h)
 };
 
 // Reads the parsed options; the scenario must be given. Throws InputError on bad values.
@@ -100,6 +106,11 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
   o.round_robin = vm.count("default-scheduler") == 0;
   o.timeout_s = vm["timeout"].as<double>();
   if (vm.count("dump-weights")) o.dump_weights_dir = vm["dump-weights"].as<std::string>();
+  if (vm.count("rank-prefix")) {
+    std::istringstream words(vm["rank-prefix"].as<std::string>());
+    for (std::string w; words >> w;) o.rank_prefix.push_back(w);
+    if (o.rank_prefix.empty()) throw InputError("pipetwin run: --rank-prefix needs a command");
+  }
   if (vm.count("iterations") && o.iterations < 1)
     throw InputError("pipetwin run: --iterations must be >= 1, got " +
                      std::to_string(o.iterations));

@@ -113,167 +113,196 @@ double SmallMessageSpread(const std::vector<PingPongRow>& rows) {
   return spread;
 }
 
-Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
-  const LinearFit fit = FitOneWayTime(p.ping_pong);
-  // a = latency + overhead: the raw TCP time is the latency, c10d Gloo's share the rest.
-  const double latency_s = std::min(p.tcp_one_way_s, fit.intercept_s);
-  const double overhead_s = fit.intercept_s - latency_s;
-  const double alone_flops = GemmFlops(p.compute.gemm_n) / p.compute.alone_s;
-  const double busy_s = Mean(p.compute.busy_s);
+namespace {
 
-  Cluster c;
-  c.name = "this machine (calibrated)";
-  c.device.name = "CPU (" + p.host + ")";
-  c.device.memory_bytes = p.memory_bytes;
-  c.device.relative_speed = 1;  // workloads are profiled on this machine (`pipetwin profile`)
-  // Analytic (FLOP-counted) workloads: one core's measured GEMM rate, taken as reached.
-  c.device.peak_flops = alone_flops;
-  c.device.flops_efficiency = 1;
-  c.device.memory_bandwidth_bytes_per_s = p.compute.copy_bytes / p.compute.copy_s;
+// The calibrated server: `workers` devices on loopback at the ping-pong's bandwidth and the raw
+// TCP latency, and the measured all-reduce as its table (returned as a record too).
+ClusterLevel HostLevel(const CalibrationProbes& p, const LinearFit& fit, double latency_s,
+                       int workers, nlohmann::json& allreduce_record) {
   ClusterLevel host;
   host.name = "host";
   host.count = workers;
   host.bandwidth_gbps = fit.bandwidth_bytes_per_s() * 8 / 1e9;
   host.latency_us = latency_s * 1e6;
   host.link = "loopback";
-  nlohmann::json allreduce = nlohmann::json::array();
-  if (!p.allreduce.empty()) {
-    host.allreduce.ranks = 2;
-    for (const AllReduceRow& r : p.allreduce) {
-      host.allreduce.bytes.push_back(r.bytes);
-      host.allreduce.seconds.push_back(r.seconds);
-      allreduce.push_back({{"bytes", r.bytes},
-                           {"repeats", r.repeats},
-                           {"mean_us", r.seconds * 1e6},
-                           {"median_us", r.median_s * 1e6},
-                           {"fastest_us", r.fastest_s * 1e6}});
-    }
+  allreduce_record = nlohmann::json::array();
+  if (p.allreduce.empty()) return host;
+  host.allreduce.ranks = 2;
+  for (const AllReduceRow& r : p.allreduce) {
+    host.allreduce.bytes.push_back(r.bytes);
+    host.allreduce.seconds.push_back(r.seconds);
+    allreduce_record.push_back({{"bytes", r.bytes},
+                                {"repeats", r.repeats},
+                                {"mean_us", r.seconds * 1e6},
+                                {"median_us", r.median_s * 1e6},
+                                {"fastest_us", r.fastest_s * 1e6}});
   }
-  c.levels = {host};
-  c.network_model = "datacenter";
-  c.launch_overhead_us = 0;
-  c.communication_overhead_us = overhead_s * 1e6;
-  c.shared_cores = p.cores();
-  // The ring: P processes on C cores, each hop a process's GEMMs of CPU time W (measured in
-  // the ring; without it, G GEMMs of the busy-core time). Ideal hop time P W / C; what a hop
-  // takes beyond it, per core, is the core time one message to an oversubscribed server costs:
-  // per ring, hop x C / P - W, then the median over the rings (per_message_us). Both terms of
-  // each difference come from the same ring: from separate probes, seconds apart, W moved by
-  // 20% here (a hop's busy-core GEMMs read 0.80 and 0.96 ms in two calibrations) and the cost
-  // with it (916 and 520 us).
-  // Under SCHED_OTHER most of that is core time nobody used (the OS scheduler left a core idle
-  // while a process waited in the other's queue), and the simulator charges all of it: it is
-  // the only stand-in it has for that loss. Under SCHED_RR, as the executor's workers run on
-  // such a server, the kernel runs a waiting thread on any free core at once and the
-  // simulator's cores serve the workers first come, first served; a message then costs the
-  // CPU it takes (cpu_per_message_us below: c10d Gloo's threads, the kernel's copies), and
-  // that is what the simulator charges.
-  nlohmann::json ring;
-  if (p.ring.hops > 0 && p.ring.processes > p.cores()) {
-    const bool measured_work = p.ring.gemm_cpu_s_each.size() == p.ring.hop_s_each.size() &&
-                               !p.ring.hop_s_each.empty();
-    std::vector<double> work_each, per_message_each;
-    for (size_t k = 0; k < p.ring.hop_s_each.size(); ++k) {
-      work_each.push_back(measured_work ? p.ring.gemm_cpu_s_each[k]
-                                        : p.ring.gemms_per_hop * busy_s);
-      per_message_each.push_back(std::max(
-          0.0, p.ring.hop_s_each[k] * p.cores() / p.ring.processes - work_each.back()));
-    }
-    const double hop_work_s =
-        work_each.empty() ? p.ring.gemms_per_hop * busy_s : Median(work_each);
-    const double ideal_s = p.ring.processes * hop_work_s / p.cores();
-    const double per_message_s =
-        per_message_each.empty()
-            ? std::max(0.0, p.ring.hop_s * p.cores() / p.ring.processes - hop_work_s)
-            : Median(per_message_each);
-    c.oversubscribed_message_us = per_message_s * 1e6;
-    ring = {{"processes", p.ring.processes},
-            {"gemms_per_hop", p.ring.gemms_per_hop},
-            {"hops", p.ring.hops},
-            {"message_bytes", 128 * 1024},
-            {"hop_us", p.ring.hop_s * 1e6},
-            {"hop_us_each", Microseconds(p.ring.hop_s_each)},
-            {"work_per_hop_us_each", Microseconds(work_each)},
-            {"work", measured_work ? "thread CPU time of the GEMMs in the ring"
-                                   : "the compute probe's busy-core GEMM time"},
-            {"per_message_us_each", Microseconds(per_message_each)},
-            {"ideal_hop_us", ideal_s * 1e6},
-            {"per_message_us", per_message_s * 1e6}};
-    // How the cost splits: per ring, the CPU every process spent per hop (summed) against what
-    // the cores offered in that hop (cores x hop), and the CPU beyond the GEMMs per message
-    // ((process CPU - P x W) / P: c10d Gloo's threads, the kernel's copies). The rest of
-    // per_message_us is core time nobody used.
-    if (p.ring.process_cpu_s_each.size() == p.ring.hop_s_each.size() &&
-        !p.ring.hop_s_each.empty()) {
-      std::vector<double> busy_each, cpu_per_message_each;
-      for (size_t k = 0; k < p.ring.hop_s_each.size(); ++k) {
-        busy_each.push_back(p.ring.process_cpu_s_each[k] / (p.cores() * p.ring.hop_s_each[k]));
-        cpu_per_message_each.push_back(std::max(
-            0.0, p.ring.process_cpu_s_each[k] / p.ring.processes - work_each[k]));
-      }
-      ring["process_cpu_per_hop_us_each"] = Microseconds(p.ring.process_cpu_s_each);
-      ring["cores_busy_each"] = busy_each;
-      ring["cores_busy"] = Median(busy_each);
-      ring["cpu_per_message_us_each"] = Microseconds(cpu_per_message_each);
-      ring["cpu_per_message_us"] = Median(cpu_per_message_each) * 1e6;
-      if (p.ring.policy == "SCHED_RR")
-        c.oversubscribed_message_us = Median(cpu_per_message_each) * 1e6;
-    }
-    ring["policy"] = p.ring.policy;
-  }
+  return host;
+}
 
-  const nlohmann::json table = PingPongTable(p.ping_pong, fit);
+// What one message between workers of an oversubscribed server costs, from the ring: P
+// processes on C cores, each hop a process's GEMMs of CPU time W (measured in the ring; without
+// it, G GEMMs of the busy-core time). Ideal hop time P W / C; what a hop takes beyond it, per
+// core, is the core time one message costs: per ring, hop x C / P - W, then the median over the
+// rings (per_message_us). Both terms of each difference come from the same ring, since W moves
+// between probes taken seconds apart.
+// Under SCHED_OTHER most of that is core time nobody used (the OS scheduler left a core idle
+// while a process waited in the other's queue), and the simulator charges all of it: it is the
+// only stand-in it has for that loss. Under SCHED_RR, as the executor's workers run on such a
+// server, the kernel runs a waiting thread on any free core at once and the simulator's cores
+// serve the workers first come, first served; a message then costs the CPU it takes
+// (cpu_per_message_us: c10d Gloo's threads, the kernel's copies), and that is what is charged.
+struct RingCost {
+  double message_us = 0;  // the charge, oversubscribed_message_us
+  nlohmann::json record;
+};
+
+// The CPU per message beyond the GEMMs, per ring, and how busy the ring kept the cores, into
+// `ring.record`; under SCHED_RR it becomes the charge.
+void AddRingCpu(const CalibrationProbes& p, const std::vector<double>& work_each,
+                RingCost& ring) {
+  if (p.ring.process_cpu_s_each.size() != p.ring.hop_s_each.size() || p.ring.hop_s_each.empty())
+    return;
+  std::vector<double> busy_each, cpu_per_message_each;
+  for (size_t k = 0; k < p.ring.hop_s_each.size(); ++k) {
+    busy_each.push_back(p.ring.process_cpu_s_each[k] / (p.cores() * p.ring.hop_s_each[k]));
+    cpu_per_message_each.push_back(
+        std::max(0.0, p.ring.process_cpu_s_each[k] / p.ring.processes - work_each[k]));
+  }
+  ring.record["process_cpu_per_hop_us_each"] = Microseconds(p.ring.process_cpu_s_each);
+  ring.record["cores_busy_each"] = busy_each;
+  ring.record["cores_busy"] = Median(busy_each);
+  ring.record["cpu_per_message_us_each"] = Microseconds(cpu_per_message_each);
+  ring.record["cpu_per_message_us"] = Median(cpu_per_message_each) * 1e6;
+  if (p.ring.policy == "SCHED_RR") ring.message_us = Median(cpu_per_message_each) * 1e6;
+}
+
+RingCost OversubscribedRingCost(const CalibrationProbes& p, double busy_s) {
+  RingCost ring;
+  if (p.ring.hops <= 0 || p.ring.processes <= p.cores()) return ring;
+  const bool measured_work = p.ring.gemm_cpu_s_each.size() == p.ring.hop_s_each.size() &&
+                             !p.ring.hop_s_each.empty();
+  std::vector<double> work_each, per_message_each;
+  for (size_t k = 0; k < p.ring.hop_s_each.size(); ++k) {
+    work_each.push_back(measured_work ? p.ring.gemm_cpu_s_each[k]
+                                      : p.ring.gemms_per_hop * busy_s);
+    per_message_each.push_back(std::max(
+        0.0, p.ring.hop_s_each[k] * p.cores() / p.ring.processes - work_each.back()));
+  }
+  const double hop_work_s = work_each.empty() ? p.ring.gemms_per_hop * busy_s : Median(work_each);
+  const double per_message_s =
+      per_message_each.empty()
+          ? std::max(0.0, p.ring.hop_s * p.cores() / p.ring.processes - hop_work_s)
+          : Median(per_message_each);
+  ring.message_us = per_message_s * 1e6;
+  ring.record = {{"processes", p.ring.processes},
+                 {"gemms_per_hop", p.ring.gemms_per_hop},
+                 {"hops", p.ring.hops},
+                 {"message_bytes", 128 * 1024},
+                 {"hop_us", p.ring.hop_s * 1e6},
+                 {"hop_us_each", Microseconds(p.ring.hop_s_each)},
+                 {"work_per_hop_us_each", Microseconds(work_each)},
+                 {"work", measured_work ? "thread CPU time of the GEMMs in the ring"
+                                        : "the compute probe's busy-core GEMM time"},
+                 {"per_message_us_each", Microseconds(per_message_each)},
+                 {"ideal_hop_us", p.ring.processes * hop_work_s / p.cores() * 1e6},
+                 {"per_message_us", per_message_s * 1e6}};
+  AddRingCpu(p, work_each, ring);
+  ring.record["policy"] = p.ring.policy;
+  return ring;
+}
+
+// Where each of the cluster's numbers comes from, stated in the file it is written to.
+nlohmann::json Sources() {
+  return {{"shared_cores", "CPUs in this process's affinity mask (sched_getaffinity)"},
+          {"latency_us", "one-way time of the raw TCP ping-pong (loopback_tcp)"},
+          {"communication_overhead_us",
+           "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
+          {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
+          {"levels[0].allreduce", "mean times of the c10d Gloo all-reduce probe (2 ranks)"},
+          {"oversubscribed_message_us",
+           "oversubscribed_ring: cpu_per_message_us where the ring ran under SCHED_RR, else "
+           "per_message_us (hop_us x cores / processes - the GEMMs' CPU per hop)"},
+          {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},
+          {"device.memory_bandwidth_bytes_per_s", "memory_copy.bandwidth_gbps"},
+          {"launch_overhead_us", "0: profiled layer times already include LibTorch's dispatch"}};
+}
+
+nlohmann::json FitRecord(const nlohmann::json& table, const LinearFit& fit, double bandwidth_gbps) {
+  return {{"model", "one_way_us = intercept_us + bytes * 8e-3 / bandwidth_gbps"},
+          {"method", "intercept_us: mean of one_way_us - bytes / bandwidth up to 4 KB; bandwidth: "
+                     "least squares of one_way_us - intercept_us from 1 MB"},
+          {"intercept_us", fit.intercept_s * 1e6},
+          {"bandwidth_gbps", bandwidth_gbps},
+          {"max_abs_residual_to_4KB", WorstResidual(table, 0, kLatencyRegimeBytes)},
+          {"max_abs_residual_between",
+           WorstResidual(table, kLatencyRegimeBytes + 1, kBandwidthRegimeBytes - 1)},
+          {"max_abs_residual_from_1MB", WorstResidual(table, kBandwidthRegimeBytes, 1e300)}};
+}
+
+nlohmann::json ComputeRecord(const CalibrationProbes& p) {
   nlohmann::json busy_gflops = nlohmann::json::array();
   for (double s : p.compute.busy_s) busy_gflops.push_back(GemmFlops(p.compute.gemm_n) / s / 1e9);
-  c.calibration = {
-      {"tool", "pipetwin calibrate"},
-      {"when", p.when},
-      {"host", p.host},
-      {"cores", p.cores()},
-      {"cpus", CpuList(p.cpus)},
-      {"quick", p.quick},
-      {"probe_workers", p.probe_workers},
-      {"load_average", p.load_average},
-      {"small_message_spread", SmallMessageSpread(p.ping_pong)},
-      {"sources",
-       {{"shared_cores", "CPUs in this process's affinity mask (sched_getaffinity)"},
-        {"latency_us", "one-way time of the raw TCP ping-pong (loopback_tcp)"},
-        {"communication_overhead_us",
-         "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
-        {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
-        {"levels[0].allreduce", "mean times of the c10d Gloo all-reduce probe (2 ranks)"},
-        {"oversubscribed_message_us",
-         "oversubscribed_ring: cpu_per_message_us where the ring ran under SCHED_RR, else "
-         "per_message_us (hop_us x cores / processes - the GEMMs' CPU per hop)"},
-        {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},
-        {"device.memory_bandwidth_bytes_per_s", "memory_copy.bandwidth_gbps"},
-        {"launch_overhead_us", "0: profiled layer times already include LibTorch's dispatch"}}},
-      {"loopback_tcp",
-       {{"message_bytes", p.tcp_message_bytes},
-        {"round_trips", p.tcp_round_trips},
-        {"one_way_us", p.tcp_one_way_s * 1e6}}},
-      {"ping_pong", table},
-      {"allreduce", allreduce},
-      {"oversubscribed_ring", ring},
-      {"fit",
-       {{"model", "one_way_us = intercept_us + bytes * 8e-3 / bandwidth_gbps"},
-        {"method", "intercept_us: mean of one_way_us - bytes / bandwidth up to 4 KB; bandwidth: "
-                   "least squares of one_way_us - intercept_us from 1 MB"},
-        {"intercept_us", fit.intercept_s * 1e6},
-        {"bandwidth_gbps", host.bandwidth_gbps},
-        {"max_abs_residual_to_4KB", WorstResidual(table, 0, kLatencyRegimeBytes)},
-        {"max_abs_residual_between", WorstResidual(table, kLatencyRegimeBytes + 1,
-                                                   kBandwidthRegimeBytes - 1)},
-        {"max_abs_residual_from_1MB", WorstResidual(table, kBandwidthRegimeBytes, 1e300)}}},
-      {"compute",
-       {{"probe", "fp32 GEMM " + std::to_string(p.compute.gemm_n) + "^3, one thread per process"},
-        {"alone_gflops", alone_flops / 1e9},
-        {"busy_processes", static_cast<int>(p.compute.busy_s.size())},
-        {"busy_gflops", busy_gflops},
-        {"contention_slowdown", busy_s / p.compute.alone_s}}},
-      {"memory_copy",
-       {{"bytes", p.compute.copy_bytes},
-        {"bandwidth_gbps", c.device.memory_bandwidth_bytes_per_s * 8 / 1e9}}}};
+  return {{"probe", "fp32 GEMM " + std::to_string(p.compute.gemm_n) + "^3, one thread per process"},
+          {"alone_gflops", GemmFlops(p.compute.gemm_n) / p.compute.alone_s / 1e9},
+          {"busy_processes", static_cast<int>(p.compute.busy_s.size())},
+          {"busy_gflops", busy_gflops},
+          {"contention_slowdown", Mean(p.compute.busy_s) / p.compute.alone_s}};
+}
+
+// The raw probes, kept in the cluster for inspection (never read back into the model).
+nlohmann::json CalibrationRecord(const CalibrationProbes& p, const LinearFit& fit,
+                                 const Cluster& c, const nlohmann::json& allreduce,
+                                 const nlohmann::json& ring) {
+  const nlohmann::json table = PingPongTable(p.ping_pong, fit);
+  return {{"tool", "pipetwin calibrate"},
+          {"when", p.when},
+          {"host", p.host},
+          {"cores", p.cores()},
+          {"cpus", CpuList(p.cpus)},
+          {"quick", p.quick},
+          {"probe_workers", p.probe_workers},
+          {"load_average", p.load_average},
+          {"small_message_spread", SmallMessageSpread(p.ping_pong)},
+          {"sources", Sources()},
+          {"loopback_tcp",
+           {{"message_bytes", p.tcp_message_bytes},
+            {"round_trips", p.tcp_round_trips},
+            {"one_way_us", p.tcp_one_way_s * 1e6}}},
+          {"ping_pong", table},
+          {"allreduce", allreduce},
+          {"oversubscribed_ring", ring},
+          {"fit", FitRecord(table, fit, c.levels[0].bandwidth_gbps)},
+          {"compute", ComputeRecord(p)},
+          {"memory_copy",
+           {{"bytes", p.compute.copy_bytes},
+            {"bandwidth_gbps", c.device.memory_bandwidth_bytes_per_s * 8 / 1e9}}}};
+}
+
+}  // namespace
+
+Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
+  const LinearFit fit = FitOneWayTime(p.ping_pong);
+  // a = latency + overhead: the raw TCP time is the latency, c10d Gloo's share the rest.
+  const double latency_s = std::min(p.tcp_one_way_s, fit.intercept_s);
+  Cluster c;
+  c.name = "this machine (calibrated)";
+  c.device.name = "CPU (" + p.host + ")";
+  c.device.memory_bytes = p.memory_bytes;
+  c.device.relative_speed = 1;  // workloads are profiled on this machine (`pipetwin profile`)
+  // Analytic (FLOP-counted) workloads: one core's measured GEMM rate, taken as reached.
+  c.device.peak_flops = GemmFlops(p.compute.gemm_n) / p.compute.alone_s;
+  c.device.flops_efficiency = 1;
+  c.device.memory_bandwidth_bytes_per_s = p.compute.copy_bytes / p.compute.copy_s;
+  nlohmann::json allreduce;
+  c.levels = {HostLevel(p, fit, latency_s, workers, allreduce)};
+  c.network_model = "datacenter";
+  c.launch_overhead_us = 0;
+  c.communication_overhead_us = (fit.intercept_s - latency_s) * 1e6;
+  c.shared_cores = p.cores();
+  const RingCost ring = OversubscribedRingCost(p, Mean(p.compute.busy_s));
+  c.oversubscribed_message_us = ring.message_us;
+  c.calibration = CalibrationRecord(p, fit, c, allreduce, ring.record);
   return c;
 }
 

@@ -168,7 +168,9 @@ int AlignClocks(std::vector<WorkerMeasurement>& workers) {
   return apart;
 }
 
-Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
+namespace {
+
+RunHeader HeaderOf(const ExecutorJob& job) {
   RunHeader header;
   header.source = "executor";
   header.scenario = job.scenario.name;
@@ -180,9 +182,12 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
   header.microbatch_size = job.microbatch_size;
   header.microbatches_per_iteration = job.microbatches_per_iteration;
   header.iterations = job.iterations;
-  Report r = StartReport(header);
-  for (const auto& w : workers) r.makespan_s = std::max(r.makespan_s, w.end_s);
+  return header;
+}
 
+// Each worker's busy and exposed time and its device's memory into the report; returns the
+// executor's own figures per worker (details.workers).
+nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report& r) {
   const std::vector<double> exposed = ExposedCommunication(workers);
   nlohmann::json overhead = nlohmann::json::array();
   for (size_t i = 0; i < workers.size(); ++i) {
@@ -212,11 +217,13 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
     for (const MemorySample& s : w.memory_timeline) peaks.Add(s.time_s, s.bytes);
     r.devices.push_back(peaks.Report(w.rank, w.rank, w.capacity_bytes, w.memory_timeline));
   }
-  FinishReport(SteadyStateWindow(IterationEnds(job.iterations, workers),
-                                 job.options.warmup_iterations, IsAsynchronous(job.schedule.kind)),
-               r);
+  return overhead;
+}
 
-  // Stages: staleness over updates and replicas, versions and activations alive, as measured.
+// Stages: staleness over updates and replicas, versions and activations alive, as measured;
+// returns the versions each micro-batch used (details.weight_versions_used).
+nlohmann::json AddStages(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers,
+                         Report& r) {
   nlohmann::json versions_used = nlohmann::json::array();
   for (int s = 0; s < job.schedule.stages; ++s) {
     StageSummary st;
@@ -241,8 +248,11 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
     versions_used.push_back({{"stage", s}, {"columns", {"microbatch", "forward", "backward"}},
                              {"versions", per_microbatch}});
   }
+  return versions_used;
+}
 
-  // Communication: pipeline messages and all-reduce payloads, by whether the peers share a host.
+// Pipeline messages and all-reduce payloads, by whether the peers share a host.
+std::vector<CommunicationLevel> Communication(const std::vector<WorkerMeasurement>& workers) {
   std::map<int, CommunicationLevel> levels;
   std::map<int, std::string> host_of;
   for (const auto& w : workers) host_of[w.rank] = w.host;
@@ -260,12 +270,15 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
       ++c.messages;
     }
   }
-  for (auto& [level, c] : levels) r.communication.push_back(c);
+  std::vector<CommunicationLevel> out;
+  for (auto& [level, c] : levels) out.push_back(c);
+  return out;
+}
 
-  // Executor-only facts.
+// The last stage's mean loss per iteration (replica 0) and the test accuracy, into `details`.
+void AddLearning(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers,
+                 nlohmann::json& details) {
   nlohmann::json losses = nlohmann::json::array();
-  double accuracy = -1;
-  long long test_samples = 0;
   for (const auto& w : workers) {
     if (w.losses.empty() && w.test_accuracy < 0) continue;
     std::vector<double> sum(job.iterations, 0);
@@ -278,11 +291,15 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
     for (int i = 0; i < job.iterations; ++i)
       if (count[i] && w.replica == 0) losses.push_back(sum[i] / count[i]);
     if (w.test_accuracy >= 0) {
-      accuracy = w.test_accuracy;
-      test_samples = w.test_samples;
+      details["test_accuracy"] = w.test_accuracy;
+      details["test_samples"] = w.test_samples;
     }
   }
-  // The scheduling policies the workers ran under, each once, in rank order, "; " between.
+  details["mean_loss_per_iteration"] = losses;
+}
+
+// How the workers were run: the scheduling policies, each once in rank order, and the clocks.
+void AddHostFacts(const std::vector<WorkerMeasurement>& workers, nlohmann::json& details) {
   std::vector<std::string> seen;
   std::string policies;
   for (const auto& w : workers)
@@ -294,25 +311,35 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
   for (const auto& w : workers)
     apart += w.boot_id.empty() || w.boot_id != workers[0].boot_id ||
              w.clock_origin_s != workers[0].clock_origin_s;
-  r.details = {{"host", workers.empty() ? "" : workers[0].host},
-               {"clock", apart == 0 ? "one clock: every worker's times count from the same "
-                                      "instant of rank 0's machine's monotonic clock"
-                                    : std::to_string(apart) + " of " +
-                                          std::to_string(workers.size()) +
-                                          " workers count from their own exit from the start "
-                                          "barrier (another machine, or not aligned)"},
-               {"cpu_policy", policies},
-               {"data", job.options.data},
-               {"seed", job.options.seed},
-               {"weight_stashing", job.options.weight_stashing},
-               {"model", job.network.generator},
-               {"workers", overhead},
-               {"weight_versions_used", versions_used},
-               {"mean_loss_per_iteration", losses}};
-  if (accuracy >= 0) {
-    r.details["test_accuracy"] = accuracy;
-    r.details["test_samples"] = test_samples;
-  }
+  details["host"] = workers.empty() ? "" : workers[0].host;
+  details["clock"] = apart == 0 ? "one clock: every worker's times count from the same instant "
+                                  "of rank 0's machine's monotonic clock"
+                                : std::to_string(apart) + " of " + std::to_string(workers.size()) +
+                                      " workers count from their own exit from the start barrier "
+                                      "(another machine, or not aligned)";
+  details["cpu_policy"] = policies;
+}
+
+}  // namespace
+
+Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
+  Report r = StartReport(HeaderOf(job));
+  for (const auto& w : workers) r.makespan_s = std::max(r.makespan_s, w.end_s);
+  const nlohmann::json overhead = AddWorkers(workers, r);
+  FinishReport(SteadyStateWindow(IterationEnds(job.iterations, workers),
+                                 job.options.warmup_iterations, IsAsynchronous(job.schedule.kind)),
+               r);
+  const nlohmann::json versions_used = AddStages(job, workers, r);
+  r.communication = Communication(workers);
+  r.details = nlohmann::json::object();
+  AddHostFacts(workers, r.details);
+  r.details["data"] = job.options.data;
+  r.details["seed"] = job.options.seed;
+  r.details["weight_stashing"] = job.options.weight_stashing;
+  r.details["model"] = job.network.generator;
+  r.details["workers"] = overhead;
+  r.details["weight_versions_used"] = versions_used;
+  AddLearning(job, workers, r.details);
   return r;
 }
 

@@ -367,22 +367,9 @@ class LoadProcesses {
   }
 }
 
-}  // namespace
-
-int RunProfile(const ProfileOptions& options) {
-  const Source source = ReadSource(options.workload);
-  const int batch = options.batch > 0 ? options.batch : source.reference_batch;
-  at::set_num_threads(options.threads);
-  SetBlasThreads(options.threads);
-  UseCachingCpuAllocator();  // the executor's allocator (cpu_allocator.h)
-  const Model model = BuildModel(source.network);
-  auto data = MakeDataSource("synthetic", "", model, 1);
-  const Batch sample = data->Train(0, batch);
-  const std::vector<LayerRun> runs = PrepareLayers(model, sample);
-  if (options.load_cpu >= 0) RunLoad(model, runs, *data, batch, options.load_cpu);
-  const int cores = CoresAvailable();
-  // More processes than cores: time-shared, timed by this thread's CPU time (LayerClock), which
-  // sees one thread's work only.
+// More processes than cores: time-shared, timed by this thread's CPU time (LayerClock), which
+// sees one thread's work only; and at most kMostProcessesPerCore of them.
+bool CheckedTimeSharing(const ProfileOptions& options, int cores) {
   const bool time_shared = options.concurrent * options.threads > cores;
   if (time_shared && options.threads > 1)
     throw InputError(options.workload, "",
@@ -396,11 +383,12 @@ int RunProfile(const ProfileOptions& options) {
                          std::to_string(kMostProcessesPerCore) + " processes per core, " +
                          std::to_string(kMostProcessesPerCore * cores) + " on the " +
                          std::to_string(cores) + " cores this process may use");
-  const LayerClock clock(time_shared);
-  // The load processes pin themselves within the mask they inherit: pin this one after.
-  LoadProcesses load(options, batch, cores);
-  if (options.concurrent > 1) PinToCore(0);
+  return time_shared;
+}
 
+// The measured workload's header: where and how its times were taken.
+Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int batch,
+                          bool time_shared, int cores) {
   Workload w;
   w.name = model.name + "-measured";
   w.reference.batch_size = batch;
@@ -411,64 +399,68 @@ int RunProfile(const ProfileOptions& options) {
     w.reference.device += " on " + std::to_string(cores) + " cores (layers timed by thread CPU time)";
   w.reference.source = "measured";
   w.parameter_dtype_bytes = 4;
-  auto sums = GradientSums(runs);
-  std::vector<double> stash_bytes(model.LayerCount(), 0);
-  {
-    const AllocatorProbe allocator;
-    TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
-  }
+  return w;
+}
+
+// The timed passes: after `warmup` untimed ones, `repeats`, and more until they have taken
+// --min-seconds (a longer window averages over more of the machine's moods, as a run seconds
+// long does). Each pass's layer times and optimizer steps.
+struct TimedPasses {
   std::vector<PassTimes> passes;
   std::vector<std::vector<double>> updates;  // per timed pass, per layer
+};
+
+TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
+                       int64_t batch, const Source& source, const ProfileOptions& options,
+                       const LayerClock& clock) {
+  auto sums = GradientSums(runs);
   UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
                     source.versioned_weights);
-  // --min-seconds: the profile of 20 passes of the MLP (0.2 s) moved by 8% from one profiling
-  // to the next here (10.3-11.2 ms a pass over five), 200 passes (2 s) by 3% (10.4-10.8 ms),
-  // while a measured run, seconds long, sees the average.
+  TimedPasses timed;
   Clock::time_point timed_from;
   for (int k = 0; k < options.warmup + options.repeats ||
                   std::chrono::duration<double>(Clock::now() - timed_from).count() <
                       options.min_seconds;
        ++k) {
     if (k == options.warmup) timed_from = Clock::now();
-    PassTimes t = TrainingPass(model, runs, *data, 1 + k, batch, sums, clock);
+    PassTimes t = TrainingPass(model, runs, data, 1 + k, batch, sums, clock);
     std::vector<double> u = update.Run(sums, clock);
     if (k >= options.warmup) {
-      passes.push_back(std::move(t));
-      updates.push_back(std::move(u));
+      timed.passes.push_back(std::move(t));
+      timed.updates.push_back(std::move(u));
     }
   }
-  for (int i = 0; i < model.LayerCount(); ++i) {
-    const LayerRun& r = runs[i];
-    Layer l;
-    l.id = model.layer_ids[i];
-    l.description = "measured with LibTorch";
-    std::vector<double> forward_ms, backward_ms, update_ms;
-    for (size_t p = 0; p < passes.size(); ++p) {
-      forward_ms.push_back(passes[p].forward_ms[i]);
-      backward_ms.push_back(passes[p].backward_ms[i]);
-      update_ms.push_back(updates[p][i]);
-    }
-    l.forward_ms = TrimmedMean(forward_ms);
-    l.backward_ms = TrimmedMean(backward_ms);
-    if (!r.parameters.empty()) l.update_ms = TrimmedMean(update_ms);
-    if (stash_bytes[i] > 0) l.stash_bytes = stash_bytes[i];
-    l.activation_bytes = static_cast<double>(r.output.numel() * r.output.element_size());
-    l.parameter_bytes = static_cast<double>(TensorBytes(r.parameters));
-    l.parameters = l.parameter_bytes / 4;
-    for (int j : model.layer_inputs[i])
-      if (j >= 0) l.inputs.push_back(j);
-    w.layers.push_back(std::move(l));
-  }
-  ValidateAndSortWorkload(w, options.workload);
+  return timed;
+}
 
-  if (!options.output_file.empty()) SaveWorkloadFile(w, options.output_file);
-  if (options.json) {
-    std::cout << WorkloadToJson(w).dump(1) << "\n";
-    return 0;
+// Layer `i` as measured: the trimmed means of its timed passes, its bytes.
+Layer MeasuredLayer(const Model& model, const LayerRun& r, int i, const TimedPasses& timed,
+                    double stash_bytes) {
+  Layer l;
+  l.id = model.layer_ids[i];
+  l.description = "measured with LibTorch";
+  std::vector<double> forward_ms, backward_ms, update_ms;
+  for (size_t p = 0; p < timed.passes.size(); ++p) {
+    forward_ms.push_back(timed.passes[p].forward_ms[i]);
+    backward_ms.push_back(timed.passes[p].backward_ms[i]);
+    update_ms.push_back(timed.updates[p][i]);
   }
-  std::ostringstream out;
+  l.forward_ms = TrimmedMean(forward_ms);
+  l.backward_ms = TrimmedMean(backward_ms);
+  if (!r.parameters.empty()) l.update_ms = TrimmedMean(update_ms);
+  if (stash_bytes > 0) l.stash_bytes = stash_bytes;
+  l.activation_bytes = static_cast<double>(r.output.numel() * r.output.element_size());
+  l.parameter_bytes = static_cast<double>(TensorBytes(r.parameters));
+  l.parameters = l.parameter_bytes / 4;
+  for (int j : model.layer_inputs[i])
+    if (j >= 0) l.inputs.push_back(j);
+  return l;
+}
+
+void PrintProfile(std::ostream& out, const Workload& w, const ProfileOptions& options,
+                  const Source& source, int batch, size_t passes) {
   out << w.name << ": " << w.LayerCount() << " layers measured at batch " << batch << " on "
-      << w.reference.device << " (mean of " << passes.size()
+      << w.reference.device << " (mean of " << passes
       << " runs without the slowest tenth, after " << options.warmup << " warm-up)\n\n";
   out << std::left << std::setw(6) << "#" << std::setw(20) << "id" << std::right << std::setw(12)
       << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(16) << "activation B"
@@ -484,6 +476,46 @@ int RunProfile(const ProfileOptions& options) {
       << " ms, backward " << w.TotalBackwardMs() << " ms\n" << std::defaultfloat;
   if (source.plan) PrintPipelineBound(out, w, *source.plan, batch);
   if (!options.output_file.empty()) out << "\nwrote " << options.output_file << "\n";
+}
+
+}  // namespace
+
+int RunProfile(const ProfileOptions& options) {
+  const Source source = ReadSource(options.workload);
+  const int batch = options.batch > 0 ? options.batch : source.reference_batch;
+  at::set_num_threads(options.threads);
+  SetBlasThreads(options.threads);
+  UseCachingCpuAllocator();  // the executor's allocator (cpu_allocator.h)
+  const Model model = BuildModel(source.network);
+  auto data = MakeDataSource("synthetic", "", model, 1);
+  const std::vector<LayerRun> runs = PrepareLayers(model, data->Train(0, batch));
+  if (options.load_cpu >= 0) RunLoad(model, runs, *data, batch, options.load_cpu);
+  const int cores = CoresAvailable();
+  const bool time_shared = CheckedTimeSharing(options, cores);
+  const LayerClock clock(time_shared);
+  // The load processes pin themselves within the mask they inherit: pin this one after.
+  LoadProcesses load(options, batch, cores);
+  if (options.concurrent > 1) PinToCore(0);
+
+  Workload w = MeasuredWorkload(model, options, batch, time_shared, cores);
+  std::vector<double> stash_bytes(model.LayerCount(), 0);
+  {
+    auto sums = GradientSums(runs);
+    const AllocatorProbe allocator;
+    TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
+  }
+  const TimedPasses timed = TimePasses(model, runs, *data, batch, source, options, clock);
+  for (int i = 0; i < model.LayerCount(); ++i)
+    w.layers.push_back(MeasuredLayer(model, runs[i], i, timed, stash_bytes[i]));
+  ValidateAndSortWorkload(w, options.workload);
+
+  if (!options.output_file.empty()) SaveWorkloadFile(w, options.output_file);
+  if (options.json) {
+    std::cout << WorkloadToJson(w).dump(1) << "\n";
+    return 0;
+  }
+  std::ostringstream out;
+  PrintProfile(out, w, options, source, batch, timed.passes.size());
   std::cout << out.str();
   return 0;
 }

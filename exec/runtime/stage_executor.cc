@@ -243,12 +243,7 @@ void StageExecutor::Recompute(int mb, int version) {
   recompute_bytes_ += f.recompute_bytes;
 }
 
-void StageExecutor::Backward(const Op& op, int mb, int version) {
-  auto it = in_flight_.find(mb);
-  TORCH_CHECK(it != in_flight_.end(), "Backward of micro-batch ", mb, " without its forward");
-  InFlight& f = it->second;
-  const bool input_part = op.kind != OpKind::kBackwardWeight;
-  const bool weight_part = op.kind != OpKind::kBackwardInput;
+void StageExecutor::GraphForBackward(const Op& op, int mb, int version, InFlight& f) {
   if (stashing_) {
     // Weight stashing: the backward must use the version its forward used, and it must be alive.
     if (f.version != version || !weights_.IsAlive(version))
@@ -264,6 +259,42 @@ void StageExecutor::Backward(const Op& op, int mb, int version) {
     f.has_graph = true;
   }
   TORCH_CHECK(f.has_graph, "Backward of micro-batch ", mb, " has no graph (no Recompute?)");
+}
+
+std::vector<torch::Tensor> StageExecutor::Differentiate(
+    const InFlight& f, const std::vector<torch::Tensor>& targets,
+    const std::vector<torch::Tensor>& grad_outputs, bool input_part, bool weight_part) {
+  const bool keep_graph = input_part && !weight_part;
+  if (!weight_part)
+    return torch::autograd::grad(f.outputs, targets, grad_outputs, keep_graph,
+                                 /*create_graph=*/false, /*allow_unused=*/true);
+  // The parameters' gradients go straight into the sums: autograd's AccumulateGrad adds each
+  // layer's weight gradient in place as soon as it is computed and frees it, so a stage holds
+  // one layer's gradient at a time, not all of them until the backward ends (holding all of them
+  // makes the backward slower than the profile, which times layer by layer). The first gradient
+  // after an update is taken as it is (no pass over a buffer), unless the sums are views of the
+  // all-reduce's flat buffer: that is zeroed and added to.
+  const auto& parameters = weights_.Version(f.version);
+  const bool into_sums = gradient_count_ > 0 || gradient_flat_.defined();
+  if (gradient_count_ == 0 && gradient_flat_.defined()) gradient_flat_.zero_();
+  for (size_t i = 0; i < parameters.size(); ++i)
+    parameters[i].mutable_grad() = into_sums ? gradient_sum_[i] : torch::Tensor();
+  torch::autograd::backward(f.outputs, grad_outputs, keep_graph, /*create_graph=*/false, targets);
+  std::vector<torch::Tensor> grads;
+  for (const auto& t : targets) {
+    grads.push_back(t.grad());
+    t.mutable_grad() = torch::Tensor();  // stashed versions and inputs keep no gradient
+  }
+  return grads;
+}
+
+void StageExecutor::Backward(const Op& op, int mb, int version) {
+  auto it = in_flight_.find(mb);
+  TORCH_CHECK(it != in_flight_.end(), "Backward of micro-batch ", mb, " without its forward");
+  InFlight& f = it->second;
+  const bool input_part = op.kind != OpKind::kBackwardWeight;
+  const bool weight_part = op.kind != OpKind::kBackwardInput;
+  GraphForBackward(op, mb, version, f);
 
   std::vector<torch::Tensor> targets;
   const bool want_inputs = input_part && !stage_.is_first();
@@ -275,29 +306,8 @@ void StageExecutor::Backward(const Op& op, int mb, int version) {
     std::vector<torch::Tensor> grad_outputs;
     if (!stage_.is_last())
       grad_outputs = Unpack(received_gradients_.at(mb), stage_.OutputShapes());
-    const bool keep_graph = input_part && !weight_part;
-    std::vector<torch::Tensor> grads;
-    if (!weight_part) {
-      grads = torch::autograd::grad(f.outputs, targets, grad_outputs, keep_graph,
-                                    /*create_graph=*/false, /*allow_unused=*/true);
-    } else {
-      // The parameters' gradients go straight into the sums: autograd's AccumulateGrad adds each
-      // layer's weight gradient in place as soon as it is computed and frees it, so a stage holds
-      // one layer's gradient at a time, not all of them until the backward ends (with all of
-      // them alive the 4-layer MLP's backward ran ~10% over the profile, which times layer by
-      // layer). The first gradient after an update is taken as it is (no pass over a buffer),
-      // unless the sums are views of the all-reduce's flat buffer: that is zeroed and added to.
-      const bool into_sums = gradient_count_ > 0 || gradient_flat_.defined();
-      if (gradient_count_ == 0 && gradient_flat_.defined()) gradient_flat_.zero_();
-      for (size_t i = 0; i < parameters.size(); ++i)
-        parameters[i].mutable_grad() = into_sums ? gradient_sum_[i] : torch::Tensor();
-      torch::autograd::backward(f.outputs, grad_outputs, keep_graph, /*create_graph=*/false,
-                                targets);
-      for (const auto& t : targets) {
-        grads.push_back(t.grad());
-        t.mutable_grad() = torch::Tensor();  // stashed versions and inputs keep no gradient
-      }
-    }
+    const std::vector<torch::Tensor> grads =
+        Differentiate(f, targets, grad_outputs, input_part, weight_part);
     torch::NoGradGuard no_grad;
     if (want_inputs) {
       std::vector<torch::Tensor> input_grads;
@@ -312,15 +322,19 @@ void StageExecutor::Backward(const Op& op, int mb, int version) {
         else gradient_sum_[i] = g.is_contiguous() ? g : g.contiguous();
       }
   }
-  if (!weight_part) return;
+  if (weight_part) FinishBackward(mb, f.version);
+}
+
+// The micro-batch's backward is complete: count its gradient and forget its state.
+void StageExecutor::FinishBackward(int mb, int version) {
   gradient_count_ += 1;
-  if (oldest_gradient_version_ < 0 || f.version < oldest_gradient_version_)
-    oldest_gradient_version_ = f.version;
-  versions_[mb].backward = f.version;
+  if (oldest_gradient_version_ < 0 || version < oldest_gradient_version_)
+    oldest_gradient_version_ = version;
+  versions_[mb].backward = version;
   out_.versions.push_back(versions_[mb]);
   versions_.erase(mb);
-  recompute_bytes_ -= f.recompute_bytes;
-  in_flight_.erase(it);
+  recompute_bytes_ -= in_flight_.at(mb).recompute_bytes;
+  in_flight_.erase(mb);
   received_gradients_.erase(mb);
   batches_.erase(mb);
 }

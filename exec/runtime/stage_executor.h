@@ -83,6 +83,12 @@ class StageExecutor {
   void Forward(const Op& op, int microbatch, int version);
   void Recompute(int microbatch, int version);
   void Backward(const Op& op, int microbatch, int version);
+  void GraphForBackward(const Op& op, int microbatch, int version, InFlight& f);
+  std::vector<torch::Tensor> Differentiate(const InFlight& f,
+                                           const std::vector<torch::Tensor>& targets,
+                                           const std::vector<torch::Tensor>& grad_outputs,
+                                           bool input_part, bool weight_part);
+  void FinishBackward(int microbatch, int version);
   void AllReduce(OpRecord& record);
   void Update(int version);
   void Send(const Op& op, int microbatch, OpRecord& record);

@@ -130,6 +130,67 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
           {"details", r.details}};
 }
 
+namespace {
+
+WorkerReport WorkerFromJson(JsonReader w) {
+  WorkerReport x;
+  x.worker = Int(w, "worker");
+  x.device = Int(w, "device");
+  x.stage = Int(w, "stage");
+  x.replica = Int(w, "replica");
+  x.busy_s = w.NonNegativeNumber("busy_s");
+  x.idle_s = w.NonNegativeNumber("idle_s");
+  x.bubble_fraction = w.NonNegativeNumber("bubble_fraction");
+  x.exposed_communication_s = w.NonNegativeNumber("exposed_communication_s");
+  w.Finish();
+  return x;
+}
+
+DeviceReport DeviceFromJson(JsonReader d) {
+  DeviceReport x;
+  x.device = Int(d, "device");
+  x.worker = static_cast<int>(d.Number("worker"));
+  x.capacity_bytes = d.NonNegativeNumber("capacity_bytes");
+  x.peak_memory_bytes = d.NonNegativeNumber("peak_memory_bytes");
+  x.peak_time_s = d.OptionalNonNegativeNumber("peak_time_s", 0);
+  x.over_capacity = d.OptionalBool("over_capacity", false);
+  x.at_peak = MemoryCategoriesFromJson(d.Member("at_peak"));
+  x.category_peaks = MemoryCategoriesFromJson(d.Member("category_peaks"));
+  if (auto t = d.OptionalMember("timeline")) x.timeline = TimelineFromJson(*t);
+  d.Finish();
+  return x;
+}
+
+StageSummary StageFromJson(JsonReader s) {
+  StageSummary x;
+  x.stage = Int(s, "stage");
+  JsonReader staleness = s.Member("staleness");
+  x.staleness_min = staleness.NonNegativeNumber("min");
+  x.staleness_mean = staleness.NonNegativeNumber("mean");
+  x.staleness_max = staleness.NonNegativeNumber("max");
+  staleness.Finish();
+  x.max_weight_versions = Int(s, "max_weight_versions");
+  x.max_in_flight_activations = Int(s, "max_in_flight_activations");
+  x.updates = Int(s, "updates");
+  s.Finish();
+  return x;
+}
+
+CommunicationLevel CommunicationFromJson(JsonReader c) {
+  CommunicationLevel x;
+  x.level = Int(c, "level");
+  x.name = Text(c, "name");
+  x.link = Text(c, "link");
+  x.pipeline_bytes = c.NonNegativeNumber("pipeline_bytes");
+  x.allreduce_bytes = c.NonNegativeNumber("allreduce_bytes");
+  c.Accept("bytes");
+  x.messages = static_cast<long long>(c.OptionalNonNegativeInteger("messages", 0));
+  c.Finish();
+  return x;
+}
+
+}  // namespace
+
 Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
   JsonReader root(doc, file);
   Report r;
@@ -152,59 +213,11 @@ Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
   r.exposed_communication_s = root.OptionalNonNegativeNumber("exposed_communication_s", 0);
   r.peak_memory_bytes = root.OptionalNonNegativeNumber("peak_memory_bytes", 0);
   r.over_capacity = root.OptionalBool("over_capacity", false);
-  for (JsonReader w : root.Array("workers")) {
-    WorkerReport x;
-    x.worker = Int(w, "worker");
-    x.device = Int(w, "device");
-    x.stage = Int(w, "stage");
-    x.replica = Int(w, "replica");
-    x.busy_s = w.NonNegativeNumber("busy_s");
-    x.idle_s = w.NonNegativeNumber("idle_s");
-    x.bubble_fraction = w.NonNegativeNumber("bubble_fraction");
-    x.exposed_communication_s = w.NonNegativeNumber("exposed_communication_s");
-    w.Finish();
-    r.workers.push_back(x);
-  }
-  for (JsonReader d : root.Array("devices")) {
-    DeviceReport x;
-    x.device = Int(d, "device");
-    x.worker = static_cast<int>(d.Number("worker"));
-    x.capacity_bytes = d.NonNegativeNumber("capacity_bytes");
-    x.peak_memory_bytes = d.NonNegativeNumber("peak_memory_bytes");
-    x.peak_time_s = d.OptionalNonNegativeNumber("peak_time_s", 0);
-    x.over_capacity = d.OptionalBool("over_capacity", false);
-    x.at_peak = MemoryCategoriesFromJson(d.Member("at_peak"));
-    x.category_peaks = MemoryCategoriesFromJson(d.Member("category_peaks"));
-    if (auto t = d.OptionalMember("timeline")) x.timeline = TimelineFromJson(*t);
-    d.Finish();
-    r.devices.push_back(x);
-  }
-  for (JsonReader s : root.Array("stages")) {
-    StageSummary x;
-    x.stage = Int(s, "stage");
-    JsonReader staleness = s.Member("staleness");
-    x.staleness_min = staleness.NonNegativeNumber("min");
-    x.staleness_mean = staleness.NonNegativeNumber("mean");
-    x.staleness_max = staleness.NonNegativeNumber("max");
-    staleness.Finish();
-    x.max_weight_versions = Int(s, "max_weight_versions");
-    x.max_in_flight_activations = Int(s, "max_in_flight_activations");
-    x.updates = Int(s, "updates");
-    s.Finish();
-    r.stages.push_back(x);
-  }
-  for (JsonReader c : root.Array("communication")) {
-    CommunicationLevel x;
-    x.level = Int(c, "level");
-    x.name = Text(c, "name");
-    x.link = Text(c, "link");
-    x.pipeline_bytes = c.NonNegativeNumber("pipeline_bytes");
-    x.allreduce_bytes = c.NonNegativeNumber("allreduce_bytes");
-    c.Accept("bytes");
-    x.messages = static_cast<long long>(c.OptionalNonNegativeInteger("messages", 0));
-    c.Finish();
-    r.communication.push_back(x);
-  }
+  for (JsonReader w : root.Array("workers")) r.workers.push_back(WorkerFromJson(w));
+  for (JsonReader d : root.Array("devices")) r.devices.push_back(DeviceFromJson(d));
+  for (JsonReader s : root.Array("stages")) r.stages.push_back(StageFromJson(s));
+  for (JsonReader c : root.Array("communication"))
+    r.communication.push_back(CommunicationFromJson(c));
   if (root.Has("warnings"))
     for (const JsonReader& w : root.Array("warnings")) r.warnings.push_back(w.AsString());
   if (auto details = root.OptionalMember("details")) r.details = details->value();

@@ -66,102 +66,123 @@ struct Marks {
 };
 
 // Order on each worker: inputs before use, forward before backward, weight versions alive.
-void CheckWorkerOrder(const PipelineSchedule& s, const Routing& routing, const WorkerProgram& w,
-                      Marks& marks) {
-  const int G = routing.model_stages();
-  const int me = w.worker + 1;
-  std::vector<int> stashed_versions;
-  auto version_alive = [&](int v, int current) {
-    return v == current ||
-           std::find(stashed_versions.begin(), stashed_versions.end(), v) != stashed_versions.end();
-  };
-  int current = 0;
-  for (const Op& op : w.ops) {
+class WorkerOrderChecker {
+ public:
+  WorkerOrderChecker(const PipelineSchedule& s, const Routing& routing, const WorkerProgram& w,
+                     Marks& marks)
+      : s_(s), routing_(routing), w_(w), marks_(marks), me_(w.worker + 1) {}
+
+  void Run() {
+    for (const Op& op : w_.ops) Check(op);
+  }
+
+ private:
+  void Check(const Op& op) {
     const bool per_microbatch = IsComputeOp(op.kind) || IsCommunicationOp(op.kind) ||
                                 op.kind == OpKind::kStashActivation ||
                                 op.kind == OpKind::kReleaseActivation;
-    if (per_microbatch && !marks.Valid(op.stage, op.microbatch))
-      Broken(s, At(w.worker, op) + " names no stage or micro-batch of this schedule");
-    const size_t id = per_microbatch ? marks.At(op.stage, op.microbatch) : 0;
-    auto seen = [&](const std::vector<int>& flags, int stage) {
-      return flags[marks.At(stage, op.microbatch)] == me;
-    };
-    if (IsComputeOp(op.kind) && op.weight_version >= 0 && !version_alive(op.weight_version, current))
-      Broken(s, At(w.worker, op) + " uses weight version " + std::to_string(op.weight_version) +
-                    ", which is not alive (current " + std::to_string(current) + ")");
+    if (per_microbatch && !marks_.Valid(op.stage, op.microbatch))
+      Fail(op, " names no stage or micro-batch of this schedule");
+    const size_t id = per_microbatch ? marks_.At(op.stage, op.microbatch) : 0;
+    if (IsComputeOp(op.kind) && op.weight_version >= 0 && !VersionAlive(op.weight_version))
+      Fail(op, " uses weight version " + std::to_string(op.weight_version) +
+                   ", which is not alive (current " + std::to_string(current_) + ")");
     switch (op.kind) {
-      case OpKind::kForward: {
-        const int u = routing.ForwardWorker(op.stage - 1, op.microbatch);
-        if (op.stage > 0 && u == w.worker && !seen(marks.forward, op.stage - 1))
-          Broken(s, At(w.worker, op) + " runs before the forward of stage " +
-                        std::to_string(op.stage - 1));
-        if (op.stage > 0 && u != w.worker && marks.activation_in[id] != me)
-          Broken(s, At(w.worker, op) + " runs before its input activation is received");
-        marks.forward[id] = me;
-        marks.forward_version[id] = op.weight_version;
-        break;
-      }
+      case OpKind::kForward: Forward(op, id); break;
       case OpKind::kBackward:
-      case OpKind::kBackwardInput: {
-        if (marks.forward[id] != me)
-          Broken(s, At(w.worker, op) + " runs before its forward on this worker");
-        const int u = routing.BackwardWorker(op.stage + 1, op.microbatch);
-        if (op.stage + 1 < G && u == w.worker && !seen(marks.backward, op.stage + 1))
-          Broken(s, At(w.worker, op) + " runs before the backward of stage " +
-                        std::to_string(op.stage + 1));
-        if (op.stage + 1 < G && u != w.worker && marks.gradient_in[id] != me)
-          Broken(s, At(w.worker, op) + " runs before its output gradient is received");
-        if (marks.forward_version[id] != op.weight_version)
-          Broken(s, At(w.worker, op) + " uses weight version " + std::to_string(op.weight_version) +
-                        " but its forward used " + std::to_string(marks.forward_version[id]));
-        marks.backward[id] = me;
-        break;
-      }
+      case OpKind::kBackwardInput: Backward(op, id); break;
       case OpKind::kBackwardWeight:
-        if (marks.backward[id] != me) Broken(s, At(w.worker, op) + " runs before its backward-input");
+        if (marks_.backward[id] != me_) Fail(op, " runs before its backward-input");
         break;
       case OpKind::kRecompute:
-        if (marks.forward[id] != me) Broken(s, At(w.worker, op) + " runs before its forward");
+        if (marks_.forward[id] != me_) Fail(op, " runs before its forward");
         break;
       case OpKind::kSendActivation:
-        if (marks.forward[id] != me) Broken(s, At(w.worker, op) + " sends before its forward ran");
+        if (marks_.forward[id] != me_) Fail(op, " sends before its forward ran");
         break;
       case OpKind::kSendGradient:
-        if (marks.backward[id] != me) Broken(s, At(w.worker, op) + " sends before its backward ran");
+        if (marks_.backward[id] != me_) Fail(op, " sends before its backward ran");
         break;
-      case OpKind::kRecvActivation: marks.activation_in[id] = me; break;
-      case OpKind::kRecvGradient: marks.gradient_in[id] = me; break;
+      case OpKind::kRecvActivation: marks_.activation_in[id] = me_; break;
+      case OpKind::kRecvGradient: marks_.gradient_in[id] = me_; break;
       case OpKind::kStashActivation:
-        if (marks.stashed[id] == me) Broken(s, At(w.worker, op) + " stashes twice");
-        marks.stashed[id] = me;
-        break;
-      case OpKind::kReleaseActivation:
-        if (marks.stashed[id] != me)
-          Broken(s, At(w.worker, op) + " releases an activation never stashed");
-        marks.stashed[id] = 0;
-        break;
+      case OpKind::kReleaseActivation: Activation(op, id); break;
       case OpKind::kStashWeights:
-        if (op.weight_version != current)
-          Broken(s, At(w.worker, op) + " stashes a version that is not current");
-        stashed_versions.push_back(current);
-        break;
-      case OpKind::kReleaseWeights: {
-        auto it = std::find(stashed_versions.begin(), stashed_versions.end(), op.weight_version);
-        if (it == stashed_versions.end())
-          Broken(s, At(w.worker, op) + " releases a version never stashed");
-        stashed_versions.erase(it);
-        break;
-      }
-      case OpKind::kUpdate:
-        if (op.weight_version <= current)
-          Broken(s, At(w.worker, op) + " does not create a newer version than " +
-                        std::to_string(current));
-        current = op.weight_version;
-        break;
+      case OpKind::kReleaseWeights:
+      case OpKind::kUpdate: Weights(op); break;
       case OpKind::kAllReduce: break;
     }
   }
-}
+
+  void Forward(const Op& op, size_t id) {
+    const int u = routing_.ForwardWorker(op.stage - 1, op.microbatch);
+    if (op.stage > 0 && u == w_.worker && !Seen(marks_.forward, op.stage - 1, op.microbatch))
+      Fail(op, " runs before the forward of stage " + std::to_string(op.stage - 1));
+    if (op.stage > 0 && u != w_.worker && marks_.activation_in[id] != me_)
+      Fail(op, " runs before its input activation is received");
+    marks_.forward[id] = me_;
+    marks_.forward_version[id] = op.weight_version;
+  }
+
+  void Backward(const Op& op, size_t id) {
+    if (marks_.forward[id] != me_) Fail(op, " runs before its forward on this worker");
+    const int next = op.stage + 1;
+    const int u = routing_.BackwardWorker(next, op.microbatch);
+    if (next < routing_.model_stages() && u == w_.worker &&
+        !Seen(marks_.backward, next, op.microbatch))
+      Fail(op, " runs before the backward of stage " + std::to_string(next));
+    if (next < routing_.model_stages() && u != w_.worker && marks_.gradient_in[id] != me_)
+      Fail(op, " runs before its output gradient is received");
+    if (marks_.forward_version[id] != op.weight_version)
+      Fail(op, " uses weight version " + std::to_string(op.weight_version) +
+                   " but its forward used " + std::to_string(marks_.forward_version[id]));
+    marks_.backward[id] = me_;
+  }
+
+  void Activation(const Op& op, size_t id) {
+    if (op.kind == OpKind::kStashActivation) {
+      if (marks_.stashed[id] == me_) Fail(op, " stashes twice");
+      marks_.stashed[id] = me_;
+      return;
+    }
+    if (marks_.stashed[id] != me_) Fail(op, " releases an activation never stashed");
+    marks_.stashed[id] = 0;
+  }
+
+  void Weights(const Op& op) {
+    if (op.kind == OpKind::kStashWeights) {
+      if (op.weight_version != current_) Fail(op, " stashes a version that is not current");
+      stashed_versions_.push_back(current_);
+    } else if (op.kind == OpKind::kReleaseWeights) {
+      auto it = std::find(stashed_versions_.begin(), stashed_versions_.end(), op.weight_version);
+      if (it == stashed_versions_.end()) Fail(op, " releases a version never stashed");
+      stashed_versions_.erase(it);
+    } else {
+      if (op.weight_version <= current_)
+        Fail(op, " does not create a newer version than " + std::to_string(current_));
+      current_ = op.weight_version;
+    }
+  }
+
+  bool VersionAlive(int v) const {
+    return v == current_ || std::find(stashed_versions_.begin(), stashed_versions_.end(), v) !=
+                                stashed_versions_.end();
+  }
+  bool Seen(const std::vector<int>& flags, int stage, int microbatch) const {
+    return flags[marks_.At(stage, microbatch)] == me_;
+  }
+  [[noreturn]] void Fail(const Op& op, const std::string& what) const {
+    Broken(s_, At(w_.worker, op) + what);
+  }
+
+  const PipelineSchedule& s_;
+  const Routing& routing_;
+  const WorkerProgram& w_;
+  Marks& marks_;
+  const int me_;
+  std::vector<int> stashed_versions_;
+  int current_ = 0;
+};
 
 // Every Send has exactly one Recv on its peer naming it (MessageOf), and the other way round.
 // There is one message per (direction, sender's stage, micro-batch).
@@ -225,7 +246,7 @@ void ValidateSchedule(const PipelineSchedule& s) {
   CheckMatching(s, routing);
   CheckMessageOrder(s, routing);
   Marks marks(routing.model_stages(), routing.microbatches());
-  for (const auto& w : s.workers) CheckWorkerOrder(s, routing, w, marks);
+  for (const auto& w : s.workers) WorkerOrderChecker(s, routing, w, marks).Run();
 }
 
 namespace schedule_internal {

@@ -28,7 +28,6 @@ constexpr double kTop = 46;           // title and time axis
 constexpr double kGroupHeader = 22;   // a timeline's label above its rows
 constexpr double kGroupGap = 10;
 constexpr double kRowHeight = 24;
-constexpr double kBoxHeight = 19;
 constexpr double kMaxPlotWidth = 7000;
 
 
@@ -68,47 +67,19 @@ std::string RowLabel(const Timeline& t, const TimelineProcess& p) {
   return label + ")";
 }
 
-// Grid lines and labels about every 1/20 of the span, at 1, 2 or 5 times a power of ten.
-double TickStep(double span_ms) {
-  const double raw_step = span_ms / 20;
-  const double magnitude = std::pow(10, std::floor(std::log10(std::max(raw_step, 1e-9))));
-  for (double f : {1.0, 2.0, 5.0, 10.0})
-    if (f * magnitude >= raw_step) return f * magnitude;
-  return magnitude;
-}
-
 // One worker's row: its label, the idle background, update ticks, a box per compute op.
 // `left` is where the plot starts, `scale` its pixels per ms.
 void DrawRow(const Timeline& t, const TimelineProcess& p,
              const std::vector<const TimelineEvent*>& events,
              const std::vector<const TimelineEvent*>& updates, double left, double y,
              double scale, double plot_width, std::ostringstream& out) {
-  out << "<text x=\"" << SvgNumber(left - 8) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
-      << "\" text-anchor=\"end\">" << RowLabel(t, p) << "</text>\n";
-  // The idle background: whatever no box covers is a bubble.
-  out << "<rect x=\"" << SvgNumber(left) << "\" y=\"" << SvgNumber(y) << "\" width=\"" << SvgNumber(plot_width)
-      << "\" height=\"" << SvgNumber(kBoxHeight) << "\" fill=\"#eeeeee\"/>\n";
-  for (const TimelineEvent* update : updates) {
-    const double x = left + update->start_s * 1e3 * scale;
-    out << "<rect x=\"" << SvgNumber(x - 1) << "\" y=\"" << SvgNumber(y - 2) << "\" width=\"2\" height=\""
-        << SvgNumber(kBoxHeight + 4) << "\" fill=\"#000000\"><title>update to version "
-        << update->op.weight_version << "</title></rect>\n";
-  }
-  for (const TimelineEvent* event : events) {
-    const TimelineEvent& e = *event;
-    const double bw = (e.end_s - e.start_s) * 1e3 * scale;
-    if (!IsComputeOp(e.op.kind) || bw <= 0) continue;
-    const double x = left + e.start_s * 1e3 * scale;
-    out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y) << "\" width=\"" << SvgNumber(bw)
-        << "\" height=\"" << SvgNumber(kBoxHeight) << "\" fill=\"" << OpFill(e.op.kind, e.op.chunk)
-        << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"><title>" << OpKindName(e.op.kind)
-        << " stage " << e.op.stage << " micro-batch " << e.op.microbatch << " version "
-        << e.op.weight_version << "</title></rect>";
-    if (bw >= 12)
-      out << "<text x=\"" << SvgNumber(x + bw / 2) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
-          << "\" text-anchor=\"middle\" fill=\"" << OpTextColour(e.op.kind, e.op.chunk) << "\">"
-          << e.op.microbatch << "</text>";
-    out << "\n";
+  WriteSvgRow(out, RowLabel(t, p), left, y, plot_width);
+  for (const TimelineEvent* update : updates)
+    WriteSvgUpdate(out, left + update->start_s * 1e3 * scale, y, update->op.weight_version);
+  for (const TimelineEvent* e : events) {
+    const double width = (e->end_s - e->start_s) * 1e3 * scale;
+    if (IsComputeOp(e->op.kind) && width > 0)
+      WriteSvgOpBox(out, e->op, left + e->start_s * 1e3 * scale, y, width);
   }
 }
 
@@ -157,14 +128,7 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
       << Escape(Title(timelines)) << " - time in ms</text>\n";
 
   // The shared time axis, its grid lines through every group.
-  const double step = TickStep(end_ms);
-  for (int k = 0; k * step <= end_ms + 1e-9; ++k) {
-    const double x = left + k * step * scale;
-    out << "<line x1=\"" << SvgNumber(x) << "\" y1=\"" << SvgNumber(kTop - 6) << "\" x2=\"" << SvgNumber(x)
-        << "\" y2=\"" << SvgNumber(kTop + rows_height - kGroupGap) << "\" stroke=\"#dddddd\"/>"
-        << "<text x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(kTop - 9)
-        << "\" text-anchor=\"middle\" fill=\"#555555\">" << k * step << "</text>\n";
-  }
+  WriteSvgTimeAxis(out, end_ms, left, scale, kTop, kTop + rows_height - kGroupGap);
 
   double y = kTop;
   for (size_t i = 0; i < timelines.size(); ++i) {

@@ -182,43 +182,46 @@ std::vector<int> DepthFirstTopologicalOrder(const std::vector<std::vector<int>>&
   return finished;
 }
 
-}  // namespace
-
-AntichainLinearization LinearizeLikePipeDream(const Workload& workload) {
-  RemainingGraph g = RemoveIgnoredLayers(workload);
-  const int n = workload.LayerCount();
-  int first_source = -1;
-  for (int v = 0; v < n && first_source < 0; ++v) {
+// The first layer, in the workload's order, that no kept layer feeds.
+int FirstSource(const RemainingGraph& g, const Workload& workload) {
+  for (int v = 0; v < workload.LayerCount(); ++v) {
     if (!g.Kept(v)) continue;
     bool has_input = false;
     for (int in : workload.layers[v].inputs) has_input = has_input || g.Kept(in);
-    if (!has_input) first_source = v;
+    if (!has_input) return v;
   }
-  if (first_source < 0)
-    throw InputError(workload.name, "layers",
-                     "PipeDream's planner found no layer left once the Input sources and "
-                     "__getitem__ sinks are removed");
+  throw InputError(workload.name, "layers",
+                   "PipeDream's planner found no layer left once the Input sources and "
+                   "__getitem__ sinks are removed");
+}
 
-  // graph.py, antichain_dag: breadth first from the first source; ids in discovery order; every
-  // (state, next state) pair found becomes an edge, repeats included.
-  std::map<std::vector<int>, int> id_of;
+// The antichain DAG as graph.py's antichain_dag builds it: breadth first from the first source;
+// ids in discovery order; every (state, next state) pair found becomes an edge, repeats
+// included.
+struct AntichainDag {
   std::vector<std::vector<int>> antichains, augmenteds;
-  std::vector<std::vector<int>> edges;      // by discovery id, in insertion order
-  std::vector<int> insertion_order;         // the antichain DAG's node order (add_edge)
+  std::vector<std::vector<int>> edges;  // by discovery id, in insertion order
+  std::vector<int> insertion_order;     // the DAG's node order (add_edge)
+};
+
+AntichainDag DiscoverAntichains(const RemainingGraph& g, int first_source) {
+  AntichainDag dag;
+  std::map<std::vector<int>, int> id_of;
   std::vector<bool> inserted, expanded;
   auto discover = [&](const std::vector<int>& antichain) {
-    auto [it, fresh] = id_of.emplace(SortedKey(antichain), static_cast<int>(antichains.size()));
+    auto [it, fresh] =
+        id_of.emplace(SortedKey(antichain), static_cast<int>(dag.antichains.size()));
     if (fresh) {
-      antichains.push_back(antichain);
-      augmenteds.push_back(Augment(g, antichain));
-      edges.emplace_back();
+      dag.antichains.push_back(antichain);
+      dag.augmenteds.push_back(Augment(g, antichain));
+      dag.edges.emplace_back();
       inserted.push_back(false);
       expanded.push_back(false);
     }
     return it->second;
   };
   auto insert_node = [&](int id) {
-    if (!inserted[id]) inserted[id] = true, insertion_order.push_back(id);
+    if (!inserted[id]) inserted[id] = true, dag.insertion_order.push_back(id);
   };
   std::vector<std::vector<int>> queue = {{first_source}};
   discover(queue[0]);
@@ -227,18 +230,43 @@ AntichainLinearization LinearizeLikePipeDream(const Workload& workload) {
     if (expanded[id]) continue;
     expanded[id] = true;
     for (const std::vector<int>& next :
-         NextAntichains(g, antichains[id], augmenteds[id])) {
+         NextAntichains(g, dag.antichains[id], dag.augmenteds[id])) {
       const int next_id = discover(next);
       insert_node(id);
       insert_node(next_id);
-      edges[id].push_back(next_id);
+      dag.edges[id].push_back(next_id);
       queue.push_back(next);
     }
   }
-  if (insertion_order.empty()) insertion_order.push_back(0);  // a single layer: one state
+  if (dag.insertion_order.empty()) dag.insertion_order.push_back(0);  // one layer: one state
+  return dag;
+}
 
-  const int count = static_cast<int>(antichains.size());
-  const std::vector<int> finished = DepthFirstTopologicalOrder(edges, insertion_order);
+// A state's figures: its output activation (the augmented antichain's), and the compute,
+// activation and parameter bytes of everything at or before it (its down set).
+void FillState(const Workload& workload, const RemainingGraph& g, AntichainState& state,
+               DenseBitset& down) {
+  for (int v : state.augmented) {
+    state.output_activation_bytes += workload.layers[v].activation_bytes;
+    down |= g.predecessors[v];
+    down.Set(v);
+  }
+  for (int v : down.Members()) {
+    const Layer& l = workload.layers[v];
+    state.compute_s += (l.forward_ms + l.backward_ms) / 1000.0;
+    state.activation_bytes += l.activation_bytes;
+    state.parameter_bytes += l.parameter_bytes;
+  }
+}
+
+}  // namespace
+
+AntichainLinearization LinearizeLikePipeDream(const Workload& workload) {
+  const RemainingGraph g = RemoveIgnoredLayers(workload);
+  const int n = workload.LayerCount();
+  const AntichainDag dag = DiscoverAntichains(g, FirstSource(g, workload));
+  const int count = static_cast<int>(dag.antichains.size());
+  const std::vector<int> finished = DepthFirstTopologicalOrder(dag.edges, dag.insertion_order);
   std::vector<int> index_of(count);
   for (int s = 0; s < count; ++s) index_of[finished[s]] = s;
 
@@ -249,26 +277,14 @@ AntichainLinearization LinearizeLikePipeDream(const Workload& workload) {
   out.ancestor_bits_.assign(count, DenseBitset(count));
   out.ancestors_.resize(count);
   for (int s = 0; s < count; ++s) {
-    const int id = finished[s];
     AntichainState& state = out.states_[s];
-    state.antichain = SortedKey(antichains[id]);
-    state.augmented = augmenteds[id];
-    DenseBitset& down = out.down_sets_[s];
-    for (int v : state.augmented) {
-      state.output_activation_bytes += workload.layers[v].activation_bytes;
-      down |= g.predecessors[v];
-      down.Set(v);
-    }
-    for (int v : down.Members()) {
-      const Layer& l = workload.layers[v];
-      state.compute_s += (l.forward_ms + l.backward_ms) / 1000.0;
-      state.activation_bytes += l.activation_bytes;
-      state.parameter_bytes += l.parameter_bytes;
-    }
+    state.antichain = SortedKey(dag.antichains[finished[s]]);
+    state.augmented = dag.augmenteds[finished[s]];
+    FillState(workload, g, state, out.down_sets_[s]);
   }
   // Ancestors: a state's predecessors and theirs, in topological order.
   for (int s = 0; s < count; ++s)
-    for (int next_id : edges[finished[s]]) {
+    for (int next_id : dag.edges[finished[s]]) {
       const int t = index_of[next_id];
       out.ancestor_bits_[t] |= out.ancestor_bits_[s];
       out.ancestor_bits_[t].Set(s);

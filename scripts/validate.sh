@@ -3,18 +3,18 @@
 #
 #   scripts/validate.sh [--out DIR] [--no-netns | --netns-only] [--runs N]
 #
-# Calibrates the machine once (pipetwin calibrate), then for each configuration below writes its
-# scenario into DIR/scenarios/ and runs `pipetwin compare` on it (the workload profiled here with
+# Calibrates the machine once (pipetwin calibrate), then for each scenario of scenarios/validation/
+# (copied into DIR/scenarios/) runs `pipetwin compare` on it (the workload profiled here with
 # the other cores busy, simulated on the calibrated cluster, run for real); the namespace
 # configurations run their workers across two network namespaces on a tbf-shaped link
 # (scripts/netns.sh) and predict with the calibrated machine plus that link, at the round trip and
 # TCP throughput `netns.sh probe` measures on it. Each comparison is kept in
 # DIR/NAME.compare.json (and its files in DIR/runs/NAME/); the table goes to DIR/validation.md and
-# DIR/validation.csv. Nothing is fitted to these results: the prediction
-# uses only the profile and the calibration. Each configuration runs N times (--runs, default 3)
-# and the run of median throughput is compared (the machine's speed drifts 5-7% from run to run).
-# Needs root for the namespace rows (else they are left out with a message; --no-netns leaves
-# them out anyway; --netns-only runs only them). About 5.5 minutes here.
+# DIR/validation.csv. Nothing is fitted to these results: the prediction uses only the profile
+# and the calibration. Each configuration runs N times (--runs, default 3) and the run of median
+# throughput is compared (a shared machine's speed drifts from run to run). Needs root for the
+# namespace rows (else they are left out with a message; --no-netns leaves them out anyway;
+# --netns-only runs only them). docs/validation.md has the latest matrices and how long they took.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
@@ -47,36 +47,6 @@ done
 echo "calibrating this machine"
 "$pipetwin" calibrate --output "$out/cluster.json" --force | sed 's/^/  /'
 
-# Models. MLP: four equal 1024 x 1024 layers (micro-batch 32); GPT: a decoder of 6 blocks,
-# hidden 128, 4 heads, 64 tokens (8 layers with embedding and head; micro-batch 8).
-mlp='{"generator": "mlp", "layers": 4, "input": 1024, "width": 1024, "classes": 1024, "batch": 32}'
-gpt='{"generator": "gpt", "layers": 6, "hidden": 128, "heads": 4, "sequence": 64, "vocabulary": 1024, "microbatch": 8, "dtype_bytes": 4}'
-
-stage() {  # FIRST LAST DEVICES...
-  local first=$1 last=$2; shift 2
-  local devices; devices=$(IFS=,; echo "$*")
-  echo "{\"first_layer\": $first, \"last_layer\": $last, \"replicas\": $#, \"devices\": [$devices]}"
-}
-
-# scenario NAME MODEL SCHEDULE MICROBATCH M ITERATIONS OPTIMIZER DEVICES STAGE...
-scenario() {
-  local name=$1 model=$2 schedule=$3 mb=$4 m=$5 iterations=$6 optimizer=$7 devices=$8
-  shift 8
-  local stages; stages=$(IFS=,; echo "$*")
-  local workload; [ "$model" = mlp ] && workload=$mlp || workload=$gpt
-  cat >"$out/scenarios/$name.json" <<JSON
-{"name": "validation $name",
- "workload": $workload,
- "cluster": {"name": "this machine", "device": {"name": "CPU", "memory_bytes": 8e9},
-             "levels": [{"name": "host", "count": $devices, "bandwidth_gbps": 40, "latency_us": 20, "link": "loopback"}]},
- "plan": {"planner": "manual", "schedule": "$schedule", "microbatch_size": $mb, "microbatches_per_update": $m,
-          "stages": [$stages]},
- "schedule": "$schedule",
- "training": {"microbatch_size": $mb, "microbatches": $m, "iterations": $iterations,
-              "optimizer": "$optimizer", "learning_rate": 0.001}}
-JSON
-}
-
 compare() {  # NAME [compare options]
   local name=$1; shift
   echo "$name"
@@ -85,19 +55,11 @@ compare() {  # NAME [compare options]
   mv "$out/runs/$name.json.tmp" "$out/$name.compare.json"
 }
 
-# Local configurations: 2 to 4 stages, every schedule, a replicated stage, data parallelism.
-scenario 01-mlp-2s-gpipe     mlp gpipe     32 8 20 sgd      2 "$(stage 0 1 0)" "$(stage 2 3 1)"
-scenario 02-mlp-2s-flush     mlp flush     32 8 20 adam     2 "$(stage 0 1 0)" "$(stage 2 3 1)"
-scenario 03-mlp-2s-pipedream mlp pipedream 32 2 40 momentum 2 "$(stage 0 1 0)" "$(stage 2 3 1)"
-scenario 04-mlp-2s-2bw       mlp 2bw       32 8 20 sgd      2 "$(stage 0 1 0)" "$(stage 2 3 1)"
-scenario 05-mlp-3s-flush     mlp flush     32 8 20 adam     3 "$(stage 0 1 0)" "$(stage 2 2 1)" "$(stage 3 3 2)"
-scenario 06-mlp-4s-gpipe     mlp gpipe     32 8 20 sgd      4 "$(stage 0 0 0)" "$(stage 1 1 1)" "$(stage 2 2 2)" "$(stage 3 3 3)"
-scenario 07-mlp-replicated   mlp flush     32 8 20 sgd      3 "$(stage 0 1 0 1)" "$(stage 2 3 2)"
-scenario 08-mlp-data-parallel mlp flush    32 8 20 sgd      2 "$(stage 0 3 0 1)"
-scenario 09-gpt-2s-flush     gpt flush     8  8 20 adam     2 "$(stage 0 3 0)" "$(stage 4 7 1)"
-scenario 10-gpt-2s-pipedream gpt pipedream 8  2 40 sgd      2 "$(stage 0 3 0)" "$(stage 4 7 1)"
-scenario 11-gpt-4s-2bw       gpt 2bw       8  8 20 adam     4 "$(stage 0 1 0)" "$(stage 2 3 1)" "$(stage 4 5 2)" "$(stage 6 7 3)"
-scenario 12-gpt-3s-gpipe     gpt gpipe     8  8 20 sgd      3 "$(stage 0 2 0)" "$(stage 3 5 1)" "$(stage 6 7 2)"
+# Local configurations (scenarios/validation/, one file each): 2 to 4 stages, every schedule, a
+# replicated stage, data parallelism; an MLP of four equal 1024 x 1024 layers (micro-batch 32) or
+# a GPT decoder of 6 blocks, hidden 128, 4 heads, 64 tokens (micro-batch 8). A copy of each goes
+# into DIR/scenarios/ beside its results.
+cp "$root"/scenarios/validation/*.json "$out/scenarios/"
 if [ "$local_rows" = 1 ]; then
   for s in "$out"/scenarios/[01]*.json; do compare "$(basename "$s" .json)"; done
 fi
@@ -105,7 +67,7 @@ fi
 # Two hosts on a shaped link: the workers in two network namespaces (scripts/netns.sh), the
 # prediction on the calibrated machine split in two servers of one core each, joined by the
 # link `netns.sh probe` measures: half its TCP round trip, and its bulk TCP throughput, which is
-# what the payload gets of the tbf rate after TCP/IP's headers (951 of 1000 Mbit/s here).
+# what the payload gets of the tbf rate after TCP/IP's headers.
 if [ "$netns" = 1 ] && [ "$(id -u)" != 0 ]; then
   echo "validate.sh: not root: the namespace configurations are left out" >&2
   netns=0

@@ -14,8 +14,8 @@
 #           micro-batch's stage time.
 # Both train an MLP of 4 layers 1024 wide (1024 in, 1024 out) on the same global batch of
 # 2 x B samples (default B = 1024: a micro-batch's stage time of the order of the all-reduce at
-# 1 Gbit/s, which puts the crossover inside the rates; at B = 32 the bubble is 5 ms and data
-# parallelism would lose below about 27 Gbit/s).
+# 1 Gbit/s, which puts the crossover inside the rates; at B = 32 the bubble is small and data
+# parallelism would lose on any of these links).
 #
 # For each rate: the link probed (`netns.sh probe`: round trip, throughput); measured samples/s
 # of both plans (`netns.sh run`), the best of --repeats runs (default 2, the plans alternating)
@@ -25,8 +25,8 @@
 # whose level-1 link has the rate and the probed one-way latency, under SimGrid's TCP model
 # (network_model "tcp": Gloo's transfers are TCP flows; ideal "datacenter" links are simulated
 # too, for their crossover), with one all-reduce after the last backward as the executor does it
-# (--allreduce-buckets 1), and with the layer times `pipetwin profile` measures here while the
-# other core computes too, as in a run. --profile chooses how:
+# (--allreduce-buckets 1), and with the layer times `pipetwin profile` measures on this machine
+# while the other core computes too, as in a run. --profile chooses how:
 #   concurrent  (default) `pipetwin profile --concurrent 2`: a load process computes the same
 #               layers on the second core while the first is timed
 #   pinned      the same by hand: the profiler pinned to the first core, a second
@@ -36,7 +36,8 @@
 # wins at each rate, and the crossover bandwidth where DP = pipeline, interpolated linearly in
 # log(rate) on log(DP / pipeline), predicted against measured.
 #
-# Needs root (see netns.sh); uses hosts of PIPETWIN_NETNS_ID (default 0). About 3 minutes.
+# Needs root (see netns.sh); uses hosts of PIPETWIN_NETNS_ID (default 0). docs/netns.md has a
+# dated result and how long it took.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -110,11 +110,10 @@ shape() {  # NS DEV RATE_BITS DELAY_US
   # tbf: a bucket of 0.25 ms of traffic (at least four 1514-byte frames), the queue 20 ms, and the
   # veth's GSO packets cut to half the bucket (tbf would split larger ones itself, at more cost).
   # A real link sends every byte at its rate; a bucket that holds much of a message lets that part
-  # leave at the veth's speed after a pause: with 125 KB at 1gbit a pipeline's 128 KB activations
-  # crossed ~20% faster than the rate allows, with 16 KB at 100mbit ~9%. The bucket must still
-  # hold a few packets, or timer lateness loses rate (a 64 KB bucket with 64 KB GSO packets passed
-  # 430 Mbit/s at 1gbit here). With these, bulk TCP gets 949-951 Mbit/s at 1gbit and 95.5 at
-  # 100mbit, as with the large bucket: the payload's share after TCP/IP's headers (`probe`).
+  # leave at the veth's speed after a pause, so a pipeline's activations would cross faster than
+  # the rate allows. The bucket must still hold a few packets, or timer lateness loses rate (a
+  # bucket of one GSO packet passes well under the rate). With these, bulk TCP gets the rate less
+  # TCP/IP's headers, as with a large bucket (`probe` measures it; docs/netns.md).
   local burst limit gso
   burst=$(awk -v r="$rate" 'BEGIN { b = r / 8 * 2.5e-4; printf "%d", b < 6056 ? 6056 : b }')
   limit=$(awk -v r="$rate" -v b="$burst" 'BEGIN { printf "%d", r / 8 * 0.02 + b }')

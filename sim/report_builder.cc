@@ -53,8 +53,7 @@ std::string CapacityWarning(const Report& r) {
 // Servers whose workers outnumber their shared cores. The simulator serves them the cores first
 // come, first served and charges each message the calibrated oversubscribed_message_us, as the
 // executor's workers run there under SCHED_RR; under the OS's default policy a core also stands
-// idle while a woken worker waits on the other, which it does not model (README, "The
-// validation matrix": such rows read -4% to +15% there).
+// idle while a woken worker waits on the other, which it does not model: the warning says so.
 std::vector<std::string> OversubscriptionWarnings(const SimulationSetup& setup,
                                                   const PipelineSchedule& s) {
   const Cluster& cluster = setup.cluster;
@@ -74,8 +73,8 @@ std::vector<std::string> OversubscriptionWarnings(const SimulationSetup& setup,
           " shared cores: modelled as the executor runs them there, under SCHED_RR (each op on "
           "a core, first come, first served); under the OS's default policy (pipetwin run "
           "--default-scheduler, or SCHED_RR refused) the cores also stand idle while a worker "
-          "waits in another core's queue, which this model leaves out (such runs read -4% to "
-          "+15% in the README's validation matrix)");
+          "waits in another core's queue, which this model leaves out: expect such a run to be "
+          "slower than predicted");
   return warnings;
 }
 

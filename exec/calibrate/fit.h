@@ -110,9 +110,9 @@ struct LinearFit {
 // Unweighted, so that the largest messages, whose seconds weigh most in a simulated pipeline,
 // are fitted best. The sizes in between (copies that stay in a core's cache, faster per byte)
 // and the pathologies of single sizes are left to the residuals. A joint fit over all sizes
-// cannot serve both ends on a loaded machine: there the median 16 MB transfer, spanning several
-// scheduler slices, was measured up to 2.5x slower per byte than a 1 MB one, and a line follows
-// that curve wherever its weights put it. Requires sizes in both regimes with positive times;
+// cannot serve both ends on a loaded machine: there a transfer of many megabytes spans several
+// scheduler slices and is slower per byte than a 1 MB one, and a line follows that curve
+// wherever its weights put it. Requires sizes in both regimes with positive times;
 // throws std::invalid_argument otherwise or when the time does not grow with the size.
 constexpr double kLatencyRegimeBytes = 4096;
 constexpr double kBandwidthRegimeBytes = 1 << 20;
@@ -125,9 +125,9 @@ LinearFit FitOneWayTime(const std::vector<PingPongRow>& rows);
 Cluster CalibratedCluster(const CalibrationProbes& probes, int workers);
 
 // How much other work slowed the probes down: the largest, over the sizes up to 4 KB, of median /
-// fastest round trip (1.6 at most in calibrations of an idle machine here; a round trip of a
-// tiny message is a pair of wake-ups, which wait for a time slice when other work holds the
-// cores: 10x to 60x with two busy loops beside the probes). 0 when no fastest times are known.
+// fastest round trip (a round trip of a tiny message is a pair of wake-ups, which wait for a time
+// slice when other work holds the cores, so the spread grows by an order of magnitude then; an
+// idle machine stays well below kContendedSpread). 0 when no fastest times are known.
 double SmallMessageSpread(const std::vector<PingPongRow>& rows);
 // Above this spread the probes measured the machine under other work, not the machine itself.
 constexpr double kContendedSpread = 2;

@@ -36,9 +36,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kMegabyte = 1 << 20;
 
-// How much each probe measures: about 5 s in all here (4.9-5.1 s), most of it the ping-pong,
-// the all-reduce sweep and the rings. --quick: message sizes 4^k instead of 2^k and fewer
-// repeats, about 2 s (1.9-2.2 s).
+// How much each probe measures; most of the time goes to the ping-pong, the all-reduce sweep and
+// the rings. --quick: message sizes 4^k instead of 2^k and fewer repeats (docs/calibration.md
+// says how long each takes).
 struct ProbePlan {
   std::vector<double> sizes;   // ping-pong message bytes, 4 B to 16 MB
   int warmup = 2;              // untimed round trips per size and sweep
@@ -48,13 +48,13 @@ struct ProbePlan {
   std::vector<double> allreduce_sizes;  // all-reduce bytes (fp32), 4 KB to 32 MB
   int allreduce_small_repeats = 0;      // per sweep, below 1 MB
   int allreduce_large_repeats = 0;      // per sweep, from 1 MB
-  int gemm_n = 256;            // 33.5 MFLOP: 0.3 ms on one core here
+  int gemm_n = 256;            // 2 n^3 = 33.5 MFLOP: long enough to time, short in cache
   int gemm_warmup = 3;
   int gemm_repeats = 0;
   double copy_bytes = 32 * kMegabyte;  // well beyond the last-level cache of one core
   int copy_repeats = 0;
 
-  int ring_gemms = 3;       // GEMMs per hop of the oversubscribed ring (~1 ms here)
+  int ring_gemms = 3;       // GEMMs per hop of the oversubscribed ring (a hop of compute)
   int ring_warmup = 10;     // hops
   int ring_hops = 0;        // timed hops per process
   int ring_repeats = 0;     // rings run; the median hop time is kept
@@ -74,8 +74,8 @@ ProbePlan PlanFor(bool quick) {
                                                   2 * kMegabyte, 4 * kMegabyte, 8 * kMegabyte,
                                                   16 * kMegabyte, 32 * kMegabyte};
   p.ring_hops = quick ? 60 : 200;
-  // One ring's hop time moves by +-15% from ring to ring (2.14 to 2.94 ms here), the cost per
-  // message, a difference, by +-40%: the median of several.
+  // One ring's hop time moves from ring to ring, and the cost per message, a difference of two
+  // such times, moves more: the median of several rings.
   p.ring_repeats = quick ? 3 : 5;
   p.allreduce_small_repeats = quick ? 4 : 10;
   p.allreduce_large_repeats = quick ? 2 : 4;
@@ -205,8 +205,8 @@ double TcpOneWaySeconds(Communicator& comm, int bytes, int warmup, int repeats) 
 // Two sweeps, up the sizes then down, each size's round trips back to back (steady state, as a
 // pipeline repeats its few message sizes), half of the repeats in each: a drift of the machine
 // over the probe (a program starting, the clock changing) adds about the same to every size
-// instead of bending the curve the fit sees. (Sizes interleaved round by round were tried: a
-// message after a much larger one then often stalls for about 1.5 ms on this VM.)
+// instead of bending the curve the fit sees. (Not interleaved round by round: a message right
+// after a much larger one often stalls, which no pipeline's steady message sizes see.)
 std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan) {
   const int peer = 1 - comm.rank();
   const size_t n = plan.sizes.size();
@@ -245,9 +245,9 @@ std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan)
 }
 
 // c10d Gloo's all-reduce (a sum, in place) between ranks 0 and 1, at the sizes a replicated
-// stage's gradients take; like the ping-pong, up the sizes then down. The mean per size: on this
-// VM some repeats stall 1.5-4 ms (a scheduler tick), and a run's throughput pays for them (the
-// executor's 16.8 MB all-reduce: median 14-15 ms, mean higher).
+// stage's gradients take; like the ping-pong, up the sizes then down. The mean per size, not the
+// median: on shared cores some repeats stall for a scheduler tick, and a run's throughput pays
+// for those stalls too.
 std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& plan) {
   const size_t n = plan.allreduce_sizes.size();
   std::vector<std::vector<double>> times(n);

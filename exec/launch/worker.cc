@@ -29,8 +29,8 @@ namespace pipetwin::exec {
 void SetBlasThreads(int threads) {
   // OpenBLAS (Debian's libopenblas0-pthread) keeps a thread pool of its own, as large as the
   // machine, beside LibTorch's OpenMP threads: two workers on two cores would each run two BLAS
-  // threads and spin against each other (a 10x slowdown measured here). Looked up at run time:
-  // the BLAS behind LibTorch may be another one.
+  // threads and spin against each other, several times slower than one thread each. Looked up at
+  // run time: the BLAS behind LibTorch may be another one.
   using SetThreads = void (*)(int);
   for (const char* name : {"openblas_set_num_threads", "goto_set_num_threads"})
     if (auto f = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, name))) {

@@ -45,8 +45,7 @@ using Clock = std::chrono::steady_clock;
 // cores, the OS time-shares them and a layer's wall time counts the slices the other processes
 // got, which the simulator models itself (it shares a server's cores among its workers); what
 // the layer costs is then its thread's CPU time, which still counts what time-sharing does to
-// it (caches refilled after another process ran: about +8% over one process per core for the
-// validation matrix's MLP layers and +6% for its GPT layers on this VM).
+// it (caches refilled after another process ran).
 class LayerClock {
  public:
   explicit LayerClock(bool thread_cpu_time = false) : thread_cpu_time_(thread_cpu_time) {}
@@ -63,7 +62,7 @@ class LayerClock {
 };
 
 // The mean of the runs without the slowest tenth: a pipeline's throughput follows the mean time
-// of its ops (the median left out ~10-20% of tail on this machine's shared vCPUs), while a rare
+// of its ops (a median leaves out the tail that shared vCPUs add to every op), while a rare
 // stall from another program should not move the profile.
 double TrimmedMean(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -166,8 +165,8 @@ std::vector<LayerRun> PrepareLayers(const Model& model, const Batch& sample) {
 // (autograd recording) on the previous layers' fresh outputs, then each layer's backward in
 // reverse order on the gradient its consumers sent back, its parameter gradients added into
 // persistent sums as the executor accumulates micro-batches. The caches then hold what they
-// hold in training: timing one layer over and over on the same inputs keeps its weights hot,
-// which made forwards ~30% faster than the executor's (a 1024 x 1024 layer at batch 32 here).
+// hold in training: timing one layer over and over on the same inputs keeps its weights hot and
+// makes its forward faster than the executor's.
 struct PassTimes {
   std::vector<double> forward_ms, backward_ms;
 };
@@ -242,9 +241,9 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
 
 // The optimizer step of each layer, in context: right after a training pass, on the gradient
 // sums it left, with optimizer state that persists from pass to pass, as the executor steps a
-// stage after its last backward. (Timed over and over on its own, hot in the caches, a step took
-// under half of what it takes in a pipeline: 0.67 ms against 1.56 ms for two 1024 x 1024 layers
-// with momentum and weight versions.) With versioned weights (PipeDream, 2BW) the step writes a
+// stage after its last backward. (Timed over and over on its own, hot in the caches, a step takes
+// far less than it does in a pipeline, where the gradients and the state come from memory.) With
+// versioned weights (PipeDream, 2BW) the step writes a
 // copy, as StageWeights::Update does while the old version is stashed.
 class UpdatePass {
  public:
@@ -301,8 +300,8 @@ void PinToCore(int k) {
   if (k < static_cast<int>(allowed.size())) AllowCpus({allowed[k]});
 }
 
-// `--concurrent N`: the other N-1 workers of a pipeline sharing this machine. Two processes on
-// two cores of this VM each run a GEMM ~40% slower than one alone (shared caches and memory
+// `--concurrent N`: the other N-1 workers of a pipeline sharing this machine. Processes on
+// neighbouring cores each run a GEMM slower than one alone (shared caches and memory
 // bandwidth), so a layer timed on an idle machine overstates what a pipeline's workers get. Each
 // load process is this program again (`profile ... --load-cpu K`), pinned to core K (process k
 // on core k mod cores: with more processes than cores, this one shares core 0), computing

@@ -51,8 +51,8 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeGroup(const c10::intrusive_ptr<c10d::
                                                  double timeout_s) {
   auto options = c10d::ProcessGroupGloo::Options::create(ToMilliseconds(timeout_s));
   options->devices.push_back(GlooDevice(env));
-  // c10d's default of 2 work threads. With 1, every collective here waited for a scheduler tick:
-  // an all-reduce of 4 KB took 4.0 ms instead of 0.1 ms between two pinned processes.
+  // c10d's default of 2 work threads. With 1, a collective between pinned processes waits for a
+  // scheduler tick, which dwarfs a small all-reduce.
   options->threads = 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
 }
@@ -142,8 +142,8 @@ void Communicator::Wait(const c10::intrusive_ptr<c10d::Work>& work, int peer,
 
 void Communicator::PruneSends() {
   // c10d's Gloo send work reports isCompleted() only once wait() has run, so polling it never
-  // frees anything: every sent buffer stayed alive until FinishSends (a 2-stage MLP's workers grew
-  // by ~20 MB/s). Sends complete in the order they were posted and a peer takes them in schedule
+  // frees anything: every sent buffer would stay alive until FinishSends, and a worker's memory
+  // grow with every message. Sends complete in the order they were posted and a peer takes them in schedule
   // order, so the oldest beyond the window are done (or about to be): wait on them.
   const size_t excess = sends_.size() - std::min(sends_.size(), kSendWindow);
   for (size_t i = 0; i < excess; ++i) Wait(sends_[i].work, sends_[i].peer, sends_[i].what);

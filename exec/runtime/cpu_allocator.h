@@ -4,10 +4,9 @@
 // Why: a training step frees and allocates tensors of the same few sizes every micro-batch.
 // LibTorch 1.13 takes each from glibc with posix_memalign(64, n); glibc before 2.38 does not look
 // for an aligned free chunk, so the hole a freed tensor leaves is 64 bytes too small for the next
-// tensor of its size, and the heap grows at its top instead. Measured here (glibc 2.36, the
-// 2-stage MLP of the validation matrix): a worker's RSS grew by ~100 MB/s with its live tensors
-// constant (malloc_stats: 112 MB in use, 580 MB from the system after 8 s), i.e. ~25,000 page
-// faults a second, and the backward that met them ran 1.8 ms (70%) longer.
+// tensor of its size, and the heap grows at its top instead: a worker's RSS grows steadily with
+// its live tensors constant (malloc_stats shows the gap), every new page is a page fault, and the
+// ops that meet them run far longer than the profile says (docs/executor.md).
 //
 // Freed blocks are kept in per-size free lists and handed out again; blocks above the cache
 // limit go back to glibc. Live bytes and their peak are counted over every thread (AllocatorProbe

@@ -1,8 +1,8 @@
 // How the worker processes of a server with more workers than cores share those cores.
 //
 // Left to Linux's default policy (SCHED_OTHER), a core can stand idle for milliseconds while a
-// runnable worker waits in the other core's queue (measured by scripts/sched-idle.sh: 8-13% of
-// core time in the validation matrix's oversubscribed rows). Under SCHED_RR the kernel pushes a
+// runnable worker waits in the other core's queue (scripts/sched-idle.sh measures that idle time
+// from a perf trace; docs/executor.md). Under SCHED_RR the kernel pushes a
 // woken or preempted real-time thread to any core running none at once, so the cores serve the
 // workers' threads as one pool, first come first served, as the simulator's shared host does.
 //

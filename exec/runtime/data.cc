@@ -30,8 +30,8 @@ at::Generator Seeded(int seed, int64_t stream) {
 }
 
 // A fixed pool of samples made once; micro-batch k draws `size` of them (with a generator seeded
-// by (seed, k)). Drawing costs a gather: making 32 fresh samples of 1,024 features per micro-batch
-// took 0.14 ms here, time the first stage's forward paid and no profile of the layers shows. The
+// by (seed, k)). Drawing costs a gather only: making fresh samples per micro-batch would be time
+// the first stage's forward paid and no profile of the layers shows. The
 // last stage reads the labels alone (TrainLabels), which cost a gather of a few integers.
 class SyntheticData : public DataSource {
  public:

@@ -602,8 +602,8 @@ TEST(ExecReport, WorkersHoldTheSameMemoryHoweverLongTheyRun) {
 
 // A stage's backward adds each layer's weight gradient into the sums as soon as it is computed
 // and frees it, so it holds one layer's gradient at a time beside the sums, not all of the stage's
-// until the backward ends (held, they made the 4-layer MLP's backward ~10% slower than the
-// profile, which times layer by layer). Replicas keep their sums in the all-reduce's flat buffer,
+// until the backward ends (held, they make the backward slower than the profile, which times
+// layer by layer). Replicas keep their sums in the all-reduce's flat buffer,
 // so every backward's new gradients are on top of weights and sums.
 TEST(ExecReport, BackwardHoldsOneLayersGradientAtATime) {
   ScenarioSpec s;
@@ -721,7 +721,7 @@ TEST(ExecReport, TraceHasTheSimulatorsLayout) {
 
 // Workers leave the start barrier at different moments (milliseconds apart with more workers
 // than cores); each timed its ops from its own exit, so a measured trace showed receives ending
-// before their sends began (06 of the validation matrix: 151 of 960 messages, by up to 2.4 ms).
+// before their sends began (by up to milliseconds).
 // Workers on one machine now share its monotonic clock: no receive can end before its send.
 TEST(ExecReport, AReceiveNeverEndsBeforeItsSendBegins) {
   ScenarioSpec s;
@@ -927,8 +927,8 @@ TEST(ExecFashionMnist, TwoBWAndFlushReachSequentialAccuracy) {
   s.microbatch_size = 32;
   s.microbatches = 4;
   // 192,000 samples (3.2 epochs). 2BW's one-update delay costs accuracy at larger learning
-  // rates (measured here: 1.7 points at Adam 1e-3 after 115,200 samples, 0.3-0.9 at 3e-4,
-  // 0.03-0.5 at 2e-4 over seeds 1, 2, 5).
+  // rates (a step computed on weights one update old matters more the larger the step), so a
+  // small one.
   s.iterations = 1500;
   s.optimizer = "adam";
   s.learning_rate = 0.0002;

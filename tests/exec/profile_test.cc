@@ -74,9 +74,8 @@ int CoresAllowed() {
 
 // Twice as many processes as cores: each gets half a core, so a layer's wall time would double;
 // its thread's CPU time, what the profile then reports, stays near the one-per-core time.
-// 10 timed runs, so that the trimmed mean drops the slowest: with 4 it dropped none, and the
-// test failed once in about fifteen runs here (in a full ctest; the values were not kept), where
-// six runs by hand read ratios of 1.03-1.15.
+// 10 timed runs, so that the trimmed mean (which leaves out the slowest tenth) drops the slowest:
+// with fewer than 10 it drops none, and one stalled run moves the mean.
 TEST(ExecProfile, MoreProcessesThanCoresTimesTheLayersByTheirCpuTime) {
   const int cores = CoresAllowed();
   const std::string common = "profile " + Scenario() + " --repeats 10 --warmup 2 --json";

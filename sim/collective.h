@@ -9,7 +9,8 @@
 // their 1/g_0 shard (g_1 of them), and so on up; the all-gathers retrace the levels downwards.
 // Level l moves 2(g_l - 1) / (g_0 ... g_l) S per member. With one replica per server this is a
 // single ring over the servers; when the members are spread unevenly (g_l differs between units)
-// it is one flat ring in device order. This is the cost PipelineCostModel::AllReduceCost states.
+// it is one flat ring in device order. This is the cost RingAllReduceCost states
+// (partition/cost/communication.h).
 //
 //   RingPlan plan = PlanAllReduce(cluster, {0, 1, 8, 9});   // 2 servers x 2 replicas
 //   plan.phases.size();   // 4: reduce-scatter in servers, across, all-gather across, in servers

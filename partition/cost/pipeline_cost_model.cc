@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <set>
 
 #include "partition/util/error.h"
+#include "partition/cost/communication.h"
 #include "partition/cost/memory.h"
 #include "partition/cost/stage_costs.h"
 
@@ -146,37 +146,11 @@ double PipelineCostModel::BoundaryBytes(int last, int b) const {
 // this is a single ring over the slowest level the replicas span. g_l = (units of level l-1
 // touched) / (units of level l touched), exact for the symmetric sets our placement makes.
 LinearCost PipelineCostModel::AllReduceCost(const std::vector<int>& devices) const {
-  // Hierarchical ring (reduce-scatter inside each unit, all-reduce of the shards across units,
-  // all-gather back): at level l, each of `group` units exchanges 2(group-1)/group of its shard.
-  // A unit has one link at its level (a server's NIC), shared by all of its devices that take
-  // part, so the bytes that cross it are shard x sharing: the whole buffer when the devices are
-  // spread evenly (the simulator models the same NIC; sim/collective.cc).
-  LinearCost cost;
-  double below = static_cast<double>(devices.size());
-  double shard = 1;
-  for (size_t l = 0; l < cluster_.levels.size(); ++l) {
-    std::set<int> units;
-    for (int d : devices) units.insert(d / cluster_.DevicesPerUnit(static_cast<int>(l)));
-    const double group = below / static_cast<double>(units.size());
-    if (group > 1) {
-      const ClusterLevel& level = cluster_.levels[l];
-      const double sharing = static_cast<double>(devices.size()) / below;  // devices per unit below
-      cost.ms_per_byte +=
-          2 * (group - 1) / group * shard * sharing * 1e3 / level.bandwidth_bytes_per_s();
-      cost.fixed_ms +=
-          2 * (group - 1) * (level.latency_us + cluster_.communication_overhead_us) * 1e-3;
-      shard /= group;
-    }
-    below = static_cast<double>(units.size());
-  }
-  return cost;
+  return RingAllReduceCost(cluster_, devices);
 }
 
 LinearCost PipelineCostModel::TransferCost(int device_a, int device_b) const {
-  if (device_a == device_b) return {};
-  const ClusterLevel& level = cluster_.levels[cluster_.LinkLevel(device_a, device_b)];
-  return {(level.latency_us + cluster_.communication_overhead_us) * 1e-3,
-          1e3 / level.bandwidth_bytes_per_s()};
+  return pipetwin::TransferCost(cluster_, device_a, device_b);
 }
 
 PipelinePlacement PipelineCostModel::Place(int depth, int width) const {

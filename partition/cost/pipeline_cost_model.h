@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partition/cost/communication.h"
 #include "partition/cost/memory.h"
 #include "partition/model/cluster.h"
 #include "partition/model/plan.h"
@@ -46,13 +47,6 @@ struct CostSettings {
   // Bytes each layer keeps from its forward pass for its backward pass, per reference batch
   // (e.g. TransformerBlockStashBytes for the blocks). Empty: each layer's activation_bytes.
   std::vector<double> stash_bytes_per_layer;
-};
-
-// ms = fixed_ms + ms_per_byte * bytes (0 when there are no bytes).
-struct LinearCost {
-  double fixed_ms = 0;
-  double ms_per_byte = 0;
-  double Ms(double bytes) const { return bytes > 0 ? fixed_ms + ms_per_byte * bytes : 0; }
 };
 
 // Where a pipeline of `depth` stages times `width` replicas runs (device k*depth + s).
@@ -101,9 +95,8 @@ class PipelineCostModel {
   // "before layer 0": the model's input is not a layer and costs nothing here).
   double BoundaryBytes(int last, int b) const;
 
-  // Ring all-reduce, hierarchical across levels, of `bytes` among `devices`.
+  // The cluster's link and collective costs (communication.h).
   LinearCost AllReduceCost(const std::vector<int>& devices) const;
-  // Point-to-point message between two devices.
   LinearCost TransferCost(int device_a, int device_b) const;
   PipelinePlacement Place(int depth, int width) const;
 

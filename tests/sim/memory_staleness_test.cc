@@ -46,8 +46,9 @@ TEST(SimMemoryStaleness, PeaksAreWhatTheListsKeep) {
         EXPECT_DOUBLE_EQ(d.category_peaks.weights, core[stage].max_weight_versions * 2 * kWeights);
         EXPECT_DOUBLE_EQ(d.category_peaks.activations, n * (input + (recompute ? 0 : stash)));
         // ZB-H1 keeps a rebuilt stash until the delayed weight-gradient pass has used it.
-        if (std::string(kind) != "zb-h1")
+        if (std::string(kind) != "zb-h1") {
           EXPECT_DOUBLE_EQ(d.category_peaks.recompute, recompute ? stash : 0);
+        }
         EXPECT_DOUBLE_EQ(d.category_peaks.optimizer, 2 * kWeights / 4 * 8);
         EXPECT_DOUBLE_EQ(d.category_peaks.gradients, 2 * kWeights);
       }

@@ -4,7 +4,7 @@
 // reference batch size on a stated reference device. Each layer carries its forward and backward
 // time at that batch size, the bytes of its output activations, the bytes of its parameters and
 // optionally its forward FLOPs. Layers are kept in a topological order: every input of layer i
-// has an index below i. JSON schema: see README.md ("Workload file").
+// has an index below i. JSON schema: scenarios/README.md ("Workload file").
 //
 //   Workload w = LoadWorkloadFile("vgg16.json");         // or ImportPipeDreamProfile(...)
 //   double total_ms = w.TotalForwardMs() + w.TotalBackwardMs();
@@ -77,7 +77,7 @@ class Workload {
 void ValidateAndSortWorkload(Workload& workload, const std::string& file,
                              const std::string& path = "");
 
-// JSON (schema in README.md). FromJson throws InputError naming `file` and the JSON path.
+// JSON (schema in scenarios/README.md). FromJson throws InputError naming `file` and the JSON path.
 nlohmann::json WorkloadToJson(const Workload& workload);
 Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
                           const std::string& path = "");

@@ -217,7 +217,7 @@ TEST(SimCli, DefaultScenarioRunsWithoutArguments) {
 namespace pipetwin {
 namespace {
 
-// The shipped benchmark scenarios (README: simulator speed) run; the 64-GPU one in well under a
+// The shipped benchmark scenarios (docs/benchmarks.md) run; the 64-GPU one in well under a
 // second. GPT-3 without tensor parallelism does not fit an A100: a what-if, flagged.
 TEST(SimCli, ShippedSimScenariosRun) {
   const std::string scenario = std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/sim-gpt3-64.json";

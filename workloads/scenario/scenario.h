@@ -5,7 +5,7 @@
 //   Scenario s = LoadScenarioFile("scenarios/vgg16-cluster-a-4x4.json");
 //   s.workload.LayerCount();  s.cluster.DeviceCount();  *s.planner;  s.training.microbatches;
 //
-// Schema (README.md, "Scenario file"):
+// Schema (scenarios/README.md, "Scenario file"):
 //   {"name": "...", "workload": {generator|file|inline}, "cluster": {preset|full},
 //    "planner": "pipedream" | "plan": {...} | "plan_file": "plan.json",
 //    "schedule": "gpipe|flush|pipedream|2bw|interleaved|zb-h1",

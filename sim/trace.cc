@@ -17,11 +17,9 @@ Timeline SimulatedTimeline(const SimulationSetup& setup, const SimulationRecord&
         {device, p.worker, p.stage, p.replica, record.states[p.worker].timeline()});
     for (size_t i = 0; i < p.ops.size(); ++i) {
       const Op& op = p.ops[i];
-      const double bytes = IsCommunicationOp(op.kind) ? setup.MessageBytes(MessageOf(op, p.worker)) : 0;
-      const TimelineEvent e =
-          OpEvent(op, device, p.worker, rec.op_start_s[i], rec.op_end_s[i], bytes);
-      if (IsComputeOp(op.kind) || IsCommunicationOp(op.kind)) t.events.push_back(e);
-      if (op.kind == OpKind::kUpdate) t.updates.push_back(e);
+      const double bytes =
+          IsCommunicationOp(op.kind) ? setup.MessageBytes(MessageOf(op, p.worker)) : 0;
+      t.AddOp(OpEvent(op, device, p.worker, rec.op_start_s[i], rec.op_end_s[i], bytes));
     }
     for (size_t j = 0; j < rec.allreduces.size(); ++j) {
       const AllReduceTiming& a = rec.allreduces[j];

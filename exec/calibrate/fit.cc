@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "partition/util/format.h"
+
 namespace pipetwin::exec {
 
 namespace {
@@ -23,18 +25,6 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
 }
 
-// "0-3,8": the CPUs with consecutive runs shortened.
-std::string CpuList(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    out += (i ? "," : "") + std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 // The ping-pong table with the fit's prediction and relative residual of every size.
 nlohmann::json PingPongTable(const std::vector<PingPongRow>& rows, const LinearFit& fit) {
@@ -259,7 +249,7 @@ nlohmann::json CalibrationRecord(const CalibrationProbes& p, const LinearFit& fi
           {"when", p.when},
           {"host", p.host},
           {"cores", p.cores()},
-          {"cpus", CpuList(p.cpus)},
+          {"cpus", FormatIdList(p.cpus)},
           {"quick", p.quick},
           {"probe_workers", p.probe_workers},
           {"load_average", p.load_average},

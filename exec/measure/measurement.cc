@@ -365,10 +365,7 @@ Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasur
       op.microbatch = record.microbatch;
       op.peer_worker = record.peer;
       op.weight_version = record.weight_version;
-      const TimelineEvent e =
-          OpEvent(op, device, w.rank, record.start_s, record.end_s, record.bytes);
-      if (IsComputeOp(op.kind) || IsCommunicationOp(op.kind)) t.events.push_back(e);
-      if (op.kind == OpKind::kUpdate) t.updates.push_back(e);
+      t.AddOp(OpEvent(op, device, w.rank, record.start_s, record.end_s, record.bytes));
     }
   }
   return t;

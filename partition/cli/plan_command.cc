@@ -104,18 +104,7 @@ void PrintTable(std::ostream& out, const Workload& w, const PipeDreamOptions& o,
       << " s per minibatch, " << p.predicted_samples_per_s << " samples/s (batch "
       << o.batch_size << "), NOAM " << r.noam << "\nsingle stage " << r.single_stage_time_s
       << " s, data parallel " << r.data_parallel_time_s << " s\n\n";
-  out << std::left << std::setw(7) << "stage" << std::setw(13) << "layers" << std::setw(10)
-      << "replicas" << std::setw(16) << "devices" << std::right << std::setw(12) << "compute ms"
-      << std::setw(18) << "communication ms" << std::setw(12) << "memory GB" << "\n";
-  for (int q = 0; q < p.StageCount(); ++q) {
-    const StagePlan& s = p.stages[q];
-    out << std::left << std::setw(7) << q << std::setw(13)
-        << (std::to_string(s.first_layer) + ".." + std::to_string(s.last_layer))
-        << std::setw(10) << s.replicas << std::setw(16) << FormatDeviceList(s.devices) << std::right
-        << std::fixed << std::setprecision(3) << std::setw(12) << s.compute_ms << std::setw(18)
-        << s.communication_ms << std::setw(12) << s.memory_bytes / 1e9 << "\n"
-        << std::defaultfloat;
-  }
+  WriteStageTable(out, p, 13, 16);
   if (r.reordered)
     out << "\nlayers are counted in a reordered topological order (the plan's layer_order)\n";
 }

@@ -16,6 +16,22 @@
 
 namespace pipetwin::cli {
 
+void WriteStageTable(std::ostream& out, const Plan& plan, int layers_width, int devices_width) {
+  out << std::left << std::setw(7) << "stage" << std::setw(layers_width) << "layers"
+      << std::setw(10) << "replicas" << std::setw(devices_width) << "devices" << std::right
+      << std::setw(12) << "compute ms" << std::setw(18) << "communication ms" << std::setw(12)
+      << "memory GB" << "\n";
+  for (int q = 0; q < plan.StageCount(); ++q) {
+    const StagePlan& st = plan.stages[q];
+    out << std::left << std::setw(7) << q << std::setw(layers_width)
+        << (std::to_string(st.first_layer) + ".." + std::to_string(st.last_layer))
+        << std::setw(10) << st.replicas << std::setw(devices_width) << FormatIdList(st.devices)
+        << std::right << std::fixed << std::setprecision(3) << std::setw(12) << st.compute_ms
+        << std::setw(18) << st.communication_ms << std::setw(12) << st.memory_bytes / 1e9 << "\n"
+        << std::defaultfloat;
+  }
+}
+
 namespace {
 
 // Pure data parallelism on the same cluster, in the same units; its memory may not fit, which
@@ -31,18 +47,7 @@ void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan&
       << p.StageCount() << " stages on " << p.WorkerCount() << " of " << s.cluster.DeviceCount()
       << " devices, micro-batch " << p.microbatch_size << ", " << p.microbatches_per_update
       << " micro-batches per update" << (p.recompute ? ", recomputation" : "") << "\n\n";
-  out << std::left << std::setw(7) << "stage" << std::setw(11) << "layers" << std::setw(10)
-      << "replicas" << std::setw(14) << "devices" << std::right << std::setw(12) << "compute ms"
-      << std::setw(18) << "communication ms" << std::setw(12) << "memory GB" << "\n";
-  for (int q = 0; q < p.StageCount(); ++q) {
-    const StagePlan& st = p.stages[q];
-    out << std::left << std::setw(7) << q << std::setw(11)
-        << (std::to_string(st.first_layer) + ".." + std::to_string(st.last_layer))
-        << std::setw(10) << st.replicas << std::setw(14) << FormatDeviceList(st.devices) << std::right
-        << std::fixed << std::setprecision(3) << std::setw(12) << st.compute_ms << std::setw(18)
-        << st.communication_ms << std::setw(12) << st.memory_bytes / 1e9 << "\n"
-        << std::defaultfloat;
-  }
+  WriteStageTable(out, p, 11, 14);
   out << "\npredicted " << std::fixed << std::setprecision(1) << p.predicted_samples_per_s
       << " samples/s; data parallelism on the same cluster: " << dp.predicted_samples_per_s
       << " samples/s";

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "partition/util/error.h"
+#include "partition/util/format.h"
 #include "partition/cost/communication.h"
 #include "partition/cost/memory.h"
 #include "partition/cost/stage_costs.h"
@@ -12,12 +13,6 @@
 namespace pipetwin {
 
 namespace {
-
-std::string Number(double x) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%g", x);
-  return buffer;
-}
 
 void Require(bool rule_holds, const std::string& message) {
   if (!rule_holds) throw InputError("planner: " + message);
@@ -41,14 +36,14 @@ void ValidateCluster(const Cluster& c) {
     Require(l.count >= 1, name + " has count " + std::to_string(l.count) +
                               ": every level needs count >= 1 (zero workers)");
     Require(FinitePositive(l.bandwidth_gbps),
-            name + " has bandwidth " + Number(l.bandwidth_gbps) + " Gbps: needs > 0");
+            name + " has bandwidth " + ShortNumber(l.bandwidth_gbps) + " Gbps: needs > 0");
     Require(FiniteAtLeast(l.latency_us, 0),
-            name + " has latency " + Number(l.latency_us) + " us: needs >= 0");
+            name + " has latency " + ShortNumber(l.latency_us) + " us: needs >= 0");
   }
   Require(FinitePositive(c.device.memory_bytes),
-          "device memory must be > 0 bytes, got " + Number(c.device.memory_bytes));
+          "device memory must be > 0 bytes, got " + ShortNumber(c.device.memory_bytes));
   Require(FinitePositive(c.device.relative_speed),
-          "device relative_speed must be > 0, got " + Number(c.device.relative_speed));
+          "device relative_speed must be > 0, got " + ShortNumber(c.device.relative_speed));
   Require(FiniteAtLeast(c.launch_overhead_us, 0) && FiniteAtLeast(c.communication_overhead_us, 0),
           "cluster overheads must be >= 0");
 }
@@ -63,13 +58,13 @@ void ValidateSettings(const CostSettings& s, const Cluster& c, int layers) {
           "parameter and gradient dtype bytes must be >= 0 (0: the workload's)");
   Require(FiniteAtLeast(s.optimizer_bytes_per_parameter, 0),
           "optimizer_bytes_per_parameter must be >= 0, got " +
-              Number(s.optimizer_bytes_per_parameter));
+              ShortNumber(s.optimizer_bytes_per_parameter));
   Require(s.stash_bytes_per_layer.empty() ||
               static_cast<int>(s.stash_bytes_per_layer.size()) == layers,
           "stash_bytes_per_layer has " + std::to_string(s.stash_bytes_per_layer.size()) +
               " entries but the workload has " + std::to_string(layers) + " layers");
   for (double x : s.stash_bytes_per_layer)
-    Require(FiniteAtLeast(x, 0), "stash_bytes_per_layer entries must be >= 0, got " + Number(x));
+    Require(FiniteAtLeast(x, 0), "stash_bytes_per_layer entries must be >= 0, got " + ShortNumber(x));
 }
 
 std::vector<double> Prefix(const std::vector<double>& values) {

@@ -12,14 +12,6 @@ namespace pipetwin {
 
 namespace {
 
-// Events by worker, in their order.
-std::map<int, std::vector<const TimelineEvent*>> ByWorker(
-    const std::vector<TimelineEvent>& events) {
-  std::map<int, std::vector<const TimelineEvent*>> by_worker;
-  for (const auto& e : events) by_worker[e.worker].push_back(&e);
-  return by_worker;
-}
-
 const char* const kLaneNames[] = {"compute", "send", "receive", "all-reduce"};
 
 nlohmann::json Metadata(const char* what, int pid, int tid, const std::string& name) {
@@ -45,7 +37,7 @@ int MaxWorker(const Timeline& t) {
 // and process names prefixed by `prefix`.
 void AppendTrace(const Timeline& t, int pid_base, int sort_base, const std::string& prefix,
                  nlohmann::json& out) {
-  auto by_worker = ByWorker(t.events);
+  auto by_worker = EventsByWorker(t.events);
   for (const TimelineProcess& p : t.processes) {
     const int pid = pid_base + p.device;
     out.push_back(Metadata("process_name", pid, -1, prefix + ProcessName(p)));

@@ -14,14 +14,6 @@ namespace pipetwin {
 
 namespace {
 
-// Events by worker, in their order.
-std::map<int, std::vector<const TimelineEvent*>> ByWorker(
-    const std::vector<TimelineEvent>& events) {
-  std::map<int, std::vector<const TimelineEvent*>> by_worker;
-  for (const auto& e : events) by_worker[e.worker].push_back(&e);
-  return by_worker;
-}
-
 constexpr double kMinLeft = 150;      // room for the row labels, at least
 constexpr double kCharWidth = 6.7;    // DejaVu Sans Mono at 11 px: 0.6 em per character
 constexpr double kTop = 46;           // title and time axis
@@ -137,7 +129,7 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines) {
         << Escape(TimelineLabel(t, i)) << ": makespan " << SvgNumber(t.EndSeconds() * 1e3) << " ms, "
         << t.processes.size() << " workers</text>\n";
     y += kGroupHeader;
-    auto events = ByWorker(t.events), updates = ByWorker(t.updates);
+    auto events = EventsByWorker(t.events), updates = EventsByWorker(t.updates);
     for (const TimelineProcess& p : t.processes) {
       DrawRow(t, p, events[p.worker], updates[p.worker], left, y, scale, plot_width, out);
       y += kRowHeight;

@@ -74,4 +74,16 @@ double Timeline::EndSeconds() const {
   return end;
 }
 
+std::map<int, std::vector<const TimelineEvent*>> EventsByWorker(
+    const std::vector<TimelineEvent>& events) {
+  std::map<int, std::vector<const TimelineEvent*>> by_worker;
+  for (const auto& e : events) by_worker[e.worker].push_back(&e);
+  return by_worker;
+}
+
+void Timeline::AddOp(const TimelineEvent& event) {
+  if (IsComputeOp(event.op.kind) || IsCommunicationOp(event.op.kind)) events.push_back(event);
+  if (event.op.kind == OpKind::kUpdate) updates.push_back(event);
+}
+
 }  // namespace pipetwin

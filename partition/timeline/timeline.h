@@ -25,6 +25,7 @@
 // Free of SimGrid and LibTorch (the core's rule). Times in seconds from the start of the run.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,11 +87,19 @@ struct Timeline {
   // time on a thread of the worker; the trace layout has no event for them).
   std::vector<TimelineEvent> updates;
 
+  // Files an op's event (OpEvent): compute and Send/Recv ops among the events, an Update among
+  // the updates; the memory ops (stash, release) and an AllReduce op (whose buckets are events
+  // of their own, AllReduceEvent) are not drawn.
+  void AddOp(const TimelineEvent& event);
   // The end of the last event or update; 0 when empty.
   double EndSeconds() const;
 };
 
 // The timeline's label, or "timeline N" (N = index + 1) when it has none.
 std::string TimelineLabel(const Timeline& timeline, size_t index);
+
+// The events of each worker, in the order given (pointers into `events`).
+std::map<int, std::vector<const TimelineEvent*>> EventsByWorker(
+    const std::vector<TimelineEvent>& events);
 
 }  // namespace pipetwin

@@ -7,19 +7,15 @@
 
 namespace pipetwin {
 
-namespace {
-
-std::string Number(double x) {
+std::string ShortNumber(double x) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%g", x);
   return buffer;
 }
 
-}  // namespace
-
 std::string DescribeBytes(double bytes) {
   const double whole = std::ceil(bytes);
-  std::string digits = whole < 1e18 ? std::to_string(static_cast<long long>(whole)) : Number(whole);
+  std::string digits = whole < 1e18 ? std::to_string(static_cast<long long>(whole)) : ShortNumber(whole);
   for (int i = static_cast<int>(digits.size()) - 3; i > 0 && whole < 1e18; i -= 3)
     digits.insert(static_cast<size_t>(i), ",");
   const char* unit = bytes >= 1e9 ? "GB" : bytes >= 1e6 ? "MB" : bytes >= 1e3 ? "kB" : "bytes";
@@ -43,7 +39,7 @@ std::string SignedPercent(double e) {
   return out.str();
 }
 
-std::string FormatDeviceList(const std::vector<int>& devices) {
+std::string FormatIdList(const std::vector<int>& devices) {
   std::string out;
   for (size_t i = 0; i < devices.size();) {
     size_t j = i;

@@ -13,7 +13,9 @@ std::string DescribeBytes(double bytes);
 std::string CsvField(const std::string& text);
 // "+12.3%" for 0.123, "n/a" when not finite: a relative error in tables.
 std::string SignedPercent(double fraction);
-// "0-3,8,10-11": device ids with consecutive runs shortened, for tables.
-std::string FormatDeviceList(const std::vector<int>& devices);
+// "0-3,8,10-11": device or CPU ids with consecutive runs shortened, for tables.
+std::string FormatIdList(const std::vector<int>& ids);
+// "%g": the shortest exact-enough form of a number, for error messages ("1e+09", "0.5").
+std::string ShortNumber(double x);
 
 }  // namespace pipetwin

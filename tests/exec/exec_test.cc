@@ -552,8 +552,9 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
   // Two workers with a core each: the OS's default policy.
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
-  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2)
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) >= 2) {
     EXPECT_EQ(report["details"]["cpu_policy"], "SCHED_OTHER");
+  }
   EXPECT_EQ(report["workers"].size(), 2u);
   for (const auto& w : report["workers"]) {
     EXPECT_GT(w["busy_s"].get<double>(), 0);

@@ -16,6 +16,7 @@
 #include "partition/util/error.h"
 #include "partition/planners/pipedream/planner.h"
 #include "workloads/import/pipedream_profile.h"
+#include "workloads/scenario/scenario.h"
 #include "partition/util/format.h"
 
 namespace pipetwin::cli {
@@ -69,8 +70,14 @@ PipeDreamOptions ReadOptions(const po::variables_map& vm) {
   PipeDreamOptions o;
   const std::string planner =
       vm.count("planner") ? vm["planner"].as<std::string>() : std::string("pipedream");
-  if (planner == "pipedream-compat") o.cost_model = PipeDreamCostModel::kCompat;
-  else if (planner != "pipedream")
+  PlannerKind kind;
+  try {
+    kind = ParsePlannerKind(planner);
+  } catch (const InputError& e) {
+    throw InputError(std::string("pipetwin plan: --planner: ") + e.what());
+  }
+  if (kind == PlannerKind::kPipeDreamCompat) o.cost_model = PipeDreamCostModel::kCompat;
+  else if (kind != PlannerKind::kPipeDream)
     throw InputError("pipetwin plan: --planner " + planner + " on a --profile is not built "
                      "(built: pipedream, pipedream-compat)");
   if (!vm.count("workers") || !vm.count("bandwidth"))

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 
@@ -18,8 +19,9 @@ namespace pipetwin::sim {
 
 namespace {
 
-// The first byte of the result file says what follows: a result, an InputError, another fault.
-constexpr char kResult = 'R', kInputError = 'E', kFault = 'F';
+// The first byte of the result file says what follows: a result, an InputError, a failed run or
+// a system fault (RunError, out of memory: exit 1), another fault (an internal error: exit 3).
+constexpr char kResult = 'R', kInputError = 'E', kRunError = 'X', kFault = 'F';
 
 void WriteAll(int fd, const std::string& text) {
   size_t done = 0;
@@ -38,7 +40,7 @@ ChildProcess::ChildProcess(const std::function<std::string()>& work) {
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/pipetwin-sim-XXXXXX";
   const int fd = mkstemp(pattern.data());
   if (fd < 0)
-    throw std::runtime_error("cannot create a temporary file: " + std::string(strerror(errno)));
+    throw RunError("cannot create a temporary file: " + std::string(strerror(errno)));
   path_ = pattern;
   std::cout.flush();
   std::cerr.flush();
@@ -46,7 +48,7 @@ ChildProcess::ChildProcess(const std::function<std::string()>& work) {
   if (pid_ < 0) {
     close(fd);
     unlink(path_.c_str());
-    throw std::runtime_error("fork failed: " + std::string(strerror(errno)));
+    throw RunError("fork failed: " + std::string(strerror(errno)));
   }
   if (pid_ > 0) {
     close(fd);
@@ -57,6 +59,10 @@ ChildProcess::ChildProcess(const std::function<std::string()>& work) {
     out = kResult + work();
   } catch (const InputError& e) {
     out = kInputError + std::string(e.what());
+  } catch (const RunError& e) {
+    out = kRunError + std::string(e.what());
+  } catch (const std::bad_alloc& e) {
+    out = kRunError + std::string("out of memory (") + e.what() + ")";
   } catch (const std::exception& e) {
     out = kFault + std::string(e.what());
   }
@@ -91,9 +97,10 @@ std::string ChildProcess::Collect(int status) {
     const std::string how = WIFSIGNALED(status)
                                 ? "was killed by signal " + std::to_string(WTERMSIG(status))
                                 : "exited with status " + std::to_string(WEXITSTATUS(status));
-    throw std::runtime_error("the simulation process " + how + " before reporting");
+    throw RunError("the simulation process " + how + " before reporting");
   }
   if (out[0] == kInputError) throw InputError(out.substr(1));
+  if (out[0] == kRunError) throw RunError(out.substr(1));
   if (out[0] == kFault) throw std::runtime_error(out.substr(1));
   return out.substr(1);
 }

@@ -2,7 +2,7 @@
 // second, so every simulation after the first (sweep points, tests) runs in a fork of its own.
 //
 //   ChildProcess child([&] { return ReportToJson(Simulate(...)).dump(); });   // forks now
-//   std::string json = child.Collect();   // waits; rethrows the child's InputError
+//   std::string json = child.Collect();   // waits; rethrows the child's InputError, RunError
 //
 // The parent must not hold a SimGrid engine (fork copies it half-run).
 #pragma once
@@ -24,8 +24,9 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   // Waits for the child (unless `status` from a waitpid that reaped it is given) and returns
-  // what `work` returned. Throws InputError with the child's one line when `work` threw one,
-  // std::runtime_error when the child crashed or threw anything else.
+  // what `work` returned. Throws InputError with the child's one line when `work` threw one;
+  // RunError when `work` threw one or ran out of memory, or the child died before reporting;
+  // std::runtime_error when it threw anything else (an internal error).
   std::string Collect();
   std::string Collect(int status);
 

@@ -1,8 +1,15 @@
-// The SimGrid-free pieces: ring plans, report JSON and CSV, sweep variations, repeated schedules.
+// The SimGrid-free pieces: ring plans, report JSON and CSV, sweep variations, repeated schedules,
+// the child process a simulation runs in.
+#include <new>
+#include <stdexcept>
+
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "partition/util/error.h"
 #include "partition/report/report.h"
+#include "sim/child_process.h"
 #include "sim/collective.h"
 #include "sim/setup.h"
 #include "sim/sweep.h"
@@ -112,6 +119,27 @@ TEST(SimSetup, RepeatedSchedulesStayValid) {
   EXPECT_EQ(setup.schedule.microbatches, 3 * 8);  // 4 per pipeline x 2 replicas x 3 iterations
   EXPECT_NO_THROW(ValidateSchedule(setup.schedule));
   EXPECT_EQ(setup.worker_device, (std::vector<int>{0, 2, 1, 3}));  // stage s of replica k: 2k + s
+}
+
+// A simulation's child reports bad input as InputError (exit 2), a failed run, a system fault or
+// its own death as RunError (exit 1), and anything else as an internal error (exit 3): the
+// mapping of cli/run_main.h survives the fork.
+TEST(SimChildProcess, KeepsTheKindOfFaultAcrossTheFork) {
+  EXPECT_EQ(sim::RunInChild([] { return std::string("done"); }), "done");
+  EXPECT_THROW(sim::RunInChild([]() -> std::string { throw InputError("f.json", "x", "bad"); }),
+               InputError);
+  EXPECT_THROW(sim::RunInChild([]() -> std::string { throw RunError("a link went down"); }),
+               RunError);
+  EXPECT_THROW(sim::RunInChild([]() -> std::string { throw std::bad_alloc(); }), RunError);
+  EXPECT_THROW(sim::RunInChild([]() -> std::string { ::_exit(9); }), RunError);
+  try {
+    sim::RunInChild([]() -> std::string { throw std::logic_error("deadlock"); });
+    ADD_FAILURE() << "no exception";
+  } catch (const RunError&) {
+    ADD_FAILURE() << "an internal error came back as a failed run";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "deadlock");
+  }
 }
 
 }  // namespace

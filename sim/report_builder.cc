@@ -132,28 +132,4 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
   return r;
 }
 
-ReplayResult AsReplay(const SimulationSetup& setup, const SimulationRecord& record) {
-  ReplayResult replay;
-  replay.completed = true;
-  replay.makespan = record.makespan_s * 1e3;
-  double idle = 0, busy = 0;
-  for (const WorkerProgram& p : setup.schedule.workers) {
-    const WorkerRecord& rec = record.workers[p.worker];
-    WorkerTiming t;
-    t.worker = p.worker;
-    t.busy = rec.busy_s * 1e3;
-    t.idle = replay.makespan - t.busy;
-    t.finish = rec.finish_s * 1e3;
-    for (double x : rec.op_start_s) t.op_start.push_back(x * 1e3);
-    for (double x : rec.op_end_s) t.op_end.push_back(x * 1e3);
-    idle += t.idle;
-    busy += t.busy;
-    replay.workers.push_back(std::move(t));
-  }
-  const double capacity = replay.makespan * setup.schedule.WorkerCount();
-  replay.bubble_fraction = capacity > 0 ? idle / capacity : 0;
-  replay.bubble_over_compute = busy > 0 ? idle / busy : 0;
-  return replay;
-}
-
 }  // namespace pipetwin::sim

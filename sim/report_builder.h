@@ -26,7 +26,4 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
 // End of each iteration, as above.
 std::vector<double> IterationEnds(const SimulationSetup& setup, const SimulationRecord& record);
 
-// The simulated times as a replay (milliseconds), for ScheduleToSvg.
-ReplayResult AsReplay(const SimulationSetup& setup, const SimulationRecord& record);
-
 }  // namespace pipetwin::sim

@@ -92,11 +92,6 @@ std::string BaselineName(BaselineKind kind) {
   return "unknown";
 }
 
-std::vector<std::string> BaselineNames() {
-  std::vector<std::string> out;
-  for (const auto& entry : Names()) out.push_back(entry.second);
-  return out;
-}
 
 BaselineKind BaselineKindFromName(const std::string& name) {
   std::string all;

@@ -40,7 +40,6 @@ enum class BaselineKind { kDataParallel, kGPipe, kFlush, kUniform, kBalanced };
 
 // "data-parallel", "gpipe", "flush", "uniform", "balanced".
 std::string BaselineName(BaselineKind kind);
-std::vector<std::string> BaselineNames();
 // Throws InputError listing the names when `name` is none of them.
 BaselineKind BaselineKindFromName(const std::string& name);
 

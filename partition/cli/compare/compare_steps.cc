@@ -115,7 +115,7 @@ void RefuseWhatCannotRunHere(const CompareOptions& o, const Scenario& scenario) 
   if (!o.measured_files.empty()) return;  // measured elsewhere
   // compare trains the scenario here for real: a model whose weights, gradients and optimizer
   // state alone (every worker's share together, one version) would not fit in half this
-  // machine's memory is refused (the default scenario's GPT 1.3B: 14.7 GiB).
+  // machine's memory is refused (the default scenario's GPT 1.3B, made for V100 servers).
   const double memory = PhysicalMemoryBytes();
   const double need =
       ModelStateBytes(scenario.workload, scenario.training.optimizer_bytes_per_parameter);

@@ -177,10 +177,11 @@ void WorkerActors::Prepare() {
       const Op& op = p.ops[i];
       versions = std::max(versions, op.weight_version + 1);
       if (IsCommunicationOp(op.kind)) {
-        const bool send = IsSendOp(op.kind);
-        const int from = send ? p.worker : op.peer_worker, to = send ? op.peer_worker : p.worker;
-        w.op_mailbox[i] =
-            sg4::Mailbox::by_name("p" + std::to_string(from) + "-" + std::to_string(to));
+        // One mailbox per channel (op.h: sender, receiver, direction), first in, first out.
+        const MessageKey key = MessageOf(op, p.worker);
+        w.op_mailbox[i] = sg4::Mailbox::by_name((key.activation ? "a" : "g") +
+                                                std::to_string(key.sender) + "-" +
+                                                std::to_string(key.receiver));
         w.messages[i].op = &op;
       }
       if (op.kind == OpKind::kAllReduce) {
@@ -381,7 +382,7 @@ void WorkerActors::WorkerMain(int w) {
             bytes, false);
     } else if (IsCommunicationOp(op.kind)) {
       const Message* message = me.op_mailbox[i]->get<Message>();
-      // Messages between two workers arrive in order (ValidateSchedule's rule): this never fails.
+      // A channel's messages arrive in order (ValidateSchedule's rule): this never fails.
       if (MessageOf(*message->op, op.peer_worker) != MessageOf(op, w)) {
         fault_ = "worker " + std::to_string(w) + " received another message than " +
                  ActionName(op) + " expects";

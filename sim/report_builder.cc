@@ -86,6 +86,7 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
   header.source = "simulator";
   header.scenario = setup.scenario_name;
   header.schedule = s.kind;
+  if (s.recompute) header.recompute = RecomputeTimingName(s.recompute_timing);
   header.planner = setup.planner;
   header.network_model = setup.cluster.network_model;
   header.pipeline_depth = s.stages;

@@ -1,5 +1,5 @@
-// The checker and the replayer: every built schedule is valid and completes under rendezvous
-// sends for depths 1..32 and micro-batch counts 1..4p; bubbles match the papers' formulas;
+// The checker and the replayer: every built schedule is valid and completes for depths 1..32
+// and micro-batch counts 1..4p, with each message next to its ops; bubbles match the papers' formulas;
 // broken lists are caught with the rule they break.
 #include <gtest/gtest.h>
 
@@ -25,16 +25,13 @@
 namespace pipetwin {
 namespace {
 
-PipelineSchedule Build(ScheduleKind kind, int p, int m, int chunks = 1, int batches = 0,
-                       double forward = 1, double backward = 2) {
+PipelineSchedule Build(ScheduleKind kind, int p, int m, int chunks = 1, int batches = 0) {
   ScheduleSpec spec;
   spec.kind = kind;
   spec.stages = p;
   spec.microbatches = m;
   spec.chunks = chunks;
   spec.batches = batches;
-  spec.costs.forward = forward;
-  spec.costs.backward = backward;
   return BuildSchedule(spec);
 }
 
@@ -46,7 +43,7 @@ OpCosts Costs(double forward, double backward) {
 }
 
 // Every kind, every depth 1..32 and micro-batch count 1..4p the kind allows: the lists pass the
-// structural checks and a rendezvous replay with unit times completes. About 10,000 schedules and
+// structural checks and a replay with unit times completes. About 10,000 schedules and
 // 10^8 ops, spread over the machine's cores.
 TEST(ScheduleValiditySweepTest, AllKindsAllDepthsAllMicrobatchCounts) {
 #if defined(__GLIBC__)
@@ -106,21 +103,60 @@ TEST(ScheduleValiditySweepTest, AllKindsAllDepthsAllMicrobatchCounts) {
   std::printf("checked %ld schedules in %.2f s on %d threads\n", total, seconds, threads);
 }
 
-// With the times the comm ops were placed for, a rendezvous replay is exactly as fast as a
-// buffered one: no send ever waits for its receive.
-TEST(ScheduleReplayTest, RendezvousCostsNothingAtThePlacementTimes) {
+// Every Send follows the op that produces its data, and every Recv precedes the op that
+// consumes it, with only stash and release ops in between (op.h): the lists never make a worker
+// wait for data it does not need yet, nor hold back data another worker needs.
+TEST(ScheduleLoweringTest, EachMessageSitsNextToItsOps) {
+  auto bookkeeping = [](OpKind k) {
+    return k == OpKind::kStashActivation || k == OpKind::kReleaseActivation ||
+           k == OpKind::kStashWeights || k == OpKind::kReleaseWeights;
+  };
   for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush, ScheduleKind::kPipeDream,
+                            ScheduleKind::kTwoBW, ScheduleKind::kInterleaved,
                             ScheduleKind::kZeroBubbleH1}) {
-    for (int p : {1, 2, 5, 8}) {
-      for (int m : {1, p, 2 * p + 1}) {
-        for (auto [f, b] : {std::pair{1.0, 2.0}, std::pair{1.0, 1.0}, std::pair{2.0, 3.0}}) {
-          PipelineSchedule s = Build(kind, p, m, 1, 0, f, b);
-          ReplayResult buffered = ReplaySchedule(s, Costs(f, b), SendSemantics::kBuffered);
-          ReplayResult rendezvous = ReplaySchedule(s, Costs(f, b), SendSemantics::kRendezvous);
-          ASSERT_TRUE(rendezvous.completed);
-          ASSERT_DOUBLE_EQ(buffered.makespan, rendezvous.makespan)
-              << ScheduleKindName(kind) << " p=" << p << " m=" << m;
+    for (bool recompute : {false, true}) {
+      for (RecomputeTiming timing : {RecomputeTiming::kInBackward, RecomputeTiming::kEarly}) {
+        ScheduleSpec spec;
+        spec.kind = kind;
+        spec.stages = 4;
+        spec.microbatches = 8;
+        spec.chunks = kind == ScheduleKind::kInterleaved ? 2 : 1;
+        spec.recompute = recompute;
+        spec.recompute_timing = timing;
+        const PipelineSchedule s = BuildSchedule(spec);
+        const std::string what = ScheduleKindName(kind) + (recompute ? " recompute " : " ") +
+                                 RecomputeTimingName(timing);
+        int messages = 0;
+        for (const auto& w : s.workers) {
+          for (size_t i = 0; i < w.ops.size(); ++i) {
+            const Op& op = w.ops[i];
+            if (!IsCommunicationOp(op.kind)) continue;
+            ++messages;
+            const bool send = IsSendOp(op.kind);
+            // The nearest compute op before a Send, after a Recv.
+            size_t j = i;
+            while (send ? j-- > 0 : ++j < w.ops.size()) {
+              if (IsComputeOp(w.ops[j].kind)) break;
+              ASSERT_TRUE(bookkeeping(w.ops[j].kind) || IsCommunicationOp(w.ops[j].kind))
+                  << what << ": worker " << w.worker << " op " << i << " " << ActionName(op)
+                  << " is separated from its compute op by " << ActionName(w.ops[j]);
+            }
+            ASSERT_LT(j, w.ops.size()) << what << ": " << ActionName(op) << " has no compute op";
+            const Op& c = w.ops[j];
+            EXPECT_EQ(c.microbatch, op.microbatch) << what << ": " << ActionName(op);
+            EXPECT_EQ(c.stage, op.stage) << what << ": " << ActionName(op);
+            const bool activation =
+                op.kind == OpKind::kSendActivation || op.kind == OpKind::kRecvActivation;
+            OpKind expected = activation ? OpKind::kForward : OpKind::kBackward;
+            if (kind == ScheduleKind::kZeroBubbleH1 && !activation)
+              expected = OpKind::kBackwardInput;
+            if (!activation && !send && recompute && timing == RecomputeTiming::kInBackward)
+              expected = OpKind::kRecompute;
+            EXPECT_EQ(c.kind, expected) << what << ": " << ActionName(op) << " next to "
+                                        << ActionName(c);
+          }
         }
+        EXPECT_GT(messages, 0) << what;
       }
     }
   }
@@ -133,7 +169,7 @@ TEST(ScheduleBubbleTest, GPipeAndFlushBubbleIsPMinus1OverMPlusPMinus1) {
     for (int p = 1; p <= 32; ++p) {
       for (int m = 1; m <= 4 * p; m += (p > 8 ? 3 : 1)) {
         for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush}) {
-          ReplayResult r = ReplaySchedule(Build(kind, p, m, 1, 0, f, b), Costs(f, b));
+          ReplayResult r = ReplaySchedule(Build(kind, p, m), Costs(f, b));
           ASSERT_TRUE(r.completed);
           ASSERT_NEAR(r.bubble_fraction, double(p - 1) / (m + p - 1), 1e-9)
               << ScheduleKindName(kind) << " p=" << p << " m=" << m << " f=" << f << " b=" << b;
@@ -177,12 +213,12 @@ TEST(ScheduleBubbleTest, ZeroBubbleH1IsAThirdOfOneFOneB) {
 TEST(ScheduleBubbleTest, PipeDreamAndTwoBWHaveNoSteadyStateBubble) {
   for (int p = 1; p <= 16; ++p) {
     for (auto [f, b] : {std::pair{1.0, 2.0}, std::pair{1.0, 1.0}}) {
-      ReplayResult short_run = ReplaySchedule(Build(ScheduleKind::kPipeDream, p, 2 * p, 1, 0, f, b), Costs(f, b));
-      ReplayResult long_run = ReplaySchedule(Build(ScheduleKind::kPipeDream, p, 6 * p, 1, 0, f, b), Costs(f, b));
+      ReplayResult short_run = ReplaySchedule(Build(ScheduleKind::kPipeDream, p, 2 * p), Costs(f, b));
+      ReplayResult long_run = ReplaySchedule(Build(ScheduleKind::kPipeDream, p, 6 * p), Costs(f, b));
       for (int w = 0; w < p; ++w)
         ASSERT_NEAR(short_run.workers[w].idle, long_run.workers[w].idle, 1e-9) << "p=" << p;
-      ReplayResult two = ReplaySchedule(Build(ScheduleKind::kTwoBW, p, p, 1, 2, f, b), Costs(f, b));
-      ReplayResult six = ReplaySchedule(Build(ScheduleKind::kTwoBW, p, p, 1, 6, f, b), Costs(f, b));
+      ReplayResult two = ReplaySchedule(Build(ScheduleKind::kTwoBW, p, p, 1, 2), Costs(f, b));
+      ReplayResult six = ReplaySchedule(Build(ScheduleKind::kTwoBW, p, p, 1, 6), Costs(f, b));
       for (int w = 0; w < p; ++w)
         ASSERT_NEAR(two.workers[w].idle, six.workers[w].idle, 1e-9) << "p=" << p;
     }
@@ -201,8 +237,8 @@ Op MakeOp(OpKind kind, int stage, int mb, int peer = -1, int version = 0) {
   return op;
 }
 
-// Two stages, one micro-batch each way, with the sends first on both sides: fine when sends are
-// buffered, a deadlock when a send waits for its receive.
+// Two stages, one micro-batch each way, with the sends first on both sides: fine, since a Send
+// never waits for its receive (op.h).
 PipelineSchedule CrossedSends() {
   PipelineSchedule s;
   s.kind = ScheduleKind::kImported;
@@ -226,15 +262,23 @@ PipelineSchedule CrossedSends() {
   return s;
 }
 
-TEST(ScheduleCheckerTest, RendezvousFindsTheCrossedSendDeadlock) {
+TEST(ScheduleCheckerTest, CrossedSendsCompleteSinceASendNeverWaits) {
   PipelineSchedule s = CrossedSends();
-  EXPECT_NO_THROW(ValidateSchedule(s));
-  EXPECT_TRUE(ReplaySchedule(s, OpCosts(), SendSemantics::kBuffered).completed);
-  ReplayResult r = ReplaySchedule(s, OpCosts(), SendSemantics::kRendezvous);
+  EXPECT_NO_THROW(CheckSchedule(s));
+  EXPECT_TRUE(ReplaySchedule(s, OpCosts()).completed);
+}
+
+// Each worker waits for the other's message before it sends its own: a cycle of waits.
+TEST(ScheduleCheckerTest, ReceivesWaitingForEachOtherAreADeadlock) {
+  PipelineSchedule s = CrossedSends();
+  // Worker 0 now waits for mb 0's gradient before it sends mb 0's activation.
+  s.workers[0].ops = {MakeOp(OpKind::kRecvGradient, 0, 0, 1), MakeOp(OpKind::kForward, 0, 0),
+                      MakeOp(OpKind::kSendActivation, 0, 0, 1), MakeOp(OpKind::kForward, 0, 1),
+                      MakeOp(OpKind::kSendActivation, 0, 1, 1), MakeOp(OpKind::kBackward, 0, 0),
+                      MakeOp(OpKind::kRecvGradient, 0, 1, 1), MakeOp(OpKind::kBackward, 0, 1)};
+  ReplayResult r = ReplaySchedule(s, OpCosts());
   EXPECT_FALSE(r.completed);
-  EXPECT_NE(r.deadlock.find("worker 0 waits at 0SEND_F1 to worker 1"), std::string::npos)
-      << r.deadlock;
-  EXPECT_NE(r.deadlock.find("worker 1 waits at 1SEND_B0 to worker 0"), std::string::npos)
+  EXPECT_NE(r.deadlock.find("worker 1 waits at 1RECV_F0 from worker 0"), std::string::npos)
       << r.deadlock;
   try {
     CheckSchedule(s);

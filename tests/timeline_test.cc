@@ -28,9 +28,10 @@ Timeline FromReplay(const std::string& label, double stretch = 1, int first_devi
   spec.kind = kind;
   spec.stages = 2;
   spec.microbatches = 3;
-  spec.costs.transfer = 0.5;
   const PipelineSchedule s = BuildSchedule(spec);
-  const ReplayResult replay = ReplaySchedule(s, spec.costs);
+  OpCosts costs;
+  costs.transfer = 0.5;
+  const ReplayResult replay = ReplaySchedule(s, costs);
   Timeline t;
   t.label = label;
   t.other_data = {{"scenario", "two stages"}, {"schedule", ScheduleKindName(kind)}};

@@ -175,6 +175,7 @@ RunHeader HeaderOf(const ExecutorJob& job) {
   header.source = "executor";
   header.scenario = job.scenario.name;
   header.schedule = job.schedule.kind;
+  if (job.schedule.recompute) header.recompute = RecomputeTimingName(job.schedule.recompute_timing);
   header.planner = job.plan.planner;
   header.network_model = job.scenario.cluster.network_model;
   header.pipeline_depth = job.schedule.stages;

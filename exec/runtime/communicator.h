@@ -7,9 +7,9 @@
 //   comm.Recv(buffer, /*peer=*/0, tag, "activation of micro-batch 3");   // blocks
 //   comm.AllReduceSum(gradients);             // over this worker's stage replicas
 //
-// Sends are posted in list order and never waited for in line (Gloo buffers them; the buffer is
-// kept until the send completes), receives block in list order: the schedule's lists are
-// deadlock-free under the stricter rendezvous semantics, so they are under these.
+// Sends are posted in list order and never waited for in line (the buffer is kept until the
+// send completes), receives are posted ahead and waited on in list order: the lists' contract
+// (partition/schedule/op.h), under which they are deadlock-free.
 // A peer that dies or stays silent past the timeout makes the waiting call throw PeerError
 // naming the peer's rank.
 #pragma once

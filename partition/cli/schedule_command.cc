@@ -71,7 +71,7 @@ OpCosts CostsFrom(const po::variables_map& vm) {
   return costs;
 }
 
-ScheduleSpec SpecFrom(const po::variables_map& vm, const OpCosts& costs) {
+ScheduleSpec SpecFrom(const po::variables_map& vm) {
   if (!vm.count("kind") || !vm.count("stages") || !vm.count("microbatches"))
     throw InputError("pipetwin schedule: --kind, --stages and --microbatches are required "
                      "(or --import FILE.csv)");
@@ -94,7 +94,15 @@ ScheduleSpec SpecFrom(const po::variables_map& vm, const OpCosts& costs) {
     throw InputError("pipetwin schedule: --workers must be >= 1");
   spec.vertical_sync = vm.count("vertical-sync") > 0;
   spec.recompute = vm.count("recompute") > 0;
-  spec.costs = costs;
+  if (vm.count("recompute-timing")) {
+    if (!spec.recompute)
+      throw InputError("pipetwin schedule: --recompute-timing needs --recompute");
+    const auto timing = ParseRecomputeTiming(vm["recompute-timing"].as<std::string>());
+    if (!timing)
+      throw InputError("pipetwin schedule: --recompute-timing must be in_backward or early, got '" +
+                       vm["recompute-timing"].as<std::string>() + "'");
+    spec.recompute_timing = *timing;
+  }
   return spec;
 }
 
@@ -121,11 +129,14 @@ int RunScheduleCommand(const Args& args) {
       ("batches", po::value<int>(), "batches to run (2bw; default 4)")
       ("vertical-sync", "PipeDream with vertical sync")
       ("recompute", "recompute activations in the backward (stash stage inputs only)")
+      ("recompute-timing", po::value<std::string>(),
+       "in_backward (default: once the gradient has arrived, as Megatron-LM and torch) or "
+       "early (before the gradient arrives)")
       ("layers", po::value<int>(), "layer count, when known (more stages than layers is an error)")
       ("workers", po::value<int>(), "worker count, when known (the replicas must add up to it)")
       ("forward-time", po::value<double>(), "forward time per stage and micro-batch (default 1)")
       ("backward-time", po::value<double>(), "backward time per stage and micro-batch (default 2)")
-      ("check", "check validity and a rendezvous replay; exit 2 when broken")
+      ("check", "check validity and replay for deadlocks; exit 2 when broken")
       ("import", po::value<std::string>(), "read a torch.distributed.pipelining action CSV")
       ("format", po::value<std::string>(), "text|csv|json|svg (default text)")
       ("json", "same as --format json")
@@ -150,13 +161,13 @@ int RunScheduleCommand(const Args& args) {
     if (vm.count("kind") || vm.count("stages") || vm.count("microbatches"))
       throw InputError("pipetwin schedule: --import takes the schedule from the file; drop "
                        "--kind, --stages and --microbatches");
-    schedule = ScheduleFromCsv(ReadTextFile(input), input, costs);
+    schedule = ScheduleFromCsv(ReadTextFile(input), input);
     CheckSchedule(schedule);
   } else {
-    schedule = BuildSchedule(SpecFrom(vm, costs));
+    schedule = BuildSchedule(SpecFrom(vm));
     if (vm.count("check")) CheckSchedule(schedule);
   }
-  const ReplayResult replay = ReplaySchedule(schedule, costs, SendSemantics::kRendezvous);
+  const ReplayResult replay = ReplaySchedule(schedule, costs);
   if (!replay.completed)
     throw InputError("pipetwin schedule: deadlock in the replay: " + replay.deadlock);
 
@@ -167,7 +178,7 @@ int RunScheduleCommand(const Args& args) {
   if (format == "text") {
     text = ScheduleToText(schedule, replay, costs);
     if (vm.count("check") || !input.empty())
-      text += "check: ok (every send has its receive; no deadlock when sends wait for receives)\n";
+      text += "check: ok (every send has its receive; the lists complete)\n";
   }
   if (output.empty()) {
     std::cout << text;

@@ -106,6 +106,7 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
   return {{"source", r.source},
           {"scenario", r.scenario},
           {"schedule", r.schedule},
+          {"recompute", r.recompute},
           {"planner", r.planner},
           {"network_model", r.network_model},
           {"pipeline_depth", r.pipeline_depth},
@@ -197,6 +198,7 @@ Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
   r.source = root.Choice("source", {"simulator", "executor"});
   r.scenario = Text(root, "scenario");
   r.schedule = Text(root, "schedule");
+  r.recompute = root.OptionalChoice("recompute", {"", "in_backward", "early"}, "");
   r.planner = Text(root, "planner");
   r.network_model = Text(root, "network_model");
   r.pipeline_depth = Int(root, "pipeline_depth");

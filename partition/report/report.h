@@ -75,6 +75,9 @@ struct Report {
   std::string source = "simulator";  // "simulator" or "executor"
   std::string scenario;              // scenario name
   std::string schedule;              // gpipe|flush|pipedream|2bw|interleaved|zb-h1
+  // Activation recomputation: "" (none), "in_backward" (after the gradient arrives, the
+  // frameworks' way) or "early" (before it arrives): op.h's RecomputeTiming.
+  std::string recompute;
   std::string planner;
   std::string network_model;         // the cluster's: "datacenter" or "tcp"
   int pipeline_depth = 0;            // pipeline positions

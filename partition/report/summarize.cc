@@ -9,6 +9,7 @@ Report StartReport(const RunHeader& h) {
   r.source = h.source;
   r.scenario = h.scenario;
   r.schedule = ScheduleKindName(h.schedule);
+  r.recompute = h.recompute;
   r.planner = h.planner;
   r.network_model = h.network_model;
   r.pipeline_depth = h.pipeline_depth;

@@ -21,6 +21,7 @@ struct RunHeader {
   std::string source;         // "simulator" or "executor"
   std::string scenario;
   ScheduleKind schedule = ScheduleKind::kFlush;
+  std::string recompute;      // "" without recomputation, else RecomputeTimingName
   std::string planner;
   std::string network_model;
   int pipeline_depth = 0;     // pipeline positions

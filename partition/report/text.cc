@@ -29,7 +29,11 @@ std::string ReportToText(const Report& r) {
   out << r.scenario << "\n"
       << r.schedule << ", " << r.pipeline_depth << " stages, " << r.worker_count
       << " workers, micro-batch " << r.microbatch_size << " x " << r.microbatches_per_iteration
-      << " per iteration, " << r.iterations << " iterations (" << r.source << ", "
+      << " per iteration, " << r.iterations << " iterations"
+      << (r.recompute.empty() ? ""
+          : r.recompute == "early" ? ", recompute early (before the gradient arrives)"
+                                   : ", recompute in the backward (after the gradient arrives)")
+      << " (" << r.source << ", "
       << r.network_model << " network)\n\n";
   out << "throughput   " << Fixed(r.samples_per_s, 2) << " samples/s, iteration "
       << Fixed(r.iteration_s * 1e3, 3) << " ms (" << r.measurement << ")\n";

@@ -61,6 +61,7 @@ PipelineSchedule Skeleton(const ScheduleSpec& spec, const std::vector<int>& repl
   s.chunks = spec.chunks;
   s.vertical_sync = spec.vertical_sync;
   s.recompute = spec.recompute;
+  s.recompute_timing = spec.recompute_timing;
   int worker = 0;
   for (int stage = 0; stage < spec.stages; ++stage) {
     for (int r = 0; r < replicas[stage]; ++r) {
@@ -272,8 +273,6 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
       Broken(spec, "microbatches", "needs at least as many micro-batches per batch as are in flight (m >= d"
                    " = " + std::to_string(in_flight) + "), got m = " + std::to_string(m));
   }
-  for (double t : {spec.costs.forward, spec.costs.backward})
-    if (!(t > 0) || !std::isfinite(t)) Broken(spec, "costs", "forward and backward times must be > 0");
 }
 
 }  // namespace
@@ -323,7 +322,7 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
     for (Op& op : w.ops)
       if (op.kind == OpKind::kAllReduce) op.buckets = spec.allreduce_buckets;
   schedule_internal::AssignWeightVersions(s, policy);
-  schedule_internal::PlaceCommunication(s, spec.costs);
+  schedule_internal::PlaceCommunication(s);
   return s;
 }
 

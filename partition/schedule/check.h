@@ -9,7 +9,7 @@ namespace pipetwin {
 // forward, inputs received before use, every Send with exactly one matching Recv, versions alive
 // when used. Throws InputError naming the first broken rule.
 void ValidateSchedule(const PipelineSchedule& schedule);
-// ValidateSchedule, then a rendezvous replay with unit times; throws InputError on a deadlock.
+// ValidateSchedule, then a replay with unit times (op.h); throws InputError on a deadlock.
 void CheckSchedule(const PipelineSchedule& schedule);
 
 }  // namespace pipetwin

@@ -240,8 +240,7 @@ std::string ScheduleToCsv(const PipelineSchedule& s) {
   return out;
 }
 
-PipelineSchedule ScheduleFromCsv(const std::string& text, const std::string& file,
-                                 const OpCosts& costs) {
+PipelineSchedule ScheduleFromCsv(const std::string& text, const std::string& file) {
   const auto rows = ParseRows(text, file);
   PipelineSchedule s;
   s.kind = ScheduleKind::kImported;
@@ -266,7 +265,7 @@ PipelineSchedule ScheduleFromCsv(const std::string& text, const std::string& fil
     schedule_internal::CheckComputeCoverage(s);
     schedule_internal::AssignWeightVersions(s, schedule_internal::VersionPolicy::kLatest);
     if (explicit_comm) schedule_internal::AnnotateStashes(s);
-    else schedule_internal::PlaceCommunication(s, costs);
+    else schedule_internal::PlaceCommunication(s);
     ValidateSchedule(s);
   } catch (const InputError& e) {
     if (!e.file().empty()) throw;

@@ -18,8 +18,7 @@ std::string ScheduleToCsv(const PipelineSchedule& schedule);
 // Reads such a CSV (compute-only, or with SEND_F/RECV_F/SEND_B/RECV_B actions), infers stages,
 // replicas and routing, places communication when none is given, and validates. `file` names
 // the input in errors.
-PipelineSchedule ScheduleFromCsv(const std::string& text, const std::string& file,
-                                 const OpCosts& costs = OpCosts());
+PipelineSchedule ScheduleFromCsv(const std::string& text, const std::string& file);
 nlohmann::json ScheduleToJson(const PipelineSchedule& schedule, const ReplayResult& replay,
                               const OpCosts& costs);
 std::string ScheduleToText(const PipelineSchedule& schedule, const ReplayResult& replay,

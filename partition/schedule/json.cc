@@ -16,6 +16,7 @@ nlohmann::json ScheduleToJson(const PipelineSchedule& s, const ReplayResult& rep
   doc["chunks"] = s.chunks;
   doc["vertical_sync"] = s.vertical_sync;
   doc["recompute"] = s.recompute;
+  if (s.recompute) doc["recompute_timing"] = RecomputeTimingName(s.recompute_timing);
   doc["workers"] = nlohmann::json::array();
   for (const auto& w : s.workers) {
     nlohmann::json ops = nlohmann::json::array();

@@ -1,13 +1,8 @@
 // From compute orders to complete op lists: weight versions, communication, stash events.
 //
-// PlaceCommunication replays the compute orders as a discrete-event simulation with the given
-// times (communication free) and appends each Send/Recv pair to both workers' lists at the first
-// instant, once the data is produced, at which both workers are between ops. Every pair thus
-// sits at one point of a single global order of appends, and running the workers in that global
-// order always succeeds, even when a Send must wait for its Recv (rendezvous). Since each
-// worker's progress only depends on matched partners, no other interleaving can deadlock
-// either. With the times the lists were placed for, both a rendezvous and a buffered replay
-// reproduce this simulation exactly: no Send ever waits.
+// PlaceCommunication first runs the compute orders without times to prove they complete, then
+// puts each Send right after the op producing its data and each Recv right before the op
+// consuming it (op.h). No op times enter: the best place of a message does not depend on them.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -132,139 +127,95 @@ class StashAnnotator {
   int current_ = 0;
 };
 
-// The events due at one instant, in arrival order: messages are placed before any op that
-// starts at the same instant (so that a Recv precedes the op that needs it).
-struct Bucket {
-  std::vector<int> messages;                 // message ids
-  std::vector<std::pair<int, long>> ops;     // (worker, stamp)
-  size_t next_message = 0, next_op = 0;
-};
-
+// Checks that the compute orders can complete and lays each message out where it is best
+// placed: the Send right after the op that produces the data, the Recv right before the op that
+// consumes it (op.h's contract: a Send is posted and never waited for in line, receives are
+// posted early, a Recv op is the wait). Under recomputation in the backward (the frameworks'
+// way) the Recompute consumes the gradient, so it waits for it too; under early recomputation
+// the Backward does.
 class CommunicationPlacer {
  public:
-  CommunicationPlacer(PipelineSchedule& s, const OpCosts& costs)
-      : s_(s), cost_(CostTable(costs)), routing_(s), G_(routing_.model_stages()),
-        M_(routing_.microbatches()) {
-    const int W = s.WorkerCount();
-    for (auto& w : s.workers) {
-      annotators_.emplace_back(w.ops, w.stage, s.recompute);
-      plan_.push_back(std::move(w.ops));
-      w.ops.clear();
-      w.ops.reserve(plan_.back().size() * 4 + 8);  // room for Send/Recv pairs and stash ops
-    }
-    next_.assign(W, 0);
-    free_at_.assign(W, 0);
-    stamp_.assign(W, 0);
-    scheduled_.assign(W, -1);
+  explicit CommunicationPlacer(PipelineSchedule& s)
+      : s_(s), routing_(s), G_(routing_.model_stages()), M_(routing_.microbatches()) {
     const size_t n = static_cast<size_t>(G_) * M_;
-    forward_end_.assign(n, -1);
-    backward_end_.assign(n, -1);
-    activation_arrival_.assign(n, -1);
-    gradient_arrival_.assign(n, -1);
+    forward_done_.assign(n, false);
+    backward_done_.assign(n, false);
     for (auto& w : s.workers) replicas_of_[w.stage].push_back(w.worker);
   }
 
   void Run() {
-    for (int w = 0; w < s_.WorkerCount(); ++w) Refresh(w);
-    while (!calendar_.empty()) {
-      auto it = calendar_.begin();
-      const double now = it->first;
-      Bucket& due = it->second;  // map nodes stay put while later events are added
-      while (true) {
-        if (due.next_message < due.messages.size()) {
-          const int id = due.messages[due.next_message++];
-          // A pair is placed only when both workers are between ops, so that neither waits for
-          // the other under rendezvous; a busy one is waited for.
-          const MessageKey& m = messages_[id];
-          const double busy_until = std::max(free_at_[m.sender], free_at_[m.receiver]);
-          if (busy_until > now) {
-            calendar_[busy_until].messages.push_back(id);
-          } else {
-            Deliver(id, now);
-          }
-        } else if (due.next_op < due.ops.size()) {
-          const auto [w, stamp] = due.ops[due.next_op++];
-          if (stamp != stamp_[w]) continue;  // superseded
-          scheduled_[w] = -1;
-          Emit(w, now);
-        } else {
-          break;
-        }
-      }
-      calendar_.erase(it);
-    }
-    for (int w = 0; w < s_.WorkerCount(); ++w) {
-      if (next_[w] < plan_[w].size()) Stuck(w);
-    }
+    CheckCompletes();
+    for (auto& w : s_.workers) Lower(w);
   }
 
  private:
   size_t Index(int stage, int mb) const { return static_cast<size_t>(stage) * M_ + mb; }
 
-  // When the worker's next op can start, or -1 while it waits.
-  double ReadyTime(int w) const {
-    const Op& op = plan_[w][next_[w]];
-    double t = free_at_[w];
-    auto need = [&t](double when) {
-      if (when < 0) return false;
-      t = std::max(t, when);
-      return true;
-    };
+  // Whether op (the next of worker w) has its inputs. Under the lists' contract a worker waits
+  // only for data another op produces, and for its replicas at an AllReduce.
+  bool Ready(int w, const Op& op, const std::vector<size_t>& next) const {
     const int g = op.stage, k = op.microbatch;
     switch (op.kind) {
       case OpKind::kForward:
-        if (g > 0) {
-          int u = routing_.ForwardWorker(g - 1, k);
-          if (u == w && !need(forward_end_[Index(g - 1, k)])) return -1;
-          if (u >= 0 && u != w && !need(activation_arrival_[Index(g, k)])) return -1;
-        }
-        return t;
+        return g == 0 || routing_.ForwardWorker(g - 1, k) < 0 || forward_done_[Index(g - 1, k)];
       case OpKind::kBackward:
       case OpKind::kBackwardInput:
-        if (!need(forward_end_[Index(g, k)])) return -1;
-        if (g + 1 < G_) {
-          int u = routing_.BackwardWorker(g + 1, k);
-          if (u == w && !need(backward_end_[Index(g + 1, k)])) return -1;
-          if (u >= 0 && u != w && !need(gradient_arrival_[Index(g, k)])) return -1;
-        }
-        return t;
-      case OpKind::kBackwardWeight:
-        return need(backward_end_[Index(g, k)]) ? t : -1;
+        if (!forward_done_[Index(g, k)]) return false;
+        return g + 1 >= G_ || routing_.BackwardWorker(g + 1, k) < 0 ||
+               backward_done_[Index(g + 1, k)];
+      case OpKind::kBackwardWeight: return backward_done_[Index(g, k)];
       case OpKind::kRecompute:
-        return need(forward_end_[Index(g, k)]) ? t : -1;
+        if (!forward_done_[Index(g, k)]) return false;
+        return s_.recompute_timing == RecomputeTiming::kEarly || g + 1 >= G_ ||
+               routing_.BackwardWorker(g + 1, k) < 0 || backward_done_[Index(g + 1, k)];
       case OpKind::kAllReduce:
         for (int r : replicas_of_.at(s_.workers[w].stage)) {
-          if (next_[r] >= plan_[r].size()) return -1;
-          const Op& other = plan_[r][next_[r]];
-          if (other.kind != OpKind::kAllReduce || other.weight_version != op.weight_version)
-            return -1;
-          t = std::max(t, free_at_[r]);
+          const auto& ops = s_.workers[r].ops;
+          if (next[r] >= ops.size() || ops[next[r]].kind != OpKind::kAllReduce ||
+              ops[next[r]].weight_version != op.weight_version)
+            return false;
         }
-        return t;
-      default:
-        return t;
+        return true;
+      default: return true;
     }
   }
 
-  // Re-evaluates when worker w's next op can start; keeps its pending event when unchanged.
-  void Refresh(int w) {
-    const double t = next_[w] < plan_[w].size() ? ReadyTime(w) : -1;
-    if (t == scheduled_[w]) return;
-    ++stamp_[w];
-    scheduled_[w] = t;
-    if (t >= 0) calendar_[t].ops.push_back({w, stamp_[w]});
-  }
-
-  void Deliver(int id, double time) {
-    const MessageKey& m = messages_[id];
-    Op send = SendOf(m), recv = RecvOf(m);
-    send.chunk = ChunkOf(m.sender, send.stage);
-    recv.chunk = ChunkOf(m.receiver, recv.stage);
-    s_.workers[m.sender].ops.push_back(send);
-    s_.workers[m.receiver].ops.push_back(recv);
-    (m.activation ? activation_arrival_ : gradient_arrival_)[Index(recv.stage, m.microbatch)] =
-        time;
-    Refresh(m.receiver);
+  // Runs the compute orders without times (every op as soon as its inputs exist); throws when a
+  // worker can never go on (a dependency cycle). Completing proves the lists deadlock-free: it
+  // is a global order in which every wait is satisfied by an op placed before it.
+  void CheckCompletes() {
+    const int W = s_.WorkerCount();
+    std::vector<size_t> next(W, 0);
+    std::vector<int> queue;
+    for (int w = 0; w < W; ++w) queue.push_back(w);
+    while (!queue.empty()) {
+      const int w = queue.back();
+      queue.pop_back();
+      const auto& ops = s_.workers[w].ops;
+      while (next[w] < ops.size() && Ready(w, ops[next[w]], next)) {
+        const Op& op = ops[next[w]];
+        if (op.kind == OpKind::kAllReduce) {
+          for (int r : replicas_of_.at(s_.workers[w].stage)) {
+            ++next[r];
+            if (r != w) queue.push_back(r);
+          }
+          continue;
+        }
+        ++next[w];
+        const int g = op.stage, k = op.microbatch;
+        if (op.kind == OpKind::kForward) {
+          forward_done_[Index(g, k)] = true;
+          for (int u : {routing_.ForwardWorker(g + 1, k), routing_.BackwardWorker(g, k)})
+            if (u >= 0 && u != w) queue.push_back(u);
+        } else if (op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardInput) {
+          backward_done_[Index(g, k)] = true;
+          for (int u : {routing_.BackwardWorker(g - 1, k), routing_.ForwardWorker(g - 1, k)})
+            if (u >= 0 && u != w) queue.push_back(u);
+        }
+      }
+    }
+    for (int w = 0; w < W; ++w)
+      if (next[w] < s_.workers[w].ops.size()) Stuck(w, s_.workers[w].ops[next[w]]);
   }
 
   int ChunkOf(int worker, int stage) const {
@@ -273,60 +224,51 @@ class CommunicationPlacer {
     return it == stages.end() ? 0 : static_cast<int>(it - stages.begin());
   }
 
-  void Send(bool activation, int from, int to, int stage, int mb, double time) {
-    messages_.push_back({activation, stage, mb, from, to});
-    calendar_[time].messages.push_back(static_cast<int>(messages_.size()) - 1);
+  void Message(bool activation, int from, int to, int sender_stage, int mb, bool send,
+               std::vector<Op>& out) const {
+    const MessageKey key{activation, sender_stage, mb, from, to};
+    Op op = send ? SendOf(key) : RecvOf(key);
+    op.chunk = ChunkOf(send ? from : to, op.stage);
+    out.push_back(op);
   }
 
-  // Op times for placing, by kind: not divided by the chunk count (order is scale-free, and
-  // 3 x 1/3 is not 1 in floating point), on a binary grid 2^-24 of the longest op so that sums
-  // are exact and "both workers are between ops" does not hinge on rounding.
-  static std::vector<double> CostTable(const OpCosts& costs) {
-    const int kinds = static_cast<int>(OpKind::kReleaseWeights) + 1;
-    std::vector<double> table(kinds, 0);
-    double longest = 0;
-    for (int k = 0; k < kinds; ++k) {
-      table[k] = costs.Of(MakeOp(static_cast<OpKind>(k), 0, 0, 0), 1);
-      if (!IsCommunicationOp(static_cast<OpKind>(k))) longest = std::max(longest, table[k]);
-    }
-    const double grid = longest > 0 ? std::ldexp(1.0, std::ilogb(longest) + 1 - 24) : 1.0;
-    for (int k = 0; k < kinds; ++k)
-      table[k] = IsCommunicationOp(static_cast<OpKind>(k)) ? 0 : std::round(table[k] / grid) * grid;
-    return table;
-  }
-
-  double Cost(const Op& op) const { return cost_[static_cast<int>(op.kind)]; }
-
-  void Emit(int w, double start) {
-    const Op op = plan_[w][next_[w]];
-    const double end = start + Cost(op);
-    if (op.kind == OpKind::kAllReduce) {
-      for (int r : replicas_of_.at(s_.workers[w].stage)) {
-        annotators_[r].Append(plan_[r][next_[r]], next_[r], s_.workers[r].ops);
-        ++next_[r];
-        free_at_[r] = end;
-        Refresh(r);
+  // Worker w's compute order with its messages and stash ops.
+  void Lower(WorkerProgram& w) {
+    std::vector<Op> plan = std::move(w.ops);
+    StashAnnotator annotator(plan, w.stage, s_.recompute);
+    w.ops.clear();
+    w.ops.reserve(plan.size() * 3 + 8);
+    std::vector<bool> gradient_in(static_cast<size_t>(G_) * M_, false);
+    const bool in_backward = s_.recompute_timing == RecomputeTiming::kInBackward;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const Op& op = plan[i];
+      const int g = op.stage, k = op.microbatch;
+      // The Recv right before the op that consumes it.
+      if (op.kind == OpKind::kForward && g > 0) {
+        const int u = routing_.ForwardWorker(g - 1, k);
+        if (u >= 0 && u != w.worker) Message(true, u, w.worker, g - 1, k, false, w.ops);
       }
-      return;
+      const bool takes_gradient = op.kind == OpKind::kBackward ||
+                                  op.kind == OpKind::kBackwardInput ||
+                                  (op.kind == OpKind::kRecompute && in_backward);
+      if (takes_gradient && g + 1 < G_ && !gradient_in[Index(g, k)]) {
+        const int u = routing_.BackwardWorker(g + 1, k);
+        if (u >= 0 && u != w.worker) Message(false, u, w.worker, g + 1, k, false, w.ops);
+        gradient_in[Index(g, k)] = true;
+      }
+      annotator.Append(op, i, w.ops);
+      // The Send right after the op that produces it.
+      if (op.kind == OpKind::kForward && g + 1 < G_) {
+        const int u = routing_.ForwardWorker(g + 1, k);
+        if (u >= 0 && u != w.worker) Message(true, w.worker, u, g, k, true, w.ops);
+      } else if ((op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardInput) && g > 0) {
+        const int u = routing_.BackwardWorker(g - 1, k);
+        if (u >= 0 && u != w.worker) Message(false, w.worker, u, g, k, true, w.ops);
+      }
     }
-    annotators_[w].Append(op, next_[w], s_.workers[w].ops);
-    ++next_[w];
-    free_at_[w] = end;
-    const int g = op.stage, k = op.microbatch;
-    if (op.kind == OpKind::kForward) {
-      forward_end_[Index(g, k)] = end;
-      int u = routing_.ForwardWorker(g + 1, k);
-      if (g + 1 < G_ && u >= 0 && u != w) Send(true, w, u, g, k, end);
-    } else if (op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardInput) {
-      backward_end_[Index(g, k)] = end;
-      int u = routing_.BackwardWorker(g - 1, k);
-      if (g > 0 && u >= 0 && u != w) Send(false, w, u, g, k, end);
-    }
-    Refresh(w);
   }
 
-  [[noreturn]] void Stuck(int w) const {
-    const Op& op = plan_[w][next_[w]];
+  [[noreturn]] void Stuck(int w, const Op& op) const {
     std::string why = "its input never arrives";
     if (op.kind == OpKind::kAllReduce) why = "the stage's replicas never all reach it";
     if (IsBackwardOp(op.kind) || op.kind == OpKind::kRecompute)
@@ -337,26 +279,15 @@ class CommunicationPlacer {
   }
 
   PipelineSchedule& s_;
-  std::vector<double> cost_;  // by OpKind
   Routing routing_;
   int G_, M_;
-  std::vector<std::vector<Op>> plan_;
-  std::vector<StashAnnotator> annotators_;
-  std::vector<size_t> next_;
-  std::vector<double> free_at_;
-  std::vector<long> stamp_;
-  std::vector<double> scheduled_;  // start time of the worker's pending event, -1 if none
-  std::vector<double> forward_end_, backward_end_, activation_arrival_, gradient_arrival_;
+  std::vector<bool> forward_done_, backward_done_;
   std::map<int, std::vector<int>> replicas_of_;
-  std::vector<MessageKey> messages_;
-  std::map<double, Bucket> calendar_;  // events by the instant they are due
 };
 
 }  // namespace
 
-void PlaceCommunication(PipelineSchedule& s, const OpCosts& costs) {
-  CommunicationPlacer(s, costs).Run();
-}
+void PlaceCommunication(PipelineSchedule& s) { CommunicationPlacer(s).Run(); }
 
 void AnnotateStashes(PipelineSchedule& s) {
   for (auto& w : s.workers) {

@@ -26,6 +26,16 @@ const char* OpKindName(OpKind kind) {
   return "?";
 }
 
+const char* RecomputeTimingName(RecomputeTiming timing) {
+  return timing == RecomputeTiming::kEarly ? "early" : "in_backward";
+}
+
+std::optional<RecomputeTiming> ParseRecomputeTiming(const std::string& name) {
+  if (name == "in_backward") return RecomputeTiming::kInBackward;
+  if (name == "early") return RecomputeTiming::kEarly;
+  return std::nullopt;
+}
+
 bool Op::operator==(const Op& other) const {
   return kind == other.kind && stage == other.stage && chunk == other.chunk &&
          microbatch == other.microbatch && peer_worker == other.peer_worker &&
@@ -106,6 +116,7 @@ bool PipelineSchedule::operator==(const PipelineSchedule& other) const {
          microbatches == other.microbatches &&
          microbatches_per_batch == other.microbatches_per_batch && chunks == other.chunks &&
          vertical_sync == other.vertical_sync && recompute == other.recompute &&
+         recompute_timing == other.recompute_timing &&
          workers == other.workers;
 }
 

@@ -19,16 +19,25 @@
 // How the lists execute (the contract both back ends follow):
 //   - A worker runs its ops strictly in list order, one at a time.
 //   - A Send and its Recv match by their MessageKey (MessageOf: direction, sender's model stage,
-//     micro-batch, sender, receiver), and between two workers the messages arrive in the order
-//     they are sent (first in, first out), as every c10d and SimGrid channel delivers them.
-//     Under rendezvous semantics (NCCL-like, the stricter one) a Send completes only when the
-//     peer has reached the matching Recv, and both complete together; under buffered semantics
-//     (Gloo, small messages) a Send completes at once and the Recv waits for it. Every list
-//     BuildSchedule makes is deadlock-free under both: each Send/Recv pair was placed at one
-//     instant of a global order, so executing that global order is always possible. A pair is
-//     placed where both workers are between ops at the times of ScheduleSpec::costs, so with
-//     those times no Send ever waits and both semantics give the same timeline; with other times
-//     a rendezvous Send may wait, never forever.
+//     micro-batch, sender, receiver). Messages travel on channels, one per (sender, receiver,
+//     direction: activations or gradients), and within a channel they arrive in the order they
+//     are sent (first in, first out), as a c10d or SimGrid channel delivers them; a receiver
+//     takes them in that order (ValidateSchedule checks it).
+//   - A Send posts the message and never waits in line: the worker goes on at once and the data
+//     flows as soon as it can (c10d isend, a SimGrid put to an eager mailbox). A worker posts
+//     its receives early (c10d irecv ahead of time, a SimGrid mailbox with a permanent
+//     receiver), and a Recv op is the wait for that message's arrival. BuildSchedule puts every
+//     Send right after the op that produces its data and every Recv right before the op that
+//     consumes it, so each op starts as soon as its worker is free and its inputs have arrived:
+//     the list schedule of the compute order (torch.distributed.pipelining's runtime likewise
+//     posts a send after its forward and waits on a receive just before the op using it).
+//   - Deadlock freedom: the only waits are a Recv for its Send and an AllReduce for the stage's
+//     replicas. BuildSchedule first runs the compute orders without times (each op once its
+//     inputs exist) and refuses them unless every worker finishes; that run is a global order
+//     in which each wait's Send, or each replica, comes before it, so any execution times
+//     complete: a worker can only wait for an op earlier in that order. A Send is posted when
+//     the worker reaches it, never blocked by the receiver, so send/receive timing cannot
+//     create a cycle. CheckSchedule replays any list (an imported one too) to make sure.
 //   - AllReduce(stage, version) is a collective over the stage's replicas; it completes when all
 //     of them have reached it. Update(v) follows it and makes version v current. Its gradients
 //     go in `buckets` buckets of about equal bytes, in the order the backward produces them
@@ -42,6 +51,7 @@
 //     follows the Backward (or the BackwardWeight of a split backward).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,6 +154,15 @@ struct WorkerProgram {
   bool operator==(const WorkerProgram& other) const;
 };
 
+// When a Recompute runs (PipelineSchedule::recompute_timing).
+enum class RecomputeTiming {
+  kInBackward,  // after the gradient has arrived, as part of the backward (Megatron-LM, torch)
+  kEarly,       // as soon as the worker is free before the backward, while the gradient travels
+};
+const char* RecomputeTimingName(RecomputeTiming timing);  // "in_backward", "early"
+// The timing a name gives; nullopt for another name.
+std::optional<RecomputeTiming> ParseRecomputeTiming(const std::string& name);
+
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::kFlush;
   int stages = 1;                  // pipeline depth P (positions)
@@ -153,6 +172,7 @@ struct PipelineSchedule {
   int chunks = 1;                  // model chunks per worker (interleaved)
   bool vertical_sync = false;
   bool recompute = false;
+  RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;  // with recompute
   std::vector<WorkerProgram> workers;  // stage 0's replicas first, then stage 1's, ...
 
   int WorkerCount() const { return static_cast<int>(workers.size()); }

@@ -70,19 +70,17 @@ std::vector<StageSummary> AnalyzeSchedule(const PipelineSchedule& s) {
 
 namespace {
 
-// The discrete-event execution. Each worker advances through its list until it blocks on a
-// Recv (no Send yet), a rendezvous Send (no Recv yet) or an AllReduce (replicas missing); the
-// partner that arrives later completes both sides. Times follow the dataflow: an op starts when
-// its worker is free, a matched pair ends at the later of the two posts plus the transfer time.
+// The discrete-event execution under op.h's contract. Each worker advances through its list
+// until it blocks on a Recv (its Send not posted yet) or an AllReduce (replicas missing). A Send
+// is posted and the worker goes on; its message arrives `transfer` later, and the Recv ends at
+// the later of its start and that arrival.
 class Replayer {
  public:
-  Replayer(const PipelineSchedule& s, const OpCosts& costs, SendSemantics semantics)
-      : s_(s), costs_(costs), semantics_(semantics), routing_(s) {
+  Replayer(const PipelineSchedule& s, const OpCosts& costs)
+      : s_(s), costs_(costs), routing_(s) {
     const int W = s.WorkerCount();
     const size_t slots = routing_.MessageSlots();
     arrival_.assign(slots, -1);
-    waiting_send_.assign(slots, -1);
-    waiting_recv_.assign(slots, -1);
     clock_.assign(W, 0);
     pc_.assign(W, 0);
     posted_.assign(W, false);
@@ -142,30 +140,14 @@ class Replayer {
       posted_[w] = true;
       return false;
     }
-    const bool send = IsSendOp(op.kind);
-    if (semantics_ == SendSemantics::kBuffered) {
-      if (send) {
-        arrival_[slot] = t + costs_.transfer;
-        Complete(w, t, t);
-        Wake(op.peer_worker);
-        return true;
-      }
-      if (arrival_[slot] < 0) return false;  // re-checked when the send happens
-      Complete(w, t, std::max(t, arrival_[slot]));
+    if (IsSendOp(op.kind)) {
+      arrival_[slot] = t + costs_.transfer;
+      Complete(w, t, t);
+      Wake(op.peer_worker);
       return true;
     }
-    std::vector<double>& partner = send ? waiting_recv_ : waiting_send_;
-    if (partner[slot] < 0) {
-      (send ? waiting_send_ : waiting_recv_)[slot] = t;
-      posted_[w] = true;
-      return false;
-    }
-    const double partner_post = partner[slot];
-    partner[slot] = -1;
-    const double end = std::max(t, partner_post) + costs_.transfer;
-    Complete(op.peer_worker, partner_post, end);
-    Wake(op.peer_worker);
-    Complete(w, t, end);
+    if (arrival_[slot] < 0) return false;  // re-checked when the send is posted
+    Complete(w, t, std::max(t, arrival_[slot]));
     return true;
   }
 
@@ -220,13 +202,12 @@ class Replayer {
 
   const PipelineSchedule& s_;
   const OpCosts& costs_;
-  SendSemantics semantics_;
   Routing routing_;
   std::vector<double> clock_;
   std::vector<size_t> pc_;
   std::vector<bool> posted_;
   std::deque<int> ready_;
-  std::vector<double> arrival_, waiting_send_, waiting_recv_;  // by Slot, -1: none
+  std::vector<double> arrival_;  // by message slot, -1: not sent yet
   std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> collectives_;
   std::map<int, std::vector<int>> replicas_of_;
   ReplayResult result_;
@@ -234,9 +215,8 @@ class Replayer {
 
 }  // namespace
 
-ReplayResult ReplaySchedule(const PipelineSchedule& schedule, const OpCosts& costs,
-                            SendSemantics semantics) {
-  return Replayer(schedule, costs, semantics).Run();
+ReplayResult ReplaySchedule(const PipelineSchedule& schedule, const OpCosts& costs) {
+  return Replayer(schedule, costs).Run();
 }
 
 }  // namespace pipetwin

@@ -10,8 +10,6 @@
 
 namespace pipetwin {
 
-enum class SendSemantics { kBuffered, kRendezvous };
-
 struct WorkerTiming {
   int worker = 0;
   double busy = 0;    // compute time
@@ -46,10 +44,10 @@ struct ReplayResult {
   std::vector<StageSummary> stages;
 };
 
-// Runs the lists as a discrete-event executor (Recv blocks until its Send; AllReduce until all
-// replicas) and measures time, memory and staleness. Never throws for a deadlock: it reports it.
-ReplayResult ReplaySchedule(const PipelineSchedule& schedule, const OpCosts& costs,
-                            SendSemantics semantics = SendSemantics::kRendezvous);
+// Runs the lists as a discrete-event executor under op.h's contract (a Send is posted without
+// waiting, a Recv waits for its message, an AllReduce for all replicas) and measures time,
+// memory and staleness. Never throws for a deadlock: it reports it.
+ReplayResult ReplaySchedule(const PipelineSchedule& schedule, const OpCosts& costs);
 // Memory and staleness per pipeline position, from the lists alone (no timing).
 std::vector<StageSummary> AnalyzeSchedule(const PipelineSchedule& schedule);
 

@@ -1,5 +1,5 @@
-// What a schedule is built from: its kind, depth, replicas and micro-batches, and the op times
-// its communication is laid out for.
+// What a schedule is built from: its kind, depth, replicas and micro-batches; and the op times a
+// replay of it runs with.
 #pragma once
 
 #include <vector>
@@ -44,7 +44,9 @@ struct ScheduleSpec {
   int allreduce_buckets = kDefaultAllReduceBuckets;  // of every AllReduce op (>= 1)
   int layer_count = 0;        // when known (> 0): stages * chunks must not exceed it
   int worker_count = 0;       // when known (> 0): the replicas must add up to it
-  OpCosts costs;              // the times the comm ops are placed for (any times stay valid)
+  // Under recompute: recompute in the backward, once the gradient has arrived (Megatron-LM,
+  // torch.utils.checkpoint), or early, while the gradient is on its way.
+  RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;
 };
 
 // NOAM (PipeDream SOSP'19 section 3.2): ceil(workers / replicas of the input stage).

@@ -19,7 +19,10 @@ std::string ScheduleToText(const PipelineSchedule& s, const ReplayResult& replay
     out << " (" << s.microbatches_per_batch << " per update)";
   if (s.chunks > 1) out << ", " << s.chunks << " chunks per worker";
   if (s.vertical_sync) out << ", vertical sync";
-  if (s.recompute) out << ", recomputation";
+  if (s.recompute)
+    out << (s.recompute_timing == RecomputeTiming::kEarly
+                ? ", recomputation early (before the gradient arrives)"
+                : ", recomputation in the backward (after the gradient arrives)");
   out << "\n";
   for (const auto& w : s.workers) {
     out << "worker " << w.worker << " (stage " << w.stage << ", replica " << w.replica << "):";
@@ -39,7 +42,7 @@ std::string ScheduleToText(const PipelineSchedule& s, const ReplayResult& replay
     out << "\n";
   }
   out << std::setprecision(4) << "replay (F=" << costs.forward << ", B=" << costs.backward
-      << ", sends wait for receives): makespan " << replay.makespan << ", bubble fraction "
+      << ", each op once its inputs arrive): makespan " << replay.makespan << ", bubble fraction "
       << replay.bubble_fraction << " (idle/compute " << replay.bubble_over_compute << ")\n";
   for (const auto& r : replay.stages)
     out << "stage " << r.stage << ": max activations " << r.max_in_flight_activations

@@ -89,7 +89,7 @@ TEST(SimClosedForm, SchedulesMatchTheBufferedReplayOnFreeLinks) {
     costs.forward = f;
     costs.backward = b;
     costs.transfer = bytes / (gbps * 1e9 / 8);
-    const ReplayResult replay = ReplaySchedule(setup.schedule, costs, SendSemantics::kBuffered);
+    const ReplayResult replay = ReplaySchedule(setup.schedule, costs);
     ASSERT_TRUE(replay.completed) << kind;
     const Report r = simtest::Simulate(s);
     if (std::string(kind) == "zb-h1") {

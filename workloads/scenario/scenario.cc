@@ -65,6 +65,8 @@ TrainingSettings ReadTraining(JsonReader& t) {
   s.learning_rate = t.OptionalPositiveNumber("learning_rate", 1e-3);
   s.vertical_sync = t.OptionalBool("vertical_sync", false);
   s.recompute = t.OptionalBool("recompute", false);
+  s.recompute_timing = *ParseRecomputeTiming(
+      t.OptionalChoice("recompute_timing", {"in_backward", "early"}, "in_backward"));
   s.chunks = static_cast<int>(t.OptionalPositiveInteger("chunks", 1));
   s.allreduce_buckets = static_cast<int>(
       t.OptionalPositiveInteger("allreduce_buckets", kDefaultAllReduceBuckets));

@@ -11,7 +11,8 @@
 //    "schedule": "gpipe|flush|pipedream|2bw|interleaved|zb-h1",
 //    "training": {"global_batch_size", "microbatch_size", "microbatches", "iterations",
 //                 "optimizer", "optimizer_bytes_per_parameter", "learning_rate",
-//                 "vertical_sync", "recompute", "chunks", "allreduce_buckets"}}
+//                 "vertical_sync", "recompute", "recompute_timing", "chunks",
+//                 "allreduce_buckets"}}
 #pragma once
 
 #include <optional>
@@ -36,6 +37,9 @@ struct TrainingSettings {
   double learning_rate = 1e-3;
   bool vertical_sync = false;  // PipeDream: every stage uses the input stage's version
   bool recompute = false;      // activation recomputation
+  // When a stage recomputes: in the backward once the gradient has arrived (Megatron-LM,
+  // torch.utils.checkpoint), or early while the gradient travels.
+  RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;
   int chunks = 1;              // model chunks per worker (interleaved 1F1B)
   // Buckets a replicated stage's gradient all-reduce runs in (schedule/spec.h: 1 by default,
   // after the backward; more overlap the backward, which the executor does not do).

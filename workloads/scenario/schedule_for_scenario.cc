@@ -21,25 +21,6 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
 }
 
 
-namespace {
-
-// Mean forward and backward time (ms) of one micro-batch over the plan's stages (the core's
-// stage costs): the times the builder lays sends and receives out for (any times keep the lists
-// valid).
-std::pair<double, double> MeanStageMs(const Scenario& s, const Plan& plan, int microbatch_size) {
-  const Workload& w = s.workload;
-  double forward = 0, backward = 0;
-  for (const StageCost& c :
-       PlanStageCosts(w, plan, microbatch_size, SpeedOverReference(s.cluster, w.reference.device),
-                      s.training.optimizer_bytes_per_parameter)) {
-    forward += c.forward_ms;
-    backward += c.backward_ms;
-  }
-  const double n = static_cast<double>(plan.stages.size());
-  return {std::max(forward / n, 1e-9), std::max(backward / n, 1e-9)};
-}
-
-}  // namespace
 
 ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,
                              const std::string& file, const std::string& path) {
@@ -59,11 +40,10 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   if (spec.kind == ScheduleKind::kTwoBW) spec.batches = iterations;
   spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;
   spec.recompute = plan.recompute || scenario.training.recompute;
+  spec.recompute_timing = scenario.training.recompute_timing;
   spec.allreduce_buckets = scenario.training.allreduce_buckets;
   spec.layer_count = scenario.workload.LayerCount();
   spec.worker_count = std::accumulate(spec.replicas.begin(), spec.replicas.end(), 0);
-  std::tie(spec.costs.forward, spec.costs.backward) =
-      MeanStageMs(scenario, plan, micro.microbatch_size);
   return spec;
 }
 
@@ -77,7 +57,6 @@ std::string ScenarioPathOf(const std::string& field, const Scenario& scenario,
     return scenario.plan ? (plan_path.empty() ? "stages" : plan_path + ".stages") : "planner";
   if (field == "batches") return "training.iterations";
   if (field == "kind") return "schedule";
-  if (field == "costs") return "workload";
   return "training." + field;  // microbatches, chunks, vertical_sync, allreduce_buckets
 }
 

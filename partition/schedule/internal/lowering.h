@@ -4,8 +4,9 @@
 //   1. a per-kind builder writes each worker's compute order: Forward/Backward/... plus
 //      AllReduce and Update markers (schedule_builders.cc);
 //   2. AssignWeightVersions names the version each compute op uses;
-//   3. PlaceCommunication inserts Send/Recv pairs by replaying the compute order in time, and
-//      the stash and release ops (schedule_lowering.cc).
+//   3. PlaceCommunication checks that the compute order completes and inserts each Send right
+//      after the op producing its data, each Recv right before the op consuming it, and the
+//      stash and release ops (lowering.cc).
 #pragma once
 
 #include <string>
@@ -49,7 +50,7 @@ class Routing {
 void AssignWeightVersions(PipelineSchedule& schedule, VersionPolicy policy);
 // Step 3 for compute-only lists: inserts the Send/Recv pairs and the stash ops. Throws
 // InputError when the compute order cannot complete (a dependency cycle).
-void PlaceCommunication(PipelineSchedule& schedule, const OpCosts& costs);
+void PlaceCommunication(PipelineSchedule& schedule);
 // Step 3 for lists that already hold their communication: inserts StashActivation /
 // ReleaseActivation and StashWeights / ReleaseWeights only.
 void AnnotateStashes(PipelineSchedule& schedule);

@@ -28,16 +28,29 @@ struct Unit {
   simgrid::kernel::routing::NetPoint* gateway = nullptr;
 };
 
-sg4::Link* Link(sg4::NetZone* zone, const std::string& name, const ClusterLevel& level) {
-  sg4::Link* link = zone->create_split_duplex_link(name, level.bandwidth_bytes_per_s());
+bool ContentionFree(const Cluster& cluster) { return cluster.network_model == "contention_free"; }
+
+// A full-duplex link; "contention_free": one FATPIPE link (every flow gets the whole bandwidth,
+// so the two directions cannot interfere either).
+sg4::Link* Link(const Cluster& cluster, sg4::NetZone* zone, const std::string& name,
+                const ClusterLevel& level) {
+  sg4::Link* link =
+      ContentionFree(cluster)
+          ? zone->create_link(name, level.bandwidth_bytes_per_s())
+                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+          : zone->create_split_duplex_link(name, level.bandwidth_bytes_per_s());
   link->set_latency(level.latency_us * 1e-6 / 2);
   return link->seal();
 }
 
-void Attach(sg4::NetZone* zone, simgrid::kernel::routing::NetPoint* member,
+void Attach(const Cluster& cluster, sg4::NetZone* zone,
+            simgrid::kernel::routing::NetPoint* member,
             simgrid::kernel::routing::NetPoint* gateway, sg4::Link* link) {
   zone->add_route(member, nullptr, gateway, nullptr,
-                  {sg4::LinkInRoute(link, sg4::LinkInRoute::Direction::UP)}, true);
+                  {ContentionFree(cluster)
+                       ? sg4::LinkInRoute(link)
+                       : sg4::LinkInRoute(link, sg4::LinkInRoute::Direction::UP)},
+                  true);
 }
 
 // A unit of level `level` holding devices first_device.. (level 0: a server of hosts), built top
@@ -59,7 +72,8 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
       const int d = first_device + c;
       const std::string host_name = "gpu" + std::to_string(d);
       sg4::Host* host = unit.zone->create_host(host_name, kHostSpeed);
-      Attach(unit.zone, host->get_netpoint(), nullptr, Link(unit.zone, host_name, spec));
+      Attach(cluster, unit.zone, host->get_netpoint(), nullptr,
+             Link(cluster, unit.zone, host_name, spec));
       platform.hosts[d] = host;
       platform.cpus[d] = shared_cpu ? shared_cpu : host;
       continue;
@@ -67,8 +81,8 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
     const int below = cluster.DevicesPerUnit(level - 1);
     const Unit child = BuildUnit(cluster, level - 1, index * spec.count + c,
                                  first_device + c * below, unit.zone, platform);
-    Attach(unit.zone, child.zone->get_netpoint(), child.gateway,
-           Link(unit.zone, child.zone->get_name() + "-uplink", spec));
+    Attach(cluster, unit.zone, child.zone->get_netpoint(), child.gateway,
+           Link(cluster, unit.zone, child.zone->get_name() + "-uplink", spec));
   }
   if (parent) unit.gateway = unit.zone->create_router(name + "-gw");
   unit.zone->seal();

@@ -29,7 +29,8 @@ namespace pipetwin::sim {
 // t * kHostSpeed flops, so the device's speed lives in the costs, not in the platform.
 constexpr double kHostSpeed = 1e9;
 
-// cluster.network_model "datacenter": ideal links. SimGrid's default LV08 model is calibrated for
+// cluster.network_model "datacenter" (and "contention_free", whose links BuildPlatform makes
+// FATPIPE): ideal links. SimGrid's default LV08 model is calibrated for
 // TCP (latency x 13.01, bandwidth x 0.97, 5% reverse cross-traffic, a 4 MiB window bound, RTT
 // weighted sharing: Velho and Legrand, SIMUTools 2009); a 1 GB transfer at 25 GB/s takes 40 ms
 // on an ideal link. So: CM02, latency and bandwidth factors 1, no cross-traffic, no window

@@ -165,7 +165,8 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
   } else if (c.levels.empty()) {
     root.FailAt("levels", "missing (required unless a preset is given)");
   }
-  c.network_model = root.OptionalChoice("network_model", {"datacenter", "tcp"}, c.network_model);
+  c.network_model = root.OptionalChoice("network_model", {"datacenter", "contention_free", "tcp"},
+                                        c.network_model);
   c.launch_overhead_us = root.OptionalNonNegativeNumber("launch_overhead_us", c.launch_overhead_us);
   c.communication_overhead_us =
       root.OptionalNonNegativeNumber("communication_overhead_us", c.communication_overhead_us);

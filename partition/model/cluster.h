@@ -64,8 +64,9 @@ class Cluster {
   std::string name = "cluster";
   DeviceSpec device;
   std::vector<ClusterLevel> levels;  // innermost first
-  // "datacenter": ideal links (SimGrid latency and bandwidth factors 1, no cross-traffic);
-  // "tcp": SimGrid's LV08 TCP model.
+  // "datacenter": ideal links (SimGrid latency and bandwidth factors 1, no cross-traffic) that
+  // concurrent flows share; "contention_free": the same links, each flow getting a link's whole
+  // bandwidth (a bound: no flow ever slows another); "tcp": SimGrid's LV08 TCP model.
   std::string network_model = "datacenter";
   double launch_overhead_us = 0;       // per compute operation
   double communication_overhead_us = 0;  // host-side cost per message

@@ -82,6 +82,9 @@ class WorkerActors {
     std::vector<long> version_job;          // version -> the job that makes it, or -1
     long last_allreduce_job = -1;
     sg4::SemaphorePtr queued, finished;
+    // Overlapped data loading (cost/data_loading.h): micro-batches loaded and not yet taken by
+    // a forward, and the loader's free prefetch slots.
+    sg4::SemaphorePtr loaded, load_slots;
     bool done = false;
   };
 
@@ -89,6 +92,8 @@ class WorkerActors {
   void PrepareRing(const std::vector<int>& group);
   void WorkerMain(int w);
   void StreamMain(int w);
+  void LoaderMain(int w);
+  void Load(int w);  // before a forward of the input stage
   void Launch(int w, double bytes);
   void LaunchAll(int w);
   void WaitForJob(int w, long job);
@@ -217,6 +222,13 @@ void WorkerActors::Prepare() {
     if (!workers_[w].phases.empty())
       sg4::Actor::create("stream" + std::to_string(w), workers_[w].host,
                          [this, w] { StreamMain(w); })->daemonize();
+    if (setup_.load_s > 0 && setup_.data_loading == DataLoading::kOverlapped &&
+        s_.workers[w].stage == 0) {
+      workers_[w].loaded = sg4::Semaphore::create(0);
+      workers_[w].load_slots = sg4::Semaphore::create(kLoaderPrefetch);
+      sg4::Actor::create("loader" + std::to_string(w), workers_[w].host,
+                         [this, w] { LoaderMain(w); })->daemonize();
+    }
   }
   // Eager sends: every pipeline mailbox delivers to its receiver before it asks.
   for (const WorkerProgram& p : s_.workers)
@@ -285,6 +297,32 @@ void WorkerActors::StreamMain(int w) {
     ++me.jobs_done;
     me.finished->release();
   }
+}
+
+// The data loader beside an input-stage worker (overlapped loading): loads the micro-batches of
+// the worker's first-stage forwards in list order, at most kLoaderPrefetch ahead of them. Host
+// work: it takes no device time.
+void WorkerActors::LoaderMain(int w) {
+  Worker& me = workers_[w];
+  for (const Op& op : s_.workers[w].ops) {
+    if (op.kind != OpKind::kForward || op.stage != 0) continue;
+    me.load_slots->acquire();
+    sg4::this_actor::sleep_for(setup_.load_s);
+    ++record_.activities;
+    me.loaded->release();
+  }
+}
+
+void WorkerActors::Load(int w) {
+  Worker& me = workers_[w];
+  if (setup_.load_s <= 0) return;
+  if (setup_.data_loading == DataLoading::kSerial) {
+    sg4::this_actor::sleep_for(setup_.load_s);  // the worker loads, then computes
+    ++record_.activities;
+    return;
+  }
+  me.loaded->acquire();      // its micro-batch is loaded
+  me.load_slots->release();  // and the loader may fetch one more
 }
 
 double WorkerActors::Execute(const Worker& me, double seconds, bool holding_slot) {
@@ -360,6 +398,7 @@ void WorkerActors::WorkerMain(int w) {
     if (IsComputeOp(op.kind)) {
       if (op.weight_version >= 0 && op.weight_version < static_cast<int>(me.version_job.size()))
         WaitForJob(w, me.version_job[op.weight_version]);
+      if (op.kind == OpKind::kForward && op.stage == 0) Load(w);
       start = Now();
       if (op.kind == OpKind::kRecompute) state.Apply(op, start);
       // Waiting for a core is idle time, as a worker's wait for a core shows in the executor

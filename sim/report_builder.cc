@@ -87,6 +87,8 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
   header.scenario = setup.scenario_name;
   header.schedule = s.kind;
   if (s.recompute) header.recompute = RecomputeTimingName(s.recompute_timing);
+  if (setup.load_s > 0) header.data_loading = DataLoadingName(setup.data_loading);
+  header.load_s = setup.load_s;
   header.planner = setup.planner;
   header.network_model = setup.cluster.network_model;
   header.pipeline_depth = s.stages;

@@ -73,6 +73,8 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   setup.communication_overhead_s = cluster.communication_overhead_us * 1e-6;
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
   setup.microbatch_size = micro.microbatch_size;
+  setup.load_s = LoadMs(workload, setup.microbatch_size) * 1e-3;
+  setup.data_loading = scenario.training.data_loading;
 
   // The same spec the executor builds its lists from (workloads/scenario_schedule.h).
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, setup.iterations, file, path);

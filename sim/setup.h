@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "partition/cost/data_loading.h"
 #include "partition/cost/stage_costs.h"
 #include "workloads/scenario/schedule_for_scenario.h"
 #include "partition/model/cluster.h"
@@ -54,6 +55,10 @@ struct SimulationSetup {
   int allreduce_buckets = 1;            // of the lists' all-reduces (training.allreduce_buckets)
   double launch_overhead_s = 0;
   double communication_overhead_s = 0;
+  // Loading one micro-batch on an input-stage worker, and how it meets the compute
+  // (cost/data_loading.h).
+  double load_s = 0;
+  DataLoading data_loading = DataLoading::kOverlapped;
   std::vector<std::string> warnings;
 
   // Seconds a compute op occupies its device (launch overhead included).

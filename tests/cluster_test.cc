@@ -94,7 +94,7 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "device": {"memory_bytes": 0}})"),
             "scenario.json: cluster.device.memory_bytes: expected a number > 0, got 0");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "network_model": "udp"})"),
-            "scenario.json: cluster.network_model: expected one of datacenter, tcp, got \"udp\"");
+            "scenario.json: cluster.network_model: expected one of datacenter, contention_free, tcp, got \"udp\"");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "shared_cores": 0})"),
             "scenario.json: cluster.shared_cores: expected an integer >= 1, got 0");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "oversubscribed_message_us": -1})"),

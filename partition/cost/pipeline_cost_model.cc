@@ -93,6 +93,7 @@ PipelineCostModel::PipelineCostModel(const Workload& workload, const Cluster& cl
   gradient_dtype_bytes_ =
       settings.gradient_dtype_bytes > 0 ? settings.gradient_dtype_bytes : parameter_dtype_bytes_;
   samples_per_reference_ = workload.reference.batch_size;
+  load_ms_per_sample_ = LoadMs(workload, 1);
 
   // Per sample (cost/stage_costs.h's rule): the reference batch's times and bytes scale
   // linearly with the batch.
@@ -122,8 +123,11 @@ double PipelineCostModel::ComputeMs(int first, int last, int b, bool recompute) 
   // Recomputation runs the forward pass again before the backward (2BW section 4.1; appendix
   // A.1.1's c_extra = 4/3 when the backward takes twice the forward).
   const int operations_per_layer = recompute ? 3 : 2;
-  return b * (forward + backward + (recompute ? forward : 0)) +
-         (last - first + 1) * operations_per_layer * cluster_.launch_overhead_us * 1e-3;
+  const double compute =
+      b * (forward + backward + (recompute ? forward : 0)) +
+      (last - first + 1) * operations_per_layer * cluster_.launch_overhead_us * 1e-3;
+  if (first != 0 || load_ms_per_sample_ <= 0) return compute;
+  return InputStageMs(compute, b * load_ms_per_sample_, settings_.data_loading);
 }
 
 double PipelineCostModel::StashBytes(int first, int last, int b) const {

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "partition/cost/communication.h"
+#include "partition/cost/data_loading.h"
 #include "partition/cost/memory.h"
 #include "partition/model/cluster.h"
 #include "partition/model/plan.h"
@@ -47,6 +48,8 @@ struct CostSettings {
   // Bytes each layer keeps from its forward pass for its backward pass, per reference batch
   // (e.g. TransformerBlockStashBytes for the blocks). Empty: each layer's activation_bytes.
   std::vector<double> stash_bytes_per_layer;
+  // How the input stage's data loading (Workload::data_loading_ms) meets its compute.
+  DataLoading data_loading = DataLoading::kOverlapped;
 };
 
 // Where a pipeline of `depth` stages times `width` replicas runs (device k*depth + s).
@@ -87,7 +90,8 @@ class PipelineCostModel {
   const Cluster& cluster() const { return cluster_; }
   const CostSettings& settings() const { return settings_; }
 
-  // Layers first..last (inclusive), one micro-batch of b samples.
+  // Layers first..last (inclusive), one micro-batch of b samples; a range from layer 0 is an
+  // input stage, whose data loading counts as cost/data_loading.h says.
   double ComputeMs(int first, int last, int b, bool recompute) const;
   double Parameters(int first, int last) const { return parameters_[last + 1] - parameters_[first]; }
   double StashBytes(int first, int last, int b) const;
@@ -116,6 +120,7 @@ class PipelineCostModel {
   double parameter_dtype_bytes_ = 4;
   double gradient_dtype_bytes_ = 4;
   double samples_per_reference_ = 1;  // reference.batch_size
+  double load_ms_per_sample_ = 0;     // data loading
   // Prefix sums over layers (index i: layers 0..i-1); times already divided by the speed and
   // per sample, bytes per sample.
   std::vector<double> forward_ms_, backward_ms_, parameters_, stash_bytes_;

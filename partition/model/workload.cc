@@ -213,6 +213,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
             {"device", w.reference.device},
             {"source", w.reference.source}}},
           {"parameter_dtype_bytes", w.parameter_dtype_bytes},
+          {"data_loading_ms", w.data_loading_ms},
           {"layers", layers}};
 }
 
@@ -228,6 +229,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     ref->Finish();
   }
   w.parameter_dtype_bytes = root.OptionalPositiveNumber("parameter_dtype_bytes", 4);
+  w.data_loading_ms = root.OptionalNonNegativeNumber("data_loading_ms", 0);
   std::vector<JsonReader> entries = root.Array("layers");
   if (entries.empty()) root.FailAt("layers", "expected at least one layer, got none");
   std::map<std::string, int> index_of;

@@ -50,6 +50,8 @@ class Workload {
   std::string name;
   ReferencePoint reference;
   double parameter_dtype_bytes = 4;  // bytes per parameter (fp32 by default)
+  // Host time to load one reference batch, not part of any layer (cost/data_loading.h).
+  double data_loading_ms = 0;
   std::vector<Layer> layers;
 
   int LayerCount() const { return static_cast<int>(layers.size()); }

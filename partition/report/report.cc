@@ -107,6 +107,8 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
           {"scenario", r.scenario},
           {"schedule", r.schedule},
           {"recompute", r.recompute},
+          {"data_loading", r.data_loading},
+          {"load_s_per_microbatch", r.load_s_per_microbatch},
           {"planner", r.planner},
           {"network_model", r.network_model},
           {"pipeline_depth", r.pipeline_depth},
@@ -199,6 +201,8 @@ Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
   r.scenario = Text(root, "scenario");
   r.schedule = Text(root, "schedule");
   r.recompute = root.OptionalChoice("recompute", {"", "in_backward", "early"}, "");
+  r.data_loading = root.OptionalChoice("data_loading", {"", "overlapped", "serial"}, "");
+  r.load_s_per_microbatch = root.OptionalNonNegativeNumber("load_s_per_microbatch", 0);
   r.planner = Text(root, "planner");
   r.network_model = Text(root, "network_model");
   r.pipeline_depth = Int(root, "pipeline_depth");

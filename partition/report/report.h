@@ -78,6 +78,10 @@ struct Report {
   // Activation recomputation: "" (none), "in_backward" (after the gradient arrives, the
   // frameworks' way) or "early" (before it arrives): op.h's RecomputeTiming.
   std::string recompute;
+  // Data loading (cost/data_loading.h): "" when the workload has no loading time, else
+  // "overlapped" or "serial"; and the time to load one micro-batch on an input-stage worker.
+  std::string data_loading;
+  double load_s_per_microbatch = 0;
   std::string planner;
   std::string network_model;         // the cluster's: "datacenter" or "tcp"
   int pipeline_depth = 0;            // pipeline positions

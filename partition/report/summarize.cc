@@ -10,6 +10,8 @@ Report StartReport(const RunHeader& h) {
   r.scenario = h.scenario;
   r.schedule = ScheduleKindName(h.schedule);
   r.recompute = h.recompute;
+  r.data_loading = h.data_loading;
+  r.load_s_per_microbatch = h.load_s;
   r.planner = h.planner;
   r.network_model = h.network_model;
   r.pipeline_depth = h.pipeline_depth;

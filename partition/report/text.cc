@@ -33,6 +33,9 @@ std::string ReportToText(const Report& r) {
       << (r.recompute.empty() ? ""
           : r.recompute == "early" ? ", recompute early (before the gradient arrives)"
                                    : ", recompute in the backward (after the gradient arrives)")
+      << (r.data_loading.empty() ? ""
+          : ", data loading " + r.data_loading + " (" + Fixed(r.load_s_per_microbatch * 1e3, 3) +
+                " ms per micro-batch)")
       << " (" << r.source << ", "
       << r.network_model << " network)\n\n";
   out << "throughput   " << Fixed(r.samples_per_s, 2) << " samples/s, iteration "

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "sim/setup.h"
 #include "tests/sim/sim_test_support.h"
@@ -99,6 +100,30 @@ TEST(SimClosedForm, SchedulesMatchTheBufferedReplayOnFreeLinks) {
     }
     EXPECT_LT(RelativeError(r.makespan_s, replay.makespan), kTolerance)
         << kind << ": " << r.makespan_s << " vs " << replay.makespan;
+  }
+}
+
+// Data loading (cost/data_loading.h) on asynchronous 1F1B over 3 equal stages of f + b = 3 ms per
+// minibatch: overlapped, a 5 ms load paces the input stage at 5 ms per minibatch (and a 2 ms
+// load costs nothing); serial, each minibatch takes 3 + 5 ms on the input stage. The report
+// states the rule it used.
+TEST(SimClosedForm, DataLoadingPacesTheInputStageAsTheRuleSays) {
+  const int p = 3, m = 12;
+  const double f = 1e-3, b = 2e-3;
+  for (auto [mode, load, per_minibatch] :
+       {std::tuple{DataLoading::kOverlapped, 5e-3, 5e-3},
+        std::tuple{DataLoading::kOverlapped, 2e-3, f + b},
+        std::tuple{DataLoading::kSerial, 5e-3, f + b + 5e-3}}) {
+    Workload w = EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6);
+    w.data_loading_ms = load * 1e3;
+    Scenario s = MakeScenario(w, TwoLevelCluster(p, 1, 800, 0, 0, 0), EvenPlan(p, 1, 1),
+                              "pipedream", m, 4);
+    s.training.data_loading = mode;
+    const Report r = simtest::Simulate(s);
+    EXPECT_LT(RelativeError(r.iteration_s, m * per_minibatch), kTolerance)
+        << DataLoadingName(mode) << " " << load << ": " << r.iteration_s;
+    EXPECT_EQ(r.data_loading, DataLoadingName(mode));
+    EXPECT_DOUBLE_EQ(r.load_s_per_microbatch, load);
   }
 }
 

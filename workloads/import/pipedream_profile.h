@@ -5,8 +5,8 @@
 //            activation_size=1234.0, parameter_size=5678.000
 // (all on one line; times in ms, sizes in bytes; a multi-output activation is written
 // "[a; b; c]"), and one edge per line, starting with a tab: "\tnode4 -- node5".
-// The Input node's forward time is data loading; it is kept as a layer (planners drop it as
-// PipeDream's optimizer does). Every node line becomes one Layer (id = node name, description =
+// The Input node's forward time is data loading: it becomes the workload's data_loading_ms
+// (cost/data_loading.h) and the node a layer of no compute. Every node line becomes one Layer (id = node name, description =
 // the layer text), edges become inputs, and the layers are sorted topologically.
 //
 //   Workload w = ImportPipeDreamProfile("../shared/profiles/pipedream/vgg16/graph.txt");

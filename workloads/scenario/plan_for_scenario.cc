@@ -18,6 +18,7 @@ PlannerSettings PlannerSettingsFor(const Scenario& s) {
   settings.microbatch_size = s.training.microbatch_size;
   settings.microbatches = s.training.microbatches;
   settings.recompute = s.training.recompute;
+  settings.data_loading = s.training.data_loading;
   settings.stash_bytes_per_layer.resize(s.workload.LayerCount());
   for (int i = 0; i < s.workload.LayerCount(); ++i)
     settings.stash_bytes_per_layer[i] = s.workload.StashBytes(i);
@@ -38,6 +39,8 @@ Plan PlanWithPipeDream(const Scenario& s, PipeDreamCostModel model) {
   o.activation_compression_ratio = 1;  // transfers always cost 2a/B, as in the paper
   o.memory_bytes_per_device = s.cluster.device.memory_bytes;
   o.batch_size = s.workload.reference.batch_size;
+  o.data_loading_s = LoadMs(s.workload, o.batch_size) * 1e-3;  // one minibatch, host time
+  o.data_loading_serial = s.training.data_loading == DataLoading::kSerial;
   Workload scaled = s.workload;  // the cluster's device may be faster than the profiled one
   const double speed = SpeedOverReference(s.cluster, s.workload.reference.device);
   for (Layer& l : scaled.layers) {

@@ -67,6 +67,8 @@ TrainingSettings ReadTraining(JsonReader& t) {
   s.recompute = t.OptionalBool("recompute", false);
   s.recompute_timing = *ParseRecomputeTiming(
       t.OptionalChoice("recompute_timing", {"in_backward", "early"}, "in_backward"));
+  s.data_loading = *ParseDataLoading(
+      t.OptionalChoice("data_loading", {"overlapped", "serial"}, "overlapped"));
   s.chunks = static_cast<int>(t.OptionalPositiveInteger("chunks", 1));
   s.allreduce_buckets = static_cast<int>(
       t.OptionalPositiveInteger("allreduce_buckets", kDefaultAllReduceBuckets));

@@ -11,7 +11,7 @@
 //    "schedule": "gpipe|flush|pipedream|2bw|interleaved|zb-h1",
 //    "training": {"global_batch_size", "microbatch_size", "microbatches", "iterations",
 //                 "optimizer", "optimizer_bytes_per_parameter", "learning_rate",
-//                 "vertical_sync", "recompute", "recompute_timing", "chunks",
+//                 "vertical_sync", "recompute", "recompute_timing", "data_loading", "chunks",
 //                 "allreduce_buckets"}}
 #pragma once
 
@@ -23,6 +23,7 @@
 #include "partition/model/cluster.h"
 #include "partition/model/plan.h"
 #include "partition/model/workload.h"
+#include "partition/cost/data_loading.h"
 #include "partition/schedule/spec.h"
 
 namespace pipetwin {
@@ -40,6 +41,8 @@ struct TrainingSettings {
   // When a stage recomputes: in the backward once the gradient has arrived (Megatron-LM,
   // torch.utils.checkpoint), or early while the gradient travels.
   RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;
+  // How the input stage's data loading meets its compute (cost/data_loading.h).
+  DataLoading data_loading = DataLoading::kOverlapped;
   int chunks = 1;              // model chunks per worker (interleaved 1F1B)
   // Buckets a replicated stage's gradient all-reduce runs in (schedule/spec.h: 1 by default,
   // after the backward; more overlap the backward, which the executor does not do).

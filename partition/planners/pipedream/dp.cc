@@ -1,5 +1,7 @@
 #include "partition/planners/pipedream/dp.h"
 
+#include "partition/cost/data_loading.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -66,11 +68,20 @@ struct Level {
   bool straight;
   bool fewer;
   int state_count;
+  double load_s = 0;
+  bool serial_load = false;
 
   // The compute time of a range at this level: the profile's at the lowest level, else the
   // level below's best time with all its machines.
+  // At the lowest level a range from the first state is an input stage: the paper's model adds
+  // its data loading (cost/data_loading.h's rule, in seconds per minibatch); levels above see
+  // it in the level below's best times.
   double ComputeOf(int first, int last) const {
-    return lower ? lower->Best(first, last) : states.RangeCompute(first, last);
+    if (lower) return lower->Best(first, last);
+    const double compute = states.RangeCompute(first, last);
+    if (compat || first != 0 || load_s <= 0) return compute;
+    return InputStageMs(compute, load_s,
+                        serial_load ? DataLoading::kSerial : DataLoading::kOverlapped);
   }
   bool ExceedsMemory(double stage_bytes, int machines_through, int replicas) const {
     if (!memory_rule) return false;
@@ -233,7 +244,9 @@ PipeDreamLevelTable SolvePipeDreamLevel(const AntichainLinearization& states,
               options.activation_compression_ratio,
               options.straight_pipeline,
               options.use_fewer_machines,
-              states.StateCount()};
+              states.StateCount(),
+              options.data_loading_s,
+              options.data_loading_serial};
   const int rows = top ? 1 : states.StateCount();
   PipeDreamLevelTable table(rows, states.StateCount(), settings.machines,
                             !compat && options.use_fewer_machines);

@@ -43,6 +43,11 @@ struct PipeDreamOptions {
   bool straight_pipeline = false;                    // one replica per stage
   bool use_fewer_machines = false;                   // a level may leave machines idle
   int batch_size = 1;                                // samples per minibatch of the profile
+  // Loading one minibatch (cost/data_loading.h) and how it meets the input stage's compute;
+  // the paper's model charges it to every configuration's first stage, the compat one leaves it
+  // out as the public optimizer does.
+  double data_loading_s = 0;
+  bool data_loading_serial = false;
 };
 
 // "pipedream" / "pipedream-compat".

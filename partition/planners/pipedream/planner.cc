@@ -284,6 +284,11 @@ PipeDreamResult PlanPipeDream(const Workload& workload, const AntichainLineariza
   d["single_stage_time_s"] = result.single_stage_time_s;
   d["data_parallel_time_s"] = result.data_parallel_time_s;
   d["levels"] = LevelsJson(result.levels);
+  // Which data-loading rule the prediction used (cost/data_loading.h).
+  if (options.data_loading_s > 0)
+    d["data_loading"] = options.cost_model == PipeDreamCostModel::kCompat
+                            ? "left out (PipeDream's optimizer drops its Input nodes)"
+                            : options.data_loading_serial ? "serial" : "overlapped";
   if (result.reordered) plan.layer_order = result.layer_order;
   return result;
 }

@@ -1,11 +1,14 @@
 // Wall time of PipeDream's partitioner (antichains, every level, layout) on the shared PipeDream
 // profiles at the settings the public optimizer was timed at (shared/PIPEDREAM_PLANNER.md:
 // VGG-16 0.24 s, ResNet-50 3.3 s on 16 machines and 21 s on 4 x 4, GNMT 0.54 s), and on a
-// GPT-3-shaped chain over 1,024 GPUs (128 servers of 8); and PipeDream-2BW's full search for
+// GPT-3-shaped chain over 1,024 GPUs; NASNet-A mobile and Inception-v3, whose antichains exceed
+// the exact search, on the same topologies (128 servers of 8); and PipeDream-2BW's full search for
 // GPT 3.8B on 64 V100 (8 x p3.16xlarge), target under 50 ms. Profiles are read from
 // $PIPETWIN_SHARED_DIR/profiles/pipedream (default: ../shared beside the checkout); a missing one
 // is reported as skipped.
 #include <benchmark/benchmark.h>
+
+#include <sys/resource.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -42,6 +45,11 @@ void PlanProfile(benchmark::State& state, const std::string& name, PipeDreamOpti
   }
   const Workload w = ImportPipeDreamProfile(ProfilePath(name));
   for (auto _ : state) benchmark::DoNotOptimize(PlanPipeDream(w, options));
+  // The process's peak resident memory so far (getrusage; each benchmark in its own run with
+  // --benchmark_filter gives its own peak).
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024;
 }
 
 // GPT-3's shape (Brown et al. 2020: 96 blocks, h = 12288, 96 heads, sequence 2048), timed on a
@@ -83,6 +91,20 @@ BENCHMARK_CAPTURE(PlanProfile, resnet50_4x4_compat, "resnet50",
 BENCHMARK_CAPTURE(PlanProfile, gnmt_16_compat, "gnmt", Settings(kCompat, {{16, 1.25e9}}))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(PlanProfile, resnet50_4x4_paper, "resnet50",
+                  Settings(kPaper, {{4, 1.25e10}, {4, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+// The largest published profiles: more antichains than the exact search enumerates
+// (antichain.h), planned from the prefix states; target under 10 s and 1 GB.
+BENCHMARK_CAPTURE(PlanProfile, nasnetamobile_16_paper, "nasnetamobile",
+                  Settings(kPaper, {{16, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanProfile, nasnetamobile_4x4_compat, "nasnetamobile",
+                  Settings(kCompat, {{4, 1.25e10}, {4, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(PlanProfile, nasnetamobile_8x2_paper, "nasnetamobile",
+                  Settings(kPaper, {{8, 1.25e10}, {2, 1.25e9}}))
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(PlanProfile, inception_v3_4x4_paper, "inception_v3",
                   Settings(kPaper, {{4, 1.25e10}, {4, 1.25e9}}))
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(PlanGpt, gpt96_1024gpus_paper, kPaper)->Unit(benchmark::kMillisecond);

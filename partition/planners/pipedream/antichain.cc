@@ -202,9 +202,11 @@ struct AntichainDag {
   std::vector<std::vector<int>> antichains, augmenteds;
   std::vector<std::vector<int>> edges;  // by discovery id, in insertion order
   std::vector<int> insertion_order;     // the DAG's node order (add_edge)
+  bool complete = true;
 };
 
-AntichainDag DiscoverAntichains(const RemainingGraph& g, int first_source) {
+// Stops (complete = false) once more than `cap` antichains are found.
+AntichainDag DiscoverAntichains(const RemainingGraph& g, int first_source, size_t cap) {
   AntichainDag dag;
   std::map<std::vector<int>, int> id_of;
   std::vector<bool> inserted, expanded;
@@ -232,6 +234,10 @@ AntichainDag DiscoverAntichains(const RemainingGraph& g, int first_source) {
     for (const std::vector<int>& next :
          NextAntichains(g, dag.antichains[id], dag.augmenteds[id])) {
       const int next_id = discover(next);
+      if (dag.antichains.size() > cap) {
+        dag.complete = false;
+        return dag;
+      }
       insert_node(id);
       insert_node(next_id);
       dag.edges[id].push_back(next_id);
@@ -261,10 +267,50 @@ void FillState(const Workload& workload, const RemainingGraph& g, AntichainState
 
 }  // namespace
 
-AntichainLinearization LinearizeLikePipeDream(const Workload& workload) {
+AntichainLinearization LinearizeLikePipeDream(const Workload& workload,
+                                              size_t max_exact_states) {
   const RemainingGraph g = RemoveIgnoredLayers(workload);
   const int n = workload.LayerCount();
-  const AntichainDag dag = DiscoverAntichains(g, FirstSource(g, workload));
+  const AntichainDag dag = DiscoverAntichains(g, FirstSource(g, workload), max_exact_states);
+  if (!dag.complete) {
+    // The prefixes of the workload's topological order (kept layers only) as a chain of
+    // states: state s holds the first s + 1 kept layers; its augmented list is the prefix's
+    // layers whose outputs leave it, so its output activation is what a cut after it carries.
+    AntichainLinearization out;
+    out.roles_ = g.roles;
+    out.exact_ = false;
+    DenseBitset prefix(n);
+    AntichainState sums;
+    for (int v = 0; v < n; ++v) {
+      if (!g.Kept(v)) continue;
+      prefix.Set(v);
+      const Layer& l = workload.layers[v];
+      sums.compute_s += (l.forward_ms + l.backward_ms) / 1000.0;
+      sums.activation_bytes += l.activation_bytes;
+      sums.parameter_bytes += l.parameter_bytes;
+      AntichainState state = sums;
+      for (int u : prefix.Members()) {
+        bool leaves = false;
+        for (int s : g.successors[u]) leaves = leaves || !prefix.Test(s);
+        if (!leaves) continue;
+        state.augmented.push_back(u);
+        state.output_activation_bytes += workload.layers[u].activation_bytes;
+      }
+      state.antichain = {v};
+      out.states_.push_back(std::move(state));
+      out.down_sets_.push_back(prefix);
+    }
+    const int count = out.StateCount();
+    out.ancestor_bits_.assign(count, DenseBitset(count));
+    out.ancestors_.resize(count);
+    for (int s = 1; s < count; ++s) {
+      out.ancestor_bits_[s] = out.ancestor_bits_[s - 1];
+      out.ancestor_bits_[s].Set(s - 1);
+      out.ancestors_[s] = out.ancestors_[s - 1];
+      out.ancestors_[s].push_back(s - 1);
+    }
+    return out;
+  }
   const int count = static_cast<int>(dag.antichains.size());
   const std::vector<int> finished = DepthFirstTopologicalOrder(dag.edges, dag.insertion_order);
   std::vector<int> index_of(count);

@@ -26,6 +26,7 @@
 //   states.RangeCompute(4, 9);            // seconds of (forward + backward) in states 4..9
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -73,6 +74,16 @@ struct AntichainState {
   double parameter_bytes = 0;
 };
 
+// The most antichains the exact search enumerates. Branchy graphs have exponentially many
+// (NASNet's cells, Inception's modules), and the partitioner's tables grow with the square of
+// the states; beyond this the states are the prefixes of the workload's topological order. Every
+// plan found is a valid PipeDream layout (its stages are contiguous in that order). The prefixes
+// and the antichains' down-sets are different families of down-sets, neither containing the
+// other (on GNMT the prefix search finds a plan 9% faster than the optimizer's states allow), so
+// the bound stated for the result is the one both obey: no plan is faster than the whole
+// model's compute split evenly over every machine (PipeDreamResult::lower_bound_s).
+constexpr size_t kMaxExactStates = 1000;
+
 // The states of a workload in topological order, with their ancestor relation.
 class AntichainLinearization {
  public:
@@ -86,6 +97,10 @@ class AntichainLinearization {
   const std::vector<int>& Ancestors(int s) const { return ancestors_[s]; }
   // The layers of state `s`'s down-set.
   const DenseBitset& DownSet(int s) const { return down_sets_[s]; }
+  // True when the states are the optimizer's antichains; false when there were more than
+  // kMaxExactStates of them and the states are the prefixes of the workload's topological
+  // order instead (LinearizeLikePipeDream).
+  bool exact() const { return exact_; }
 
   // Range sums over states first..last (inclusive) as the optimizer takes them: the value at
   // `last` minus the value at first-1 (the value at `last` alone when first is 0). On a DAG this
@@ -99,7 +114,8 @@ class AntichainLinearization {
   }
 
  private:
-  friend AntichainLinearization LinearizeLikePipeDream(const Workload& workload);
+  friend AntichainLinearization LinearizeLikePipeDream(const Workload& workload,
+                                                       size_t max_exact_states);
   double Range(double AntichainState::*field, int first, int last) const {
     return first == 0 ? states_[last].*field : states_[last].*field - states_[first - 1].*field;
   }
@@ -109,14 +125,18 @@ class AntichainLinearization {
   std::vector<DenseBitset> down_sets_;       // per state, over layers
   std::vector<DenseBitset> ancestor_bits_;   // per state, over states
   std::vector<std::vector<int>> ancestors_;  // per state, ascending
+  bool exact_ = true;
 };
 
-// Builds the states as PipeDream's optimizer does (see the file comment). The walk starts at the
+
+// Builds the states as PipeDream's optimizer does (see the file comment), or the prefix states
+// when the antichains exceed kMaxExactStates. The walk starts at the
 // first layer, in the workload's order, that has no inputs once the Input sources are removed
 // (the optimizer takes the first in graph.txt's line order: the same layer on the shared
 // profiles, GNMT's encoder embedding among its three remaining sources).
 // Throws InputError when no layer is left once they are removed.
-AntichainLinearization LinearizeLikePipeDream(const Workload& workload);
+AntichainLinearization LinearizeLikePipeDream(const Workload& workload,
+                                              size_t max_exact_states = kMaxExactStates);
 
 // Which stage each layer joins when stage s ends at state stage_end_states[s] (inclusive, in
 // increasing order): the first stage whose end state's down-set holds the layer, as the

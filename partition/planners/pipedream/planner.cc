@@ -284,6 +284,16 @@ PipeDreamResult PlanPipeDream(const Workload& workload, const AntichainLineariza
   d["single_stage_time_s"] = result.single_stage_time_s;
   d["data_parallel_time_s"] = result.data_parallel_time_s;
   d["levels"] = LevelsJson(result.levels);
+  // The search: exact over the optimizer's antichains, or over the prefixes of the topological
+  // order (antichain.h), with a bound on how far from the optimum that can be: no plan beats
+  // the whole model's compute split evenly over every machine.
+  int machines = 1;
+  for (const PipeDreamLevel& level : options.levels) machines *= level.machines;
+  result.lower_bound_s = result.single_stage_time_s / machines;
+  d["search"] = states.exact() ? "exact (every antichain)"
+                               : "prefixes of the topological order (more than " +
+                                     std::to_string(kMaxExactStates) + " antichains)";
+  d["lower_bound_s"] = result.lower_bound_s;
   // Which data-loading rule the prediction used (cost/data_loading.h).
   if (options.data_loading_s > 0)
     d["data_loading"] = options.cost_model == PipeDreamCostModel::kCompat

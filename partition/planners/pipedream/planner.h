@@ -37,6 +37,10 @@ struct PipeDreamResult {
   // Data parallelism over every level: t = C; per level t = (t + sync / within) / M in the
   // code's model, t = max(t, sync) / M in the paper's (sync = 4 (M-1) P / (B M)).
   double data_parallel_time_s = 0;
+  // No plan is faster: the whole model's compute over every machine. With the prefix search
+  // (AntichainLinearization::exact() false) time_per_stage_s / lower_bound_s - 1 bounds how far
+  // the plan can be from the optimum.
+  double lower_bound_s = 0;
   // Per level, highest first, the stages of every range the level above handed down, in
   // order, as the optimizer prints them ("(start, end) ... replication factor").
   std::vector<std::vector<PipeDreamSpan>> levels;

@@ -10,6 +10,7 @@
 
 #include "partition/util/error.h"
 #include "tests/test_support.h"
+#include "partition/cost/communication.h"
 #include "partition/cost/memory.h"
 #include "partition/planners/settings.h"
 #include "partition/planners/splits.h"
@@ -72,6 +73,28 @@ TEST(BaselineCostModelTest, PlacementPutsDepthInsideServersAndWidthAcross) {
   EXPECT_NEAR(p.send_next[0].Ms(1.25e7), 10.005, 1e-12);
   EXPECT_NEAR(p.send_next[1].Ms(1.25e7), 1.001, 1e-12);
   EXPECT_THROW(model.Place(3, 3), InputError);  // 9 workers on 8 devices
+}
+
+// Every stage all-reduces after its batch: stages 0 and 1 of two replicas a server apart (devices
+// {0, 4} and {1, 5}) both cross each server's one NIC at once, so each ring gets half of it:
+// 2 x 1/2 x 1e8 bytes at 1.25e9 / 2 B/s = 160 ms each (80 ms alone), as the simulator's shared
+// links give (sim/platform.h). A group inside one server shares no uplink.
+TEST(BaselineCostModelTest, AllReducesRunningAtOnceShareTheServersUplink) {
+  const PipelineCostModel model(TwoLayers(), TwoServers(), {});
+  const double bytes = 1e8;
+  const std::vector<LinearCost> both = ConcurrentRingAllReduceCosts(TwoServers(), {{0, 4}, {1, 5}});
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_NEAR(both[0].Ms(bytes), 160 + 0.010, 1e-9);
+  EXPECT_NEAR(both[1].Ms(bytes), 160 + 0.010, 1e-9);
+  EXPECT_NEAR(ConcurrentRingAllReduceCosts(TwoServers(), {{0, 4}})[0].Ms(bytes), 80 + 0.010, 1e-9);
+  const std::vector<LinearCost> apart =
+      ConcurrentRingAllReduceCosts(TwoServers(), {{0, 4}, {1, 2}});  // {1, 2}: one server
+  EXPECT_NEAR(apart[0].Ms(bytes), 80 + 0.010, 1e-9);
+  // The placement of depth 2, width 2 is exactly those groups.
+  const PipelinePlacement p = model.Place(2, 2);
+  EXPECT_EQ(p.devices, (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
+  const PipelinePlacement wide = model.Place(4, 2);  // {0,4} {1,5} {2,6} {3,7}: four rings
+  EXPECT_NEAR(wide.allreduce[0].Ms(bytes), 4 * 80 + 0.010, 1e-9);
 }
 
 TEST(BaselineCostModelTest, DagBoundariesCarryEveryCrossingOutput) {
@@ -165,6 +188,24 @@ TEST(BaselineTest, GPipeAndFlushHandWorked) {
   const Plan again = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
   EXPECT_NEAR(again.details["time_per_update_ms"].get<double>(), 5 * 4.2, 1e-9);
   EXPECT_EQ(again.memory_bytes_per_device, (std::vector<double>{17e6, 16e6 + 4e6 + 1e6}));
+}
+
+// With a global batch the baselines take the fewest micro-batches per pipeline that reach it:
+// 2 pipelines (width 2 on 4 devices at depth 2) of micro-batch 4 need ceil(100 / 8) = 13.
+TEST(BaselineTest, GlobalBatchSetsTheMicrobatchCount) {
+  PlannerSettings s;
+  s.depth = 2;
+  s.microbatch_size = 4;
+  s.global_batch_size = 100;
+  Cluster four = TwoDevices();
+  four.levels[0].count = 4;
+  for (BaselineKind kind : {BaselineKind::kGPipe, BaselineKind::kFlush}) {
+    const Plan p = PlanBaseline(kind, TwoLayers(), four, s);
+    EXPECT_EQ(p.microbatches_per_update, 13) << BaselineName(kind);
+    EXPECT_EQ(p.details["global_batch_size"].get<int>(), 104) << BaselineName(kind);
+  }
+  const Plan dp = PlanBaseline(BaselineKind::kDataParallel, TwoLayers(), four, s);
+  EXPECT_EQ(dp.microbatches_per_update, 7);  // 4 replicas x 4 samples: ceil(100 / 16)
 }
 
 TEST(BaselineTest, UniformSplitGivesTheFirstStagesTheRemainder) {

@@ -48,13 +48,20 @@ void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan&
       << " devices, micro-batch " << p.microbatch_size << ", " << p.microbatches_per_update
       << " micro-batches per update" << (p.recompute ? ", recomputation" : "") << "\n\n";
   WriteStageTable(out, p, 11, 14);
-  out << "\npredicted " << std::fixed << std::setprecision(1) << p.predicted_samples_per_s
-      << " samples/s; data parallelism on the same cluster: " << dp.predicted_samples_per_s
-      << " samples/s";
+  out << std::fixed << std::setprecision(1);
+  if (p.predicted_samples_per_s > 0)
+    out << "\npredicted " << p.predicted_samples_per_s << " samples/s";
+  else
+    out << "\nno prediction (a written plan: pipetwin simulate predicts it)";
+  out << "; data parallelism on the same cluster: " << dp.predicted_samples_per_s << " samples/s";
   if (dp.details.value("fits", true) == false) out << " (does not fit in device memory)";
-  if (dp.predicted_samples_per_s > 0)
-    out << "; speed-up " << std::setprecision(2) << p.predicted_samples_per_s / dp.predicted_samples_per_s
-        << "x";
+  if (p.predicted_samples_per_s > 0 && dp.predicted_samples_per_s > 0) {
+    const double speedup = p.predicted_samples_per_s / dp.predicted_samples_per_s;
+    out << "; speed-up " << std::setprecision(2) << speedup << "x";
+    if (speedup < 1)
+      out << " (data parallelism is faster" << (dp.details.value("fits", true) ? "" : " but does not fit")
+          << ")";
+  }
   out << "\n" << std::defaultfloat;
   if (!p.layer_order.empty())
     out << "layers are counted in a reordered topological order (the plan's layer_order)\n";

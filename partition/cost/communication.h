@@ -32,4 +32,11 @@ LinearCost TransferCost(const Cluster& cluster, int device_a, int device_b);
 // steps of the level's latency (Patarasuk and Yuan, JPDC 2009, for the ring's 2 (r-1)/r S/B).
 LinearCost RingAllReduceCost(const Cluster& cluster, const std::vector<int>& devices);
 
+// The all-reduces of several groups that run at the same time (every stage of a pipeline after
+// its batch): each as RingAllReduceCost, with each unit's uplink shared by every group crossing
+// it, as the simulator's links share it (sim/platform.h): at each level a group's bytes per ms
+// are divided by the most groups that cross the uplink of one of its units there.
+std::vector<LinearCost> ConcurrentRingAllReduceCosts(const Cluster& cluster,
+                                                     const std::vector<std::vector<int>>& groups);
+
 }  // namespace pipetwin

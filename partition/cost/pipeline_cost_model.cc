@@ -173,8 +173,10 @@ PipelinePlacement PipelineCostModel::Place(int depth, int width) const {
         p.send_next[s].ms_per_byte = std::max(p.send_next[s].ms_per_byte, link.ms_per_byte);
       }
     }
-    p.allreduce[s] = AllReduceCost(p.devices[s]);
   }
+  // Every stage all-reduces after its batch, at about the same time: their rings share each
+  // server's uplink, as the simulator's links share it.
+  p.allreduce = ConcurrentRingAllReduceCosts(cluster_, p.devices);
   return p;
 }
 

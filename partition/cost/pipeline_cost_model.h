@@ -58,7 +58,9 @@ struct PipelinePlacement {
   int width = 1;
   std::vector<std::vector<int>> devices;  // per stage: one device per replica
   std::vector<LinearCost> send_next;      // per stage: to the next stage (last: none)
-  std::vector<LinearCost> allreduce;      // per stage: among its replicas
+  // Per stage: among its replicas, every stage's all-reduce running at once (the uplinks they
+  // cross shared: communication.h's ConcurrentRingAllReduceCosts).
+  std::vector<LinearCost> allreduce;
 };
 
 // A stage's time per micro-batch and its all-reduce per update.

@@ -61,17 +61,21 @@ int FullestStage(const PipelinePrediction& p) {
 PipelinePrediction PredictAtDepth(BaselineKind kind, const PipelineCostModel& model,
                                   const PlannerSettings& s, int depth) {
   const int b = s.microbatch_size;
+  const int width = kind == BaselineKind::kDataParallel ? model.WorkerCount()
+                                                         : model.WorkerCount() / depth;
+  const int m = s.global_batch_size > 0
+                    ? std::max(1, (s.global_batch_size + width * b - 1) / (width * b))
+                    : s.microbatches;
   if (kind == BaselineKind::kDataParallel)
     return PredictFlushedPipeline(model, ScheduleKind::kFlush, {{0, model.LayerCount() - 1}},
-                                  model.WorkerCount(), b, s.microbatches, s.recompute);
+                                  width, b, m, s.recompute);
   const std::vector<StageRange> splits = kind == BaselineKind::kUniform
                                              ? UniformSplit(model.LayerCount(), depth)
                                              : BalancedSplit(model, depth, b, s.recompute);
   const ScheduleKind schedule = kind == BaselineKind::kGPipe   ? ScheduleKind::kGPipe
                                 : kind == BaselineKind::kFlush ? ScheduleKind::kFlush
                                                                : s.split_schedule;
-  return PredictFlushedPipeline(model, schedule, splits, model.WorkerCount() / depth, b,
-                                s.microbatches, s.recompute);
+  return PredictFlushedPipeline(model, schedule, splits, width, b, m, s.recompute);
 }
 
 std::string Formula(ScheduleKind schedule, int depth) {

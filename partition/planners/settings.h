@@ -20,7 +20,10 @@ struct PlannerSettings : CostSettings {
   // Baselines: a configuration chosen by hand.
   int depth = 0;                        // gpipe/flush/uniform/balanced; 0: smallest that fits
   int microbatch_size = 1;
-  int microbatches = 8;                 // m per weight update
+  int microbatches = 8;                 // m per weight update, unless global_batch_size is set
+  // Samples per update over the cluster (0: none). The baselines then take m = the fewest
+  // micro-batches per pipeline that reach it: ceil(global / (width x micro-batch)).
+  int global_batch_size = 0;
   bool recompute = false;
   ScheduleKind split_schedule = ScheduleKind::kFlush;  // of uniform/balanced: kFlush or kGPipe
   bool allow_over_capacity = false;     // baselines: return (fits: false) instead of throwing

@@ -13,8 +13,10 @@ namespace pipetwin {
 PlannerSettings PlannerSettingsFor(const Scenario& s) {
   PlannerSettings settings;
   settings.optimizer_bytes_per_parameter = s.training.optimizer_bytes_per_parameter;
-  if (s.training.global_batch_size > 0)
+  if (s.training.global_batch_size > 0) {
     settings.max_global_batch_size = s.training.global_batch_size;
+    settings.global_batch_size = s.training.global_batch_size;
+  }
   settings.microbatch_size = s.training.microbatch_size;
   settings.microbatches = s.training.microbatches;
   settings.recompute = s.training.recompute;

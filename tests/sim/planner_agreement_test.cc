@@ -1,0 +1,63 @@
+// The planners' predictions against the simulator on the plan they pick, within 5%: a subset of
+// scripts/planner_sweep.py's configurations, those it measured within 5% once the cost model
+// shared the servers' uplinks among concurrent all-reduces (partition/cost/communication.h), as
+// a guard against regressions. It is not the whole claim: the sweep also finds gaps the cost
+// model does not close yet (deep 2BW pipelines across servers, GPipe, PipeDream's paper model),
+// recorded with its table in the communication-order issue's note.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/sim_test_support.h"
+#include "workloads/scenario/plan_for_scenario.h"
+#include "workloads/scenario/scenario.h"
+
+namespace pipetwin {
+namespace {
+
+nlohmann::json Gpt(int hidden, int servers, int batch, const std::string& planner,
+                   const std::string& schedule) {
+  return {{"name", "agreement"},
+          {"workload", {{"generator", "gpt"}, {"layers", 32}, {"hidden", hidden}, {"heads", 32},
+                        {"sequence", 512}, {"vocabulary", 51200}, {"microbatch", 1},
+                        {"dtype_bytes", 2}}},
+          {"cluster", {{"preset", "p3.16xlarge"}, {"servers", servers}}},
+          {"planner", planner},
+          {"schedule", schedule},
+          {"training", {{"global_batch_size", batch}, {"microbatch_size", 1},
+                        {"microbatches", 32}, {"iterations", 4}, {"optimizer", "adam"},
+                        {"optimizer_bytes_per_parameter", 8}}}};
+}
+
+void ExpectAgreement(const nlohmann::json& doc, const std::string& what) {
+  Scenario s = ScenarioFromJson(doc, what, ".");
+  const Plan plan = PlanForScenario(s);
+  s.plan = plan;
+  s.planner.reset();
+  const Report r = simtest::Simulate(s);
+  EXPECT_LT(simtest::RelativeError(plan.predicted_samples_per_s, r.samples_per_s), 0.05)
+      << what << ": planned " << plan.predicted_samples_per_s << " samples/s, simulated "
+      << r.samples_per_s;
+}
+
+TEST(SimPlannerAgreement, FlushAndTwoBWOnV100Servers) {
+  ExpectAgreement(Gpt(2304, 4, 512, "flush", "flush"), "gpt-2.2b 32 V100 flush batch 512");
+  ExpectAgreement(Gpt(2304, 4, 64, "flush", "flush"), "gpt-2.2b 32 V100 flush batch 64");
+  ExpectAgreement(Gpt(3072, 8, 2048, "2bw", "2bw"), "gpt-3.8b 64 V100 2bw batch 2048");
+  ExpectAgreement(Gpt(2304, 8, 64, "2bw", "2bw"), "gpt-2.2b 64 V100 2bw batch 64");
+}
+
+TEST(SimPlannerAgreement, DataParallelOnClusterA) {
+  ExpectAgreement({{"name", "vgg16"},
+                   {"workload", {{"generator", "vgg16"}, {"image_size", 224}, {"batch", 64},
+                                 {"dtype_bytes", 4}}},
+                   {"cluster", {{"preset", "cluster-a"}, {"servers", 4}}},
+                   {"planner", "data-parallel"},
+                   {"schedule", "flush"},
+                   {"training", {{"microbatch_size", 64}, {"microbatches", 16},
+                                 {"iterations", 4}, {"optimizer", "momentum"}}}},
+                  "vgg16 cluster-a 4x4 data parallel");
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -165,8 +165,8 @@ TEST(BaselineTest, DataParallelHandWorked) {
   EXPECT_EQ(p.memory_bytes_per_device, (std::vector<double>{34e6, 34e6}));
 }
 
-// Depth 2, w = 1, b = 1, m = 4: each stage 3 ms compute + 2 x 1e6 B / 1e10 B/s = 0.2 ms
-// transfer; (4 + 2 - 1) x 3.2 ms = 16 ms. Per stage 16e6 bytes of weights, gradients and Adam;
+// Depth 2, w = 1, b = 1, m = 4: each stage 3 ms compute, one hop 1e6 B / 1e10 B/s = 0.1 ms;
+// (m - 1) x 3 + (3 + 3) + 2 x 0.1 = 15.2 ms. Per stage 16e6 bytes of weights, gradients and Adam;
 // each stashed micro-batch keeps the stage input (0 at stage 0, 1e6 at stage 1) and 1e6 of
 // stash. GPipe stashes all 4 micro-batches; 1F1B 2 at stage 0 and 1 at stage 1.
 TEST(BaselineTest, GPipeAndFlushHandWorked) {
@@ -175,18 +175,24 @@ TEST(BaselineTest, GPipeAndFlushHandWorked) {
   s.microbatches = 4;
   const Plan gpipe = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
   EXPECT_EQ(ScheduleKindName(gpipe.schedule), "gpipe");
-  EXPECT_NEAR(gpipe.details["time_per_update_ms"].get<double>(), 16, 1e-9);
-  EXPECT_NEAR(gpipe.details["breakdown"]["bubble_ms"].get<double>(), 3.2, 1e-9);
-  EXPECT_NEAR(gpipe.predicted_samples_per_s, 4e3 / 16, 1e-9);
+  // GPipe by hand: stage 0's forwards end at 1, 2, 3, 4 ms; stage 1's (0.1 ms later each) at
+  // 2.1 .. 5.1, its backwards at 7.1 .. 13.1; stage 0's backwards, each 0.1 ms after its
+  // gradient left, end at 9.2, 11.2, 13.2, 15.2. The formula: 3 x 3 + (3 + 3) + 2 x 0.1.
+  EXPECT_NEAR(gpipe.details["time_per_update_ms"].get<double>(), 15.2, 1e-9);
+  EXPECT_NEAR(gpipe.details["breakdown"]["bubble_ms"].get<double>(), 3, 1e-9);
+  EXPECT_NEAR(gpipe.details["breakdown"]["communication_ms"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(gpipe.predicted_samples_per_s, 4e3 / 15.2, 1e-9);
   EXPECT_EQ(gpipe.memory_bytes_per_device, (std::vector<double>{20e6, 24e6}));
   const Plan flush = PlanBaseline(BaselineKind::kFlush, TwoLayers(), TwoDevices(), s);
   EXPECT_EQ(ScheduleKindName(flush.schedule), "flush");
-  EXPECT_NEAR(flush.predicted_samples_per_s, 4e3 / 16, 1e-9);
+  // The same formula; 1F1B's own list schedule takes 15.4 ms here (each of its round trips
+  // between the stages pays the hops, which the formula counts once).
+  EXPECT_NEAR(flush.predicted_samples_per_s, 4e3 / 15.2, 1e-9);
   EXPECT_EQ(flush.memory_bytes_per_device, (std::vector<double>{18e6, 18e6}));
   // Recomputation: a third ms per stage; GPipe keeps 4 stage inputs and one full stash.
   s.recompute = true;
   const Plan again = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);
-  EXPECT_NEAR(again.details["time_per_update_ms"].get<double>(), 5 * 4.2, 1e-9);
+  EXPECT_NEAR(again.details["time_per_update_ms"].get<double>(), 3 * 4 + 8 + 0.2, 1e-9);
   EXPECT_EQ(again.memory_bytes_per_device, (std::vector<double>{17e6, 16e6 + 4e6 + 1e6}));
 }
 

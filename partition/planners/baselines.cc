@@ -82,10 +82,11 @@ std::string Formula(ScheduleKind schedule, int depth) {
   if (depth == 1)
     return "data parallel: m x compute + hierarchical ring all-reduce (not overlapped)";
   return schedule == ScheduleKind::kGPipe
-             ? "GPipe (Huang et al., NeurIPS 2019, section 2.3): (m + d - 1) x max stage "
-               "(compute + transfer) + max all-reduce"
-             : "PipeDream-Flush (Narayanan et al., ICML 2021; SC'21 section 2.2.1): (m + d - 1) "
-               "x max stage (compute + transfer) + max all-reduce";
+             ? "GPipe (Huang et al., NeurIPS 2019, section 2.3): (m - 1) x max stage "
+               "(compute or transfer) + sum of stage compute + 2 x sum of hops + max all-reduce"
+             : "PipeDream-Flush (Narayanan et al., ICML 2021; SC'21 section 2.2.1): (m - 1) x "
+               "max stage (compute or transfer) + sum of stage compute + 2 x sum of hops + max "
+               "all-reduce";
 }
 
 }  // namespace
@@ -117,7 +118,10 @@ PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model, Schedu
   p.microbatches = microbatches;
   p.recompute = recompute;
   const PipelinePlacement placement = model.Place(p.depth, width);
-  double slowest_ms = -1;
+  // The pace of the steady state: the slowest stage's compute, or a boundary's transfer one way
+  // when that is longer (the lists post sends without waiting, so a transfer overlaps the
+  // sender's next op: partition/schedule/op.h).
+  double pace_ms = -1, compute_sum_ms = 0, hops_ms = 0;
   for (int s = 0; s < p.depth; ++s) {
     const StageRange& r = splits[s];
     p.stages.push_back(model.EstimateStage(
@@ -125,20 +129,28 @@ PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model, Schedu
         WeightVersions(schedule, s, p.depth, microbatches),
         StashedMicrobatches(schedule, s, p.depth, microbatches)));
     const StageTimes& t = p.stages.back().times;
-    if (t.compute_ms + t.transfer_ms > slowest_ms) {
-      slowest_ms = t.compute_ms + t.transfer_ms;
+    const double hop_ms = s + 1 < p.depth
+                              ? placement.send_next[s].Ms(model.BoundaryBytes(r.last_layer,
+                                                                              microbatch_size))
+                              : 0;
+    if (std::max(t.compute_ms, hop_ms) > pace_ms) {
+      pace_ms = std::max(t.compute_ms, hop_ms);
       p.bottleneck_stage = s;
     }
+    compute_sum_ms += t.compute_ms;
+    hops_ms += 2 * hop_ms;  // the activation forward and its gradient back
     p.allreduce_ms = std::max(p.allreduce_ms, t.allreduce_ms);
     p.memory_bytes = std::max(p.memory_bytes, p.stages.back().memory.Total());
   }
-  // Every micro-batch passes the slowest stage once forward and once backward, and the pipeline
-  // fills and drains once per update: (m + d - 1) slots of the slowest stage (GPipe section 2.3;
-  // SC'21 section 2.2.1). The all-reduce follows the flush.
-  const StageTimes& slow = p.stages[p.bottleneck_stage].times;
-  p.compute_ms = microbatches * slow.compute_ms;
-  p.communication_ms = microbatches * slow.transfer_ms;
-  p.bubble_ms = (p.depth - 1) * slowest_ms;
+  // A flushed pipeline with per-stage times C_s: the first micro-batch crosses every stage and
+  // every boundary forward and back (sum C_s + 2 x sum of hops), and the other m - 1 follow at
+  // the pace of the slowest (GPipe section 2.3 and SC'21 section 2.2.1's (m + d - 1) slots, for
+  // stages that need not be equal; exact for GPipe when each stage's backward is a fixed multiple
+  // of its forward). The all-reduce follows the flush.
+  const double slow_compute_ms = p.stages[p.bottleneck_stage].times.compute_ms;
+  p.compute_ms = microbatches * slow_compute_ms;
+  p.communication_ms = hops_ms + (microbatches - 1) * (pace_ms - slow_compute_ms);
+  p.bubble_ms = compute_sum_ms - slow_compute_ms;
   p.time_per_update_ms = p.compute_ms + p.communication_ms + p.bubble_ms + p.allreduce_ms;
   p.samples_per_s = static_cast<double>(width) * microbatch_size * microbatches * 1e3 /
                     p.time_per_update_ms;

@@ -52,13 +52,15 @@ struct PipelinePrediction {
   int microbatches = 1;
   bool recompute = false;
   std::vector<StageEstimate> stages;
-  int bottleneck_stage = 0;      // the largest compute + transfer
+  int bottleneck_stage = 0;      // the largest compute, or one-way transfer after it
   double time_per_update_ms = 0;
   double samples_per_s = 0;
   // Per update; they sum to time_per_update_ms.
   double compute_ms = 0;         // m x the bottleneck's compute
-  double communication_ms = 0;   // m x the bottleneck's transfers
-  double bubble_ms = 0;          // (d - 1) x the bottleneck's compute + transfer
+  // Transfers not hidden: every boundary's hop forward and back once (the fill and the drain),
+  // and m - 1 times the margin by which a transfer outpaces the bottleneck's compute.
+  double communication_ms = 0;
+  double bubble_ms = 0;          // the other stages' compute, once (the fill and the drain)
   double allreduce_ms = 0;       // the slowest stage's all-reduce
   double memory_bytes = 0;       // the fullest worker
 };

@@ -405,7 +405,7 @@ TEST(ScheduleReplicationTest, SynchronousKindsAllReduceOncePerBatch) {
 }
 
 // Every replica layout of up to 3 stages with up to 3 replicas each, for every kind that takes
-// replicas: the lists are valid and deadlock-free under rendezvous sends.
+// replicas: the lists are valid and complete (op.h's contract).
 TEST(ScheduleReplicationTest, EverySmallLayoutIsValid) {
   std::vector<std::vector<int>> layouts;
   for (int p = 1; p <= 3; ++p) {

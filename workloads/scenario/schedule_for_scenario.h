@@ -29,8 +29,8 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
 
 // The spec: kind, depth (plan stages / chunks for interleaved), replicas, m x replicas of the
 // input stage micro-batches per iteration (each replica of stage 0 starts m; PipeDream: times
-// `iterations`, 2BW: `iterations` batches), vertical sync, recomputation, and the mean stage
-// forward and backward time of a micro-batch as the op times the lists are laid out for.
+// `iterations`, 2BW: `iterations` batches), vertical sync, recomputation and when it runs, and
+// the all-reduce buckets.
 // Throws InputError (naming `file` and `path`) when the plan's stages do not divide into chunks.
 ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,
                              const std::string& file = "", const std::string& path = "");

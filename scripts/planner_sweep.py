@@ -6,7 +6,7 @@ plan it picks (`pipetwin plan --json`) and what `pipetwin simulate` gives for th
 
 Configurations: PipeDream-2BW's GPT 2.2B and 3.8B (ICML'21 section 5: 32 blocks, h 2304 / 3072,
 sequence 512) on 4 and 8 p3.16xlarge servers at global batch 64, 512 and 2,048 with the 2bw,
-gpipe, flush and data-parallel planners; VGG-16 and ResNet-50 (the generators) on
+gpipe (with and without recomputation, which GPipe uses), flush and data-parallel planners; VGG-16 and ResNet-50 (the generators) on
 PipeDream's Cluster-A (4 servers of 4 V100) with both PipeDream planners and data parallelism.
 Writes DIR/planner_sweep.md and .csv (one row each) and prints the table; the gap is
 (planned - simulated) / simulated.
@@ -22,16 +22,20 @@ import tempfile
 
 def gpt(size, servers, batch, planner):
     hidden = {"2.2b": 2304, "3.8b": 3072}[size]
+    recompute = planner.endswith("+recompute")
+    planner = planner.replace("+recompute", "")
     schedule = {"2bw": "2bw", "gpipe": "gpipe", "flush": "flush", "data-parallel": "flush"}[planner]
     return {
-        "name": f"gpt-{size} {8 * servers}xv100 batch {batch} {planner}",
+        "name": f"gpt-{size} {8 * servers}xv100 batch {batch} {planner}"
+                + (" +recompute" if recompute else ""),
         "workload": {"generator": "gpt", "layers": 32, "hidden": hidden, "heads": 32,
                      "sequence": 512, "vocabulary": 51200, "microbatch": 1, "dtype_bytes": 2},
         "cluster": {"preset": "p3.16xlarge", "servers": servers},
         "planner": planner,
         "schedule": schedule,
         "training": {"global_batch_size": batch, "microbatch_size": 1, "microbatches": 32,
-                     "iterations": 4, "optimizer": "adam", "optimizer_bytes_per_parameter": 8},
+                     "iterations": 4, "optimizer": "adam", "optimizer_bytes_per_parameter": 8,
+                     "recompute": recompute},
     }
 
 
@@ -53,7 +57,7 @@ def configurations():
     for size in ("2.2b", "3.8b"):
         for servers in (4, 8):
             for batch in (64, 512, 2048):
-                for planner in ("2bw", "gpipe", "flush", "data-parallel"):
+                for planner in ("2bw", "gpipe", "gpipe+recompute", "flush", "data-parallel"):
                     yield gpt(size, servers, batch, planner)
     for model in ("vgg16", "resnet50"):
         for planner in ("pipedream", "pipedream-compat", "data-parallel"):

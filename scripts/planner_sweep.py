@@ -48,7 +48,9 @@ def cnn(model, planner):
         "cluster": {"preset": "cluster-a", "servers": 4},
         "planner": planner,
         "schedule": schedule,
-        "training": {"microbatch_size": batch, "microbatches": 16, "iterations": 4,
+        # Asynchronous 1F1B over replicated stages fills for several iterations: 16 of them
+        # make the simulator's steady-state window long enough (4 give a single interval).
+        "training": {"microbatch_size": batch, "microbatches": 16, "iterations": 16,
                      "optimizer": "momentum", "learning_rate": 0.01},
     }
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -34,11 +35,18 @@ void WriteStageTable(std::ostream& out, const Plan& plan, int layers_width, int 
 
 namespace {
 
-// Pure data parallelism on the same cluster, in the same units; its memory may not fit, which
-// the comparison says rather than hides.
-Plan DataParallelReference(const Scenario& s) {
+// Pure data parallelism on the same cluster, in the same units and at the plan's micro-batch and
+// samples per weight update (so that both pay for their updates alike: one model of data
+// parallelism whatever the planner); its memory may not fit, which the comparison says rather
+// than hides.
+Plan DataParallelReference(const Scenario& s, const Plan& plan) {
   PlannerSettings settings = PlannerSettingsFor(s);
   settings.allow_over_capacity = true;
+  if (!plan.stages.empty() && plan.microbatch_size > 0) {
+    settings.microbatch_size = plan.microbatch_size;
+    settings.global_batch_size =
+        plan.stages[0].replicas * plan.microbatch_size * std::max(plan.microbatches_per_update, 1);
+  }
   return PlanBaseline(BaselineKind::kDataParallel, s.workload, s.cluster, settings);
 }
 
@@ -63,6 +71,7 @@ void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan&
           << ")";
   }
   out << "\n" << std::defaultfloat;
+  if (p.details.contains("caveat")) out << "note: " << p.details["caveat"].get<std::string>() << "\n";
   if (!p.layer_order.empty())
     out << "layers are counted in a reordered topological order (the plan's layer_order)\n";
 }
@@ -96,7 +105,7 @@ int RunPlanOnScenario(const po::variables_map& vm) {
     s.plan.reset();
   }
   const Plan plan = PlanForScenario(s);
-  const Plan dp = DataParallelReference(s);
+  const Plan dp = DataParallelReference(s, plan);
   if (vm.count("output")) {
     const std::string out = vm["output"].as<std::string>();
     if (Exists(out))

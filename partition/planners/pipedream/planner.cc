@@ -294,6 +294,11 @@ PipeDreamResult PlanPipeDream(const Workload& workload, const AntichainLineariza
                                : "prefixes of the topological order (more than " +
                                      std::to_string(kMaxExactStates) + " antichains)";
   d["lower_bound_s"] = result.lower_bound_s;
+  // What the plan table prints under the prediction when it is not one of this cluster.
+  if (options.cost_model == PipeDreamCostModel::kCompat)
+    d["caveat"] = "the public optimizer's model, quirks included (no cut cost without a "
+                  "compression ratio, weight sync added to compute): a reference for checking "
+                  "against it, not a prediction of this cluster; pipetwin simulate predicts it";
   // Which data-loading rule the prediction used (cost/data_loading.h).
   if (options.data_loading_s > 0)
     d["data_loading"] = options.cost_model == PipeDreamCostModel::kCompat

@@ -124,6 +124,8 @@ def main():
             f.write("|---|---:|---:|---:|---:|---:|\n")
             for r in rows:
                 gap = f"{r['gap_percent']}%" if r["gap_percent"] != "" else r["note"]
+                if "fits" in gap or "does not fit" in gap:
+                    gap = "no plan fits the memory"
                 f.write(f"| {r['configuration']} | {r['depth']} | {r['width']} | {r['planned']} "
                         f"| {r['simulated']} | {gap} |\n")
     gaps = [abs(r["gap_percent"]) for r in rows if r["gap_percent"] != ""]

@@ -317,6 +317,22 @@ TEST(Planner2BWTest, Gpt38BOn64GpusFindsAFeasiblePipeline) {
   EXPECT_GE(plan.microbatches_per_update, plan.StageCount());  // 2BW needs m >= d
 }
 
+// Where the prediction leaves an effect to the simulator, the plan says so: at batch 512 the plan
+// runs pipelines across servers whose uplinks the all-reduce rings share; at 2,048 (depth 8,
+// one pipeline per server) no transfer leaves a server and there is nothing to say.
+TEST(Planner2BWTest, APlanNamesTheContentionItDoesNotCharge) {
+  PlannerSettings s;
+  const Workload w = Gpt38B(&s);
+  const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
+  const Plan shared = Plan2BW(w, cluster, s);
+  ASSERT_TRUE(shared.details.contains("caveat")) << shared.details["d"];
+  EXPECT_NE(shared.details["caveat"].get<std::string>().find("uplinks"), std::string::npos);
+  s.max_global_batch_size = 2048;
+  const Plan apart = Plan2BW(w, cluster, s);
+  EXPECT_EQ(apart.details["d"].get<int>(), 8);
+  EXPECT_FALSE(apart.details.contains("caveat"));
+}
+
 // Bounding prunes most of the GPT search yet keeps the top ten of solving every configuration.
 TEST(Planner2BWTest, BranchAndBoundKeepsTheTopTenOfTheFullSearch) {
   PlannerSettings s;

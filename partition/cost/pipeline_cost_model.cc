@@ -192,6 +192,22 @@ StageTimes PipelineCostModel::Times(const PipelinePlacement& p, int stage, int f
   return t;
 }
 
+bool PipelineCostModel::RingsCrossServers(const PipelinePlacement& p) const {
+  if (cluster_.levels.size() < 2) return false;
+  const int server = cluster_.DevicesPerUnit(0);
+  for (const auto& group : p.devices)
+    for (int d : group)
+      if (d / server != group.front() / server) return true;
+  return false;
+}
+
+bool PipelineCostModel::TransfersCrossServers(const PipelinePlacement& p) const {
+  for (int s = 0; s + 1 < p.depth; ++s)
+    for (int k = 0; k < p.width; ++k)
+      if (cluster_.LinkLevel(p.devices[s][k], p.devices[s + 1][k]) >= 1) return true;
+  return false;
+}
+
 MemoryCategories PipelineCostModel::Memory(int first, int last, int b, int weight_versions,
                                           int stashed_microbatches, bool recompute) const {
   WorkerMemoryInputs in;

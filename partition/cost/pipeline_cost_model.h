@@ -108,6 +108,11 @@ class PipelineCostModel {
 
   StageTimes Times(const PipelinePlacement& placement, int stage, int first, int last, int b,
                    bool recompute) const;
+  // Whether some stage's all-reduce ring leaves a server (crosses a level-1 uplink), and whether
+  // some pipeline boundary does too: what the planners' predictions leave to the simulator
+  // (the plans name it, see their details.caveat).
+  bool RingsCrossServers(const PipelinePlacement& placement) const;
+  bool TransfersCrossServers(const PipelinePlacement& placement) const;
   MemoryCategories Memory(int first, int last, int b, int weight_versions,
                          int stashed_microbatches, bool recompute) const;
   StageEstimate EstimateStage(const PipelinePlacement& placement, int stage, int first, int last,

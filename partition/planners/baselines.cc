@@ -225,6 +225,11 @@ Plan PlanBaseline(BaselineKind kind, const Workload& workload, const Cluster& cl
                   {"capacity_bytes", capacity},
                   {"fits", found},
                   {"stages", StageDetails(p.stages)}};
+  if (p.depth > 1 && model.RingsCrossServers(model.Place(p.depth, p.width)))
+    plan.details["caveat"] =
+        "every stage's all-reduce is charged as running at once after the flush, sharing the "
+        "server uplinks; in a run they start staggered, the last stage's first, so this "
+        "prediction errs low when the all-reduce is long against the pipeline";
   return plan;
 }
 

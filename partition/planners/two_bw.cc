@@ -287,6 +287,10 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
       {"stages", StageDetails(stages)},
       {"ranked", RankedTable(search.ranked)},
       {"search", {{"configurations", search.configurations}, {"solved", search.solved}}}};
+  if (model.RingsCrossServers(placement) && model.TransfersCrossServers(placement))
+    plan.details["caveat"] =
+        "stage transfers cross server uplinks that the all-reduce rings share: this prediction "
+        "gives the transfers the link to themselves, the simulator shares it (expect it slower)";
   return plan;
 }
 

@@ -130,6 +130,13 @@ double PipelineCostModel::ComputeMs(int first, int last, int b, bool recompute) 
   return InputStageMs(compute, b * load_ms_per_sample_, settings_.data_loading);
 }
 
+double PipelineCostModel::BackwardMs(int first, int last, int b, bool recompute) const {
+  const double forward = forward_ms_[last + 1] - forward_ms_[first];
+  const double backward = backward_ms_[last + 1] - backward_ms_[first];
+  return b * (backward + (recompute ? forward : 0)) +
+         (last - first + 1) * (recompute ? 2 : 1) * cluster_.launch_overhead_us * 1e-3;
+}
+
 double PipelineCostModel::StashBytes(int first, int last, int b) const {
   return b * (stash_bytes_[last + 1] - stash_bytes_[first]);
 }

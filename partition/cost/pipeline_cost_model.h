@@ -96,6 +96,11 @@ class PipelineCostModel {
   // input stage, whose data loading counts as cost/data_loading.h says.
   double ComputeMs(int first, int last, int b, bool recompute) const;
   double Parameters(int first, int last) const { return parameters_[last + 1] - parameters_[first]; }
+  // The backward part of ComputeMs (with recomputation, the forward it repeats).
+  double BackwardMs(int first, int last, int b, bool recompute) const;
+  double GradientBytes(int first, int last) const {
+    return Parameters(first, last) * gradient_dtype_bytes_;
+  }
   double StashBytes(int first, int last, int b) const;
   // Bytes crossing the cut after layer `last` for b samples (0 after the last layer, and
   // "before layer 0": the model's input is not a layer and costs nothing here).

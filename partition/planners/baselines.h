@@ -61,7 +61,9 @@ struct PipelinePrediction {
   // and m - 1 times the margin by which a transfer outpaces the bottleneck's compute.
   double communication_ms = 0;
   double bubble_ms = 0;          // the other stages' compute, once (the fill and the drain)
-  double allreduce_ms = 0;       // the slowest stage's all-reduce
+  // The all-reduces past the flush: each stage's starts at its last backward (the last stage's
+  // first); rings leaving their servers share the uplinks (a work-conserving link's busy period).
+  double allreduce_ms = 0;
   double memory_bytes = 0;       // the fullest worker
 };
 

@@ -16,7 +16,7 @@ namespace pipetwin {
 namespace {
 
 nlohmann::json Gpt(int hidden, int servers, int batch, const std::string& planner,
-                   const std::string& schedule) {
+                   const std::string& schedule, bool recompute = false) {
   return {{"name", "agreement"},
           {"workload", {{"generator", "gpt"}, {"layers", 32}, {"hidden", hidden}, {"heads", 32},
                         {"sequence", 512}, {"vocabulary", 51200}, {"microbatch", 1},
@@ -26,7 +26,7 @@ nlohmann::json Gpt(int hidden, int servers, int batch, const std::string& planne
           {"schedule", schedule},
           {"training", {{"global_batch_size", batch}, {"microbatch_size", 1},
                         {"microbatches", 32}, {"iterations", 4}, {"optimizer", "adam"},
-                        {"optimizer_bytes_per_parameter", 8}}}};
+                        {"optimizer_bytes_per_parameter", 8}, {"recompute", recompute}}}};
 }
 
 void ExpectAgreement(const nlohmann::json& doc, const std::string& what) {
@@ -40,9 +40,11 @@ void ExpectAgreement(const nlohmann::json& doc, const std::string& what) {
       << r.samples_per_s;
 }
 
-TEST(SimPlannerAgreement, FlushAndTwoBWOnV100Servers) {
-  ExpectAgreement(Gpt(2304, 4, 512, "flush", "flush"), "gpt-2.2b 32 V100 flush batch 512");
-  ExpectAgreement(Gpt(2304, 4, 64, "flush", "flush"), "gpt-2.2b 32 V100 flush batch 64");
+TEST(SimPlannerAgreement, FlushGPipeAndTwoBWOnV100Servers) {
+  ExpectAgreement(Gpt(3072, 8, 512, "flush", "flush"), "gpt-3.8b 64 V100 flush batch 512");
+  ExpectAgreement(Gpt(3072, 4, 64, "flush", "flush"), "gpt-3.8b 32 V100 flush batch 64");
+  ExpectAgreement(Gpt(2304, 8, 512, "gpipe", "gpipe", true),
+                  "gpt-2.2b 64 V100 gpipe with recomputation batch 512");
   ExpectAgreement(Gpt(3072, 8, 2048, "2bw", "2bw"), "gpt-3.8b 64 V100 2bw batch 2048");
   ExpectAgreement(Gpt(2304, 8, 64, "2bw", "2bw"), "gpt-2.2b 64 V100 2bw batch 64");
 }

@@ -4,8 +4,6 @@
 // puts each Send right after the op producing its data and each Recv right before the op
 // consuming it (op.h). No op times enter: the best place of a message does not depend on them.
 #include <algorithm>
-#include <cmath>
-#include <cstdint>
 #include <map>
 #include <vector>
 

@@ -294,7 +294,29 @@ PipeDreamResult PlanPipeDream(const Workload& workload, const AntichainLineariza
                                : "prefixes of the topological order (more than " +
                                      std::to_string(kMaxExactStates) + " antichains)";
   d["lower_bound_s"] = result.lower_bound_s;
-  // What the plan table prints under the prediction when it is not one of this cluster.
+  // What the plan table prints under the prediction when it leaves an effect to the simulator:
+  // stage transfers that cross a server's uplink which a replicated stage's rings also cross
+  // (the paper's model gives every transfer and every weight sync its link to itself).
+  if (options.levels.size() >= 2) {
+    const int server = options.levels[0].machines;
+    auto spans_servers = [server](const std::vector<int>& devices) {
+      for (int d : devices)
+        if (d / server != devices.front() / server) return true;
+      return false;
+    };
+    bool rings = false, transfers = false;
+    for (size_t q = 0; q < plan.stages.size(); ++q) {
+      rings = rings || spans_servers(plan.stages[q].devices);
+      if (q + 1 == plan.stages.size()) continue;
+      std::vector<int> both = plan.stages[q].devices;
+      both.insert(both.end(), plan.stages[q + 1].devices.begin(), plan.stages[q + 1].devices.end());
+      transfers = transfers || (!both.empty() && spans_servers(both));
+    }
+    if (rings && transfers)
+      d["caveat"] = "stage transfers cross server uplinks that the weight-sync rings share: this "
+                    "prediction gives each its link to itself, the simulator shares it (expect "
+                    "it slower)";
+  }
   if (options.cost_model == PipeDreamCostModel::kCompat)
     d["caveat"] = "the public optimizer's model, quirks included (no cut cost without a "
                   "compression ratio, weight sync added to compute): a reference for checking "

@@ -5,7 +5,7 @@ plan it picks (`pipetwin plan --json`) and what `pipetwin simulate` gives for th
   scripts/planner_sweep.py [--bin build/bin] [--out DIR] [--only SUBSTRING]
 
 Configurations: PipeDream-2BW's GPT 2.2B and 3.8B (ICML'21 section 5: 32 blocks, h 2304 / 3072,
-sequence 512) on 4 and 8 p3.16xlarge servers at global batch 64, 512 and 2,048 with the 2bw,
+sequence 512) on 4 and 8 p3.16xlarge servers at global batch 64, 256, 512, 1,024 and 2,048 with the 2bw,
 gpipe (with and without recomputation, which GPipe uses), flush and data-parallel planners; VGG-16 and ResNet-50 (the generators) on
 PipeDream's Cluster-A (4 servers of 4 V100) with both PipeDream planners and data parallelism.
 Writes DIR/planner_sweep.md and .csv (one row each) and prints the table; the gap is
@@ -34,7 +34,7 @@ def gpt(size, servers, batch, planner):
         "planner": planner,
         "schedule": schedule,
         "training": {"global_batch_size": batch, "microbatch_size": 1, "microbatches": 32,
-                     "iterations": 4, "optimizer": "adam", "optimizer_bytes_per_parameter": 8,
+                     "iterations": 16, "optimizer": "adam", "optimizer_bytes_per_parameter": 8,
                      "recompute": recompute},
     }
 
@@ -58,7 +58,7 @@ def cnn(model, planner):
 def configurations():
     for size in ("2.2b", "3.8b"):
         for servers in (4, 8):
-            for batch in (64, 512, 2048):
+            for batch in (64, 256, 512, 1024, 2048):
                 for planner in ("2bw", "gpipe", "gpipe+recompute", "flush", "data-parallel"):
                     yield gpt(size, servers, batch, planner)
     for model in ("vgg16", "resnet50"):

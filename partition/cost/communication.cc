@@ -1,80 +1,237 @@
 #include "partition/cost/communication.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
-#include <set>
+#include <numeric>
+#include <utility>
 
 namespace pipetwin {
 
+std::vector<LinkDirection> Route(const Cluster& cluster, int device_a, int device_b) {
+  if (device_a == device_b) return {};
+  const int join = cluster.LinkLevel(device_a, device_b);
+  std::vector<LinkDirection> up{{0, device_a, true}}, down{{0, device_b, false}};
+  for (int l = 1; l <= join; ++l) {
+    const int below = cluster.DevicesPerUnit(l - 1);
+    up.push_back({l, device_a / below, true});
+    down.push_back({l, device_b / below, false});
+  }
+  up.insert(up.end(), down.rbegin(), down.rend());
+  return up;
+}
+
 LinearCost TransferCost(const Cluster& cluster, int device_a, int device_b) {
   if (device_a == device_b) return {};
-  const ClusterLevel& level = cluster.levels[cluster.LinkLevel(device_a, device_b)];
-  return {(level.latency_us + cluster.communication_overhead_us) * 1e-3,
-          1e3 / level.bandwidth_bytes_per_s()};
+  double latency_us = cluster.communication_overhead_us, slowest = std::numeric_limits<double>::infinity();
+  for (int l = 0; l <= cluster.LinkLevel(device_a, device_b); ++l) {
+    latency_us += cluster.levels[l].latency_us;  // half on each side's link of level l
+    slowest = std::min(slowest, cluster.levels[l].bandwidth_bytes_per_s());
+  }
+  return {latency_us * 1e-3, 1e3 / slowest};
 }
 
 namespace {
 
-// RingAllReduceCost, with `crossing(l, unit)` groups sharing the uplink of a unit of level l.
-template <typename Crossing>
-LinearCost SharedRingCost(const Cluster& cluster, const std::vector<int>& devices,
-                          const Crossing& crossing) {
-  // A unit has one link at its level (a server's NIC), shared by all of its devices that take
-  // part, so the bytes that cross it are shard x sharing: the whole buffer when the devices are
-  // spread evenly (the simulator models the same NIC; sim/collective.cc).
-  LinearCost cost;
-  double below = static_cast<double>(devices.size());
-  double shard = 1;
-  for (size_t l = 0; l < cluster.levels.size(); ++l) {
-    std::set<int> units;
-    for (int d : devices) units.insert(d / cluster.DevicesPerUnit(static_cast<int>(l)));
-    const double group = below / static_cast<double>(units.size());
-    if (group > 1) {
-      const ClusterLevel& level = cluster.levels[l];
-      const double sharing = static_cast<double>(devices.size()) / below;  // devices per unit below
-      // Units one level down cross this level's switch through their own uplink.
-      int flows = 1;
-      if (l > 0)
-        for (int d : devices)
-          flows = std::max(flows, crossing(l, d / cluster.DevicesPerUnit(static_cast<int>(l) - 1)));
-      cost.ms_per_byte += 2 * (group - 1) / group * shard * sharing * flows * 1e3 /
-                          level.bandwidth_bytes_per_s();
-      cost.fixed_ms +=
-          2 * (group - 1) * (level.latency_us + cluster.communication_overhead_us) * 1e-3;
-      shard /= group;
+// A phase of one or more disjoint rings, each listing members (indices) in ring order.
+RingPhase Rings(const std::vector<std::vector<int>>& rings, int members, int level, int steps,
+                double fraction) {
+  RingPhase phase;
+  phase.level = level;
+  phase.steps = steps;
+  phase.fraction = fraction;
+  phase.next.assign(members, -1);
+  phase.prev.assign(members, -1);
+  for (const auto& ring : rings) {
+    const int g = static_cast<int>(ring.size());
+    for (int k = 0; k < g; ++k) {
+      phase.next[ring[k]] = ring[(k + 1) % g];
+      phase.prev[ring[k]] = ring[(k + g - 1) % g];
     }
-    below = static_cast<double>(units.size());
+  }
+  return phase;
+}
+
+using LinkLoad = std::map<LinkDirection, int>;
+
+// How many hops of one phase cross each link.
+LinkLoad PhaseLoad(const Cluster& cluster, const RingPlan& plan, const RingPhase& phase) {
+  LinkLoad load;
+  for (size_t i = 0; i < plan.devices.size(); ++i)
+    for (const LinkDirection& link : Route(cluster, plan.devices[i], plan.devices[phase.next[i]]))
+      ++load[link];
+  return load;
+}
+
+// Per link, the most hops of the plan crossing it in any one phase.
+LinkLoad PeakLoad(const Cluster& cluster, const RingPlan& plan) {
+  LinkLoad peak;
+  for (const RingPhase& phase : plan.phases)
+    for (const auto& [link, hops] : PhaseLoad(cluster, plan, phase))
+      peak[link] = std::max(peak[link], hops);
+  return peak;
+}
+
+// The plan's cost with `others` hops of other collectives on its links besides its own.
+LinearCost SharedRingCost(const Cluster& cluster, const RingPlan& plan, const LinkLoad& others) {
+  // "contention_free" links (FATPIPE in the simulator) give every flow the whole bandwidth.
+  const bool shared = cluster.network_model != "contention_free";
+  LinearCost cost;
+  for (const RingPhase& phase : plan.phases) {
+    const LinkLoad own = PhaseLoad(cluster, plan, phase);
+    double slowest_ms_per_byte = 0, latency_ms = 0;
+    for (size_t i = 0; i < plan.devices.size(); ++i) {
+      const int from = plan.devices[i], to = plan.devices[phase.next[i]];
+      double ms_per_byte = 0;
+      for (const LinkDirection& link : Route(cluster, from, to)) {
+        int flows = 1;
+        if (shared) {
+          flows = own.at(link);
+          const auto it = others.find(link);
+          if (it != others.end()) flows += it->second;
+        }
+        ms_per_byte =
+            std::max(ms_per_byte, flows * 1e3 / cluster.levels[link.level].bandwidth_bytes_per_s());
+      }
+      slowest_ms_per_byte = std::max(slowest_ms_per_byte, ms_per_byte);
+      latency_ms = std::max(latency_ms, TransferCost(cluster, from, to).fixed_ms);
+    }
+    // Each step waits for its slowest hop: a member sends on only what it has received.
+    cost.ms_per_byte += phase.steps * phase.fraction * slowest_ms_per_byte;
+    cost.fixed_ms += phase.steps * latency_ms;
   }
   return cost;
 }
 
 }  // namespace
 
+double RingPlan::BytesPerMember() const {
+  double bytes = 0;
+  for (const RingPhase& p : phases) bytes += p.steps * p.fraction;
+  return bytes;
+}
+
+RingPlan PlanAllReduce(const Cluster& cluster, const std::vector<int>& devices) {
+  RingPlan plan;
+  plan.devices = devices;
+  const int n = static_cast<int>(devices.size());
+  if (n <= 1) return plan;
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return devices[a] < devices[b]; });
+
+  // Going up: at level l the members of one level-l unit that hold the same shard form a ring.
+  std::vector<RingPhase> up;
+  std::vector<long long> shard_of(n, 0);  // which shard a member holds after the levels below
+  double shard = 1;
+  bool symmetric = true;
+  const int levels = static_cast<int>(cluster.levels.size());
+  for (int l = 0; l < levels && symmetric; ++l) {
+    std::map<std::pair<long long, long long>, std::vector<int>> rings;
+    for (int i : order) rings[{devices[i] / cluster.DevicesPerUnit(l), shard_of[i]}].push_back(i);
+    const size_t g = rings.begin()->second.size();
+    for (const auto& [key, ring] : rings) symmetric = symmetric && ring.size() == g;
+    if (!symmetric || g == 1) continue;
+    std::vector<std::vector<int>> list;
+    for (auto& [key, ring] : rings) {
+      for (size_t k = 0; k < ring.size(); ++k) shard_of[ring[k]] = shard_of[ring[k]] * g + k;
+      list.push_back(ring);
+    }
+    shard /= static_cast<double>(g);
+    up.push_back(Rings(list, n, l, static_cast<int>(g) - 1, shard));
+  }
+  if (symmetric) {
+    plan.hierarchical = up.size() > 1;
+    plan.phases = up;
+    plan.phases.insert(plan.phases.end(), up.rbegin(), up.rend());
+    return plan;
+  }
+  // Uneven spread: one ring over everyone in device order.
+  int level = 0;
+  for (int k = 0; k < n; ++k)
+    level = std::max(level, cluster.LinkLevel(devices[order[k]], devices[order[(k + 1) % n]]));
+  const RingPhase flat = Rings({order}, n, level, n - 1, 1.0 / n);
+  plan.phases = {flat, flat};
+  return plan;
+}
+
 LinearCost RingAllReduceCost(const Cluster& cluster, const std::vector<int>& devices) {
-  return SharedRingCost(cluster, devices, [](int, int) { return 1; });
+  return SharedRingCost(cluster, PlanAllReduce(cluster, devices), {});
 }
 
 std::vector<LinearCost> ConcurrentRingAllReduceCosts(const Cluster& cluster,
                                                      const std::vector<std::vector<int>>& groups) {
-  // For each level l >= 1 and unit of level l-1: the groups that span more than that unit (so
-  // their ring leaves it through its uplink) and have a device in it.
-  std::map<std::pair<int, int>, int> crossing;
+  std::vector<RingPlan> plans;
+  std::vector<LinkLoad> peaks;
+  LinkLoad all;
   for (const auto& g : groups) {
-    for (size_t l = 1; l < cluster.levels.size(); ++l) {
-      const int size = cluster.DevicesPerUnit(static_cast<int>(l) - 1);
-      std::set<int> units;
-      for (int d : g) units.insert(d / size);
-      if (units.size() < 2) continue;
-      for (int u : units) ++crossing[{static_cast<int>(l), u}];
-    }
+    plans.push_back(PlanAllReduce(cluster, g));
+    peaks.push_back(PeakLoad(cluster, plans.back()));
+    for (const auto& [link, hops] : peaks.back()) all[link] += hops;
   }
   std::vector<LinearCost> out;
-  for (const auto& g : groups)
-    out.push_back(SharedRingCost(cluster, g, [&](int l, int unit) {
-      auto it = crossing.find({l, unit});
-      return it == crossing.end() ? 1 : it->second;
-    }));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    LinkLoad others = all;
+    for (const auto& [link, hops] : peaks[g]) others[link] -= hops;
+    out.push_back(SharedRingCost(cluster, plans[g], others));
+  }
   return out;
+}
+
+void AddRingWork(const Cluster& cluster, const std::vector<int>& devices, double bytes,
+                 LinkWork* work) {
+  const RingPlan plan = PlanAllReduce(cluster, devices);
+  for (const RingPhase& phase : plan.phases)
+    for (size_t i = 0; i < plan.devices.size(); ++i)
+      for (const LinkDirection& link : Route(cluster, plan.devices[i], plan.devices[phase.next[i]]))
+        (*work)[link] += phase.steps * phase.fraction * bytes * 1e3 /
+                         cluster.levels[link.level].bandwidth_bytes_per_s();
+}
+
+void AddMessageWork(const Cluster& cluster, int device_a, int device_b, double bytes,
+                    LinkWork* work) {
+  for (const LinkDirection& link : Route(cluster, device_a, device_b))
+    (*work)[link] += bytes * 1e3 / cluster.levels[link.level].bandwidth_bytes_per_s();
+}
+
+double BusiestLinkMs(const Cluster& cluster, const std::vector<std::vector<int>>& groups,
+                     const std::vector<double>& bytes) {
+  if (cluster.network_model == "contention_free") return 0;
+  LinkWork work;
+  for (size_t g = 0; g < groups.size(); ++g) AddRingWork(cluster, groups[g], bytes[g], &work);
+  double busiest = 0;
+  for (const auto& [link, ms] : work) busiest = std::max(busiest, ms);
+  return busiest;
+}
+
+SharedRoute ShareOfRoute(const Cluster& cluster, int device_a, int device_b,
+                         const LinkWork& work, double own_bytes) {
+  const LinearCost alone = TransferCost(cluster, device_a, device_b);
+  SharedRoute route;
+  route.fixed_ms = alone.fixed_ms;
+  route.shared = cluster.network_model != "contention_free";
+  for (const LinkDirection& link : Route(cluster, device_a, device_b)) {
+    const auto it = work.find(link);
+    const double per_byte = 1e3 / cluster.levels[link.level].bandwidth_bytes_per_s();
+    const double others = it == work.end() ? 0 : it->second - own_bytes * per_byte;
+    route.links.push_back({per_byte, route.shared ? std::max(0.0, others) : 0.0});
+  }
+  return route;
+}
+
+LinearCost SharedRoute::At(double period_ms) const {
+  LinearCost cost{fixed_ms, 0};
+  for (const auto& [per_byte, others] : links) {
+    const double busy = others / period_ms;
+    cost.ms_per_byte = std::max(cost.ms_per_byte, busy >= 1 ? std::numeric_limits<double>::infinity()
+                                                            : per_byte / (1 - busy));
+  }
+  return cost;
+}
+
+LinearCost SharedTransferCost(const Cluster& cluster, int device_a, int device_b,
+                              const LinkWork& work, double period_ms, double own_bytes) {
+  return ShareOfRoute(cluster, device_a, device_b, work, own_bytes).At(period_ms);
 }
 
 }  // namespace pipetwin

@@ -184,7 +184,28 @@ PipelinePlacement PipelineCostModel::Place(int depth, int width) const {
   // Every stage all-reduces after its batch, at about the same time: their rings share each
   // server's uplink, as the simulator's links share it.
   p.allreduce = ConcurrentRingAllReduceCosts(cluster_, p.devices);
+  for (const auto& group : p.devices) {
+    p.allreduce_alone.push_back(AllReduceCost(group));
+    p.ring_work_per_byte.emplace_back();
+    AddRingWork(cluster_, group, 1, &p.ring_work_per_byte.back());
+  }
   return p;
+}
+
+LinkWork PipelineCostModel::RingWork(const PipelinePlacement& p,
+                                     const std::vector<double>& gradient_bytes) const {
+  LinkWork work;
+  for (size_t s = 0; s < gradient_bytes.size(); ++s)
+    for (const auto& [link, ms] : p.ring_work_per_byte[s]) work[link] += ms * gradient_bytes[s];
+  return work;
+}
+
+double PipelineCostModel::BusiestLinkMs(const PipelinePlacement& p,
+                                        const std::vector<double>& gradient_bytes) const {
+  if (cluster_.network_model == "contention_free") return 0;  // as communication.h's
+  double busiest = 0;
+  for (const auto& [link, ms] : RingWork(p, gradient_bytes)) busiest = std::max(busiest, ms);
+  return busiest;
 }
 
 StageTimes PipelineCostModel::Times(const PipelinePlacement& p, int stage, int first, int last,

@@ -61,6 +61,10 @@ struct PipelinePlacement {
   // Per stage: among its replicas, every stage's all-reduce running at once (the uplinks they
   // cross shared: communication.h's ConcurrentRingAllReduceCosts).
   std::vector<LinearCost> allreduce;
+  // Per stage: its all-reduce with the links to itself (RingAllReduceCost).
+  std::vector<LinearCost> allreduce_alone;
+  // Per stage: the work its ring puts on each link per byte all-reduced (AddRingWork).
+  std::vector<LinkWork> ring_work_per_byte;
 };
 
 // A stage's time per micro-batch and its all-reduce per update.
@@ -110,6 +114,12 @@ class PipelineCostModel {
   LinearCost AllReduceCost(const std::vector<int>& devices) const;
   LinearCost TransferCost(int device_a, int device_b) const;
   PipelinePlacement Place(int depth, int width) const;
+  // When every stage all-reduces gradient_bytes[s] at once: the work on each link, and the
+  // busiest link's (communication.h's BusiestLinkMs), which no sharing of the links can beat.
+  LinkWork RingWork(const PipelinePlacement& placement,
+                    const std::vector<double>& gradient_bytes) const;
+  double BusiestLinkMs(const PipelinePlacement& placement,
+                       const std::vector<double>& gradient_bytes) const;
 
   StageTimes Times(const PipelinePlacement& placement, int stage, int first, int last, int b,
                    bool recompute) const;

@@ -91,6 +91,98 @@ std::vector<Candidate> Enumerate(const PipelineCostModel& model, const PlannerSe
   return out;
 }
 
+// A stage's times with its all-reduce as if its ring had the links to itself: what the other
+// stages' rings take of the shared links is charged for all of them at once below.
+StageTimes TwoBWTimes(const PipelineCostModel& model, const PipelinePlacement& placement,
+                      int stage, int first, int last, int b, bool recompute) {
+  StageTimes t = model.Times(placement, stage, first, last, b, recompute);
+  t.allreduce_ms = placement.allreduce_alone[stage].Ms(model.GradientBytes(first, last));
+  return t;
+}
+
+// Every stage's all-reduce of one update, all at once: they overlap the next update's
+// micro-batches together, so the update lasts at least as long as the busiest link takes to
+// carry all their rings' bytes (fair sharing is work-conserving), and as long as the slowest
+// ring alone.
+double AllStagesAllReduceMs(const PipelineCostModel& model, const PipelinePlacement& placement,
+                            const std::vector<StageRange>& stages) {
+  std::vector<double> bytes;
+  double slowest_alone = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    bytes.push_back(model.GradientBytes(stages[s].first_layer, stages[s].last_layer));
+    slowest_alone = std::max(slowest_alone, placement.allreduce_alone[s].Ms(bytes.back()));
+  }
+  return std::max(slowest_alone, model.BusiestLinkMs(placement, bytes));
+}
+
+// The time per micro-batch once the stage transfers share their links with the all-reduce rings
+// and with each other. Over an update of T = m t ms every link carries the rings' bytes and m
+// of each transfer crossing it (busy a fraction rho = work / T); a transfer then takes its time
+// alone / (1 - rho) of its busiest link (communication.h, SharedTransferCost), and
+// t = max(max_s compute_s + transfers_s(T), A / m), A as AllStagesAllReduceMs. t shrinks as T
+// grows, so T = m t(T) has one solution, found by bisection. Without sharing (links carry
+// nothing else, or "contention_free") it is `alone_ms`, the time with every transfer alone.
+double SharedLinksMsPerMicrobatch(const PipelineCostModel& model,
+                                  const PipelinePlacement& placement, const TwoBWConfiguration& c,
+                                  const std::vector<StageRange>& stages, double alone_ms) {
+  const Cluster& cluster = model.cluster();
+  const int d = c.depth, m = c.microbatches, b = c.microbatch_size;
+  std::vector<double> gradient_bytes;
+  for (const StageRange& r : stages)
+    gradient_bytes.push_back(model.GradientBytes(r.first_layer, r.last_layer));
+  LinkWork work = model.RingWork(placement, gradient_bytes);
+  bool shared = false;  // some transfer crosses a link that carries other traffic
+  for (int s = 0; s + 1 < d; ++s)
+    for (int k = 0; k < c.width; ++k) {
+      const int from = placement.devices[s][k], to = placement.devices[s + 1][k];
+      for (const LinkDirection& link : Route(cluster, from, to)) shared |= work.count(link) > 0;
+      for (const LinkDirection& link : Route(cluster, to, from)) shared |= work.count(link) > 0;
+    }
+  for (int s = 0; s + 1 < d; ++s) {
+    const double bytes = model.BoundaryBytes(stages[s].last_layer, b);
+    for (int k = 0; k < c.width; ++k) {
+      AddMessageWork(cluster, placement.devices[s][k], placement.devices[s + 1][k], m * bytes,
+                     &work);
+      AddMessageWork(cluster, placement.devices[s + 1][k], placement.devices[s][k], m * bytes,
+                     &work);
+    }
+  }
+  if (!shared || cluster.network_model == "contention_free" || d < 2) return alone_ms;
+  const double allreduce_ms = AllStagesAllReduceMs(model, placement, stages) / m;
+  // Per boundary and replica: the activation's route out and the gradient's back.
+  std::vector<std::vector<std::pair<SharedRoute, SharedRoute>>> routes(d);
+  for (int s = 0; s + 1 < d; ++s) {
+    const double bytes = model.BoundaryBytes(stages[s].last_layer, b);
+    for (int k = 0; k < c.width; ++k) {
+      const int from = placement.devices[s][k], to = placement.devices[s + 1][k];
+      routes[s].push_back({ShareOfRoute(cluster, from, to, work, m * bytes),
+                           ShareOfRoute(cluster, to, from, work, m * bytes)});
+    }
+  }
+  auto per_microbatch = [&](double update_ms) {
+    std::vector<double> boundary(d, 0);  // activation out and gradient back, slowest replica
+    for (int s = 0; s + 1 < d; ++s) {
+      const double bytes = model.BoundaryBytes(stages[s].last_layer, b);
+      for (const auto& [out, back] : routes[s])
+        boundary[s] = std::max(boundary[s], out.At(update_ms).Ms(bytes) +
+                                                back.At(update_ms).Ms(bytes));
+    }
+    double t = allreduce_ms;
+    for (int s = 0; s < d; ++s)
+      t = std::max(t, model.ComputeMs(stages[s].first_layer, stages[s].last_layer, b,
+                                      c.recompute) +
+                          (s > 0 ? boundary[s - 1] : 0) + boundary[s]);
+    return t;
+  };
+  double lo = m * alone_ms, hi = 2 * lo;
+  while (hi < m * per_microbatch(hi)) hi *= 2;
+  for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (mid < m * per_microbatch(mid) ? lo : hi) = mid;
+  }
+  return hi / m;
+}
+
 // The best split of one candidate whose slowest stage takes at most `limit_ms`; samples_per_s
 // stays 0 when no split fits the memory within the limit.
 TwoBWConfiguration Solve(const PipelineCostModel& model, const PipelinePlacement& placement,
@@ -100,7 +192,7 @@ TwoBWConfiguration Solve(const PipelineCostModel& model, const PipelinePlacement
     const int stashed = StashedMicrobatches(kSchedule, s, c.depth, c.microbatches);
     if (model.Memory(i, j, c.microbatch_size, 2, stashed, c.recompute).Total() > capacity)
       return kInfinity;
-    return TwoBWStageMs(model.Times(placement, s, i, j, c.microbatch_size, c.recompute),
+    return TwoBWStageMs(TwoBWTimes(model, placement, s, i, j, c.microbatch_size, c.recompute),
                         c.microbatches);
   };
   auto lower = [&](int i, int j) { return model.ComputeMs(i, j, c.microbatch_size, c.recompute); };
@@ -113,8 +205,8 @@ TwoBWConfiguration Solve(const PipelineCostModel& model, const PipelinePlacement
   const double t = partitioner.Solve(model.LayerCount(), c.depth, cost, lower, limit_ms,
                                      &out.stages);
   if (t == kInfinity) return out;
-  out.time_per_microbatch_ms = t;
-  out.samples_per_s = c.width * c.microbatch_size * 1e3 / t;
+  out.time_per_microbatch_ms = TwoBWMsPerMicrobatch(model, placement, out);
+  out.samples_per_s = c.width * c.microbatch_size * 1e3 / out.time_per_microbatch_ms;
   for (int s = 0; s < c.depth; ++s) {
     const StageRange& r = out.stages[s];
     const int stashed = StashedMicrobatches(kSchedule, s, c.depth, c.microbatches);
@@ -197,6 +289,18 @@ double TwoBWStageMs(const StageTimes& t, int microbatches) {
   return std::max(t.compute_ms + t.transfer_ms, t.allreduce_ms / microbatches);
 }
 
+double TwoBWMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlacement& placement,
+                            const TwoBWConfiguration& c) {
+  double alone_ms = AllStagesAllReduceMs(model, placement, c.stages) / c.microbatches;
+  for (int s = 0; s < c.depth; ++s)
+    alone_ms = std::max(alone_ms, TwoBWStageMs(TwoBWTimes(model, placement, s,
+                                                          c.stages[s].first_layer,
+                                                          c.stages[s].last_layer,
+                                                          c.microbatch_size, c.recompute),
+                                               c.microbatches));
+  return SharedLinksMsPerMicrobatch(model, placement, c, c.stages, alone_ms);
+}
+
 TwoBWSearch Search2BW(const PipelineCostModel& model, const PlannerSettings& settings) {
   CheckSettings(settings);
   TwoBWSearch search;
@@ -244,10 +348,15 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
     stages.push_back(model.EstimateStage(placement, s, r.first_layer, r.last_layer, b,
                                          best.recompute, WeightVersions(kSchedule, s, d, m),
                                          StashedMicrobatches(kSchedule, s, d, m)));
-    const double t = TwoBWStageMs(stages.back().times, m);
+    stages.back().times =
+        TwoBWTimes(model, placement, s, r.first_layer, r.last_layer, b, best.recompute);
+    const double t = stages.back().times.compute_ms + stages.back().times.transfer_ms;
     if (t > slowest_ms) slowest_ms = t, bottleneck = s;
   }
   const StageTimes& slow = stages[bottleneck].times;
+  const double allreduce_ms = AllStagesAllReduceMs(model, placement, best.stages);
+  const double alone_ms = std::max(slowest_ms, allreduce_ms / m);
+  slowest_ms = best.time_per_microbatch_ms;  // with the transfers sharing their links
 
   Plan plan;
   plan.planner = "2bw";
@@ -260,9 +369,10 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
   plan.predicted_time_per_sample_s = 1 / plan.predicted_samples_per_s;
   plan.memory_bytes_per_device = DeviceMemory(stages, model.DeviceCount());
   plan.details = {
-      {"model", "PipeDream-2BW (Narayanan et al., ICML 2021, appendix A.1.1): t = max over "
-                "stages of max(compute + transfer, allreduce / m) per micro-batch; samples/s = "
-                "w b / t"},
+      {"model", "PipeDream-2BW (Narayanan et al., ICML 2021, appendix A.1.1): t = max(max over "
+                "stages of compute + transfer, A / m) per micro-batch, A = every stage's "
+                "all-reduce at once (the busiest link's bytes over its bandwidth, at least the "
+                "slowest ring alone); samples/s = w b / t"},
       {"w", w},
       {"d", d},
       {"b", b},
@@ -272,16 +382,19 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
       {"time_per_microbatch_ms", slowest_ms},
       {"time_per_update_ms", m * slowest_ms},
       {"bottleneck_stage", bottleneck},
-      // Per update, at the bottleneck stage. The all-reduce overlaps the next m micro-batches;
-      // only what they do not hide is exposed. compute + communication + exposed all-reduce +
+      // Per update: the bottleneck stage's compute and communication, and every stage's
+      // all-reduce at once, which overlaps the next m micro-batches; only what they do not
+      // hide is exposed. compute + communication + exposed all-reduce +
       // bubble = time_per_update_ms.
       {"breakdown",
        {{"compute_ms", m * slow.compute_ms},
         {"communication_ms", m * slow.transfer_ms},
-        {"allreduce_ms", slow.allreduce_ms},
+        {"allreduce_ms", allreduce_ms},
         {"exposed_allreduce_ms",
-         std::max(0.0, slow.allreduce_ms - m * (slow.compute_ms + slow.transfer_ms))},
-        {"bubble_ms", 0.0}}},
+         std::max(0.0, allreduce_ms - m * (slow.compute_ms + slow.transfer_ms))},
+        {"bubble_ms", 0.0},
+        // What the transfers' share of the links they cross with the rings adds.
+        {"shared_links_ms", m * (slowest_ms - alone_ms)}}},
       {"memory_bytes", best.memory_bytes},
       {"capacity_bytes", model.CapacityBytes()},
       {"stages", StageDetails(stages)},
@@ -290,7 +403,8 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
   if (model.RingsCrossServers(placement) && model.TransfersCrossServers(placement))
     plan.details["caveat"] =
         "stage transfers cross server uplinks that the all-reduce rings share: this prediction "
-        "gives the transfers the link to themselves, the simulator shares it (expect it slower)";
+        "charges them their mean share of those links (processor sharing); the rings come in "
+        "bursts after each update, so the simulator can be slower still";
   return plan;
 }
 

@@ -6,16 +6,20 @@
 // off or on, and m micro-batches per update: as many as the global batch allows
 // (w * b * m <= max_global_batch_size) and at least d (2BW makes a new weight version every
 // m >= d micro-batches, section 3.1). For each (w, d, b, recompute) the stages are the
-// contiguous split that minimises the slowest stage's time under the memory capacity, found
-// exactly by dynamic programming (the paper splits equal blocks evenly; on a uniform chain that
+// contiguous split that minimises the slowest stage's time, its transfers and ring alone, under
+// the memory capacity, found exactly by dynamic programming (the paper splits equal blocks evenly; on a uniform chain that
 // is this split). A larger m only hides the all-reduce better at no memory cost, so the largest
 // m is taken.
 //
 // Throughput (appendix A.1.1): one micro-batch per replica every
-//   t = max_s max( compute_s(b) + transfer_s(b), allreduce_s / m )
+//   t = max( max_s compute_s(b) + transfer_s(b), A / m )
 // where transfer_s = 2 |A(b)| / bandwidth per neighbouring stage, recomputation adds a forward
-// pass to compute_s, and the all-reduce of stage s's gradients among its w replicas overlaps
-// the next m micro-batches. samples/s = w * b / t (steady state: 2BW never flushes).
+// pass to compute_s, and the all-reduces of every stage's gradients among its w replicas
+// overlap the next m micro-batches together: A is the longer of the slowest stage's ring alone
+// and the busiest link's work, the bytes all rings put on it over its bandwidth (a server's NIC
+// carries every stage's ring; max-min fair sharing is work-conserving, so all of them end no
+// earlier). The paper gives each all-reduce its links to itself (A = max_s allreduce_s).
+// samples/s = w * b / t (steady state: 2BW never flushes).
 // Memory per worker (appendix A.1.2, plus gradients and optimizer state): 2 |W_s| weights,
 // |W_s| gradients, optimizer bytes x parameters, and for the n = d - s micro-batches in flight
 // at stage s (d at the first stage, the paper's worst case): n stage inputs plus n full stashes,
@@ -56,8 +60,16 @@ struct TwoBWSearch {
   int solved = 0;          // of those, how many needed a split (the rest were bounded away)
 };
 
-// The time per micro-batch a 2BW stage sets: max(compute + transfer, allreduce / m).
+// The time per micro-batch a 2BW stage sets on its own: max(compute + transfer, allreduce / m),
+// allreduce its ring alone.
 double TwoBWStageMs(const StageTimes& times, int microbatches);
+
+// t above for configuration c (its stages set) on `placement`: its slowest stage with every
+// transfer and ring alone (TwoBWStageMs), at least every stage's all-reduce at once over m, then
+// with the transfers sharing their links with the rings. The search picks each candidate's
+// split by the first (a min-max over stages) and ranks it by this.
+double TwoBWMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlacement& placement,
+                            const TwoBWConfiguration& c);
 
 // Searches the space above. Throws InputError when settings are out of range, and when no
 // configuration fits, naming the smallest shortfall: the stage, the bytes it needs and the

@@ -1,4 +1,4 @@
-// The SimGrid-free pieces: ring plans, report JSON and CSV, sweep variations, repeated schedules,
+// The SimGrid-free pieces: gradient buckets, report JSON and CSV, sweep variations, repeated schedules,
 // the child process a simulation runs in.
 #include <new>
 #include <stdexcept>
@@ -22,34 +22,6 @@ namespace pipetwin {
 namespace {
 
 using simtest::TwoLevelCluster;
-
-TEST(SimCollective, HierarchicalRingsLevelByLevel) {
-  const Cluster c = TwoLevelCluster(8, 4, 2400, 1, 200, 5);
-  const sim::RingPlan plan = sim::PlanAllReduce(c, {0, 1, 8, 9});
-  ASSERT_EQ(plan.phases.size(), 4u);  // in servers, across, across, in servers
-  EXPECT_TRUE(plan.hierarchical);
-  EXPECT_EQ(plan.phases[0].level, 0);
-  EXPECT_EQ(plan.phases[1].level, 1);
-  EXPECT_EQ(plan.phases[0].next, (std::vector<int>{1, 0, 3, 2}));  // 0<->1, 8<->9
-  EXPECT_EQ(plan.phases[1].next, (std::vector<int>{2, 3, 0, 1}));  // 0<->8, 1<->9
-  EXPECT_DOUBLE_EQ(plan.phases[1].fraction, 0.25);
-  // 2 (g-1)/g per level on its shard: 2 x 1/2 + 2 x 1/4.
-  EXPECT_DOUBLE_EQ(plan.BytesPerMember(), 1.5);
-}
-
-TEST(SimCollective, OneReplicaPerServerIsOneRingAndUnevenIsFlat) {
-  const Cluster c = TwoLevelCluster(8, 4, 2400, 1, 200, 5);
-  sim::RingPlan plan = sim::PlanAllReduce(c, {3, 11, 19, 27});
-  ASSERT_EQ(plan.phases.size(), 2u);
-  EXPECT_EQ(plan.phases[0].steps, 3);
-  EXPECT_DOUBLE_EQ(plan.phases[0].fraction, 0.25);
-  plan = sim::PlanAllReduce(c, {0, 1, 8});
-  EXPECT_FALSE(plan.hierarchical);
-  ASSERT_EQ(plan.phases.size(), 2u);
-  EXPECT_EQ(plan.phases[0].level, 1);
-  EXPECT_EQ(plan.phases[0].steps, 2);
-  EXPECT_TRUE(sim::PlanAllReduce(c, {5}).phases.empty());
-}
 
 TEST(SimCollective, GradientBucketsOfAboutEqualBytes) {
   const auto buckets = sim::GradientBuckets({4, 1, 1, 1, 1, 4}, {1, 1, 1, 1, 1, 1}, 3);

@@ -194,27 +194,17 @@ void AddMessageWork(const Cluster& cluster, int device_a, int device_b, double b
     (*work)[link] += bytes * 1e3 / cluster.levels[link.level].bandwidth_bytes_per_s();
 }
 
-double BusiestLinkMs(const Cluster& cluster, const std::vector<std::vector<int>>& groups,
-                     const std::vector<double>& bytes) {
-  if (cluster.network_model == "contention_free") return 0;
-  LinkWork work;
-  for (size_t g = 0; g < groups.size(); ++g) AddRingWork(cluster, groups[g], bytes[g], &work);
-  double busiest = 0;
-  for (const auto& [link, ms] : work) busiest = std::max(busiest, ms);
-  return busiest;
-}
-
 SharedRoute ShareOfRoute(const Cluster& cluster, int device_a, int device_b,
                          const LinkWork& work, double own_bytes) {
   const LinearCost alone = TransferCost(cluster, device_a, device_b);
   SharedRoute route;
   route.fixed_ms = alone.fixed_ms;
-  route.shared = cluster.network_model != "contention_free";
+  const bool shared = cluster.network_model != "contention_free";
   for (const LinkDirection& link : Route(cluster, device_a, device_b)) {
     const auto it = work.find(link);
     const double per_byte = 1e3 / cluster.levels[link.level].bandwidth_bytes_per_s();
     const double others = it == work.end() ? 0 : it->second - own_bytes * per_byte;
-    route.links.push_back({per_byte, route.shared ? std::max(0.0, others) : 0.0});
+    route.links.push_back({per_byte, shared ? std::max(0.0, others) : 0.0});
   }
   return route;
 }
@@ -227,11 +217,6 @@ LinearCost SharedRoute::At(double period_ms) const {
                                                             : per_byte / (1 - busy));
   }
   return cost;
-}
-
-LinearCost SharedTransferCost(const Cluster& cluster, int device_a, int device_b,
-                              const LinkWork& work, double period_ms, double own_bytes) {
-  return ShareOfRoute(cluster, device_a, device_b, work, own_bytes).At(period_ms);
 }
 
 }  // namespace pipetwin

@@ -99,13 +99,6 @@ void AddRingWork(const Cluster& cluster, const std::vector<int>& devices, double
 void AddMessageWork(const Cluster& cluster, int device_a, int device_b, double bytes,
                     LinkWork* work);
 
-// The busiest link's work when each group g all-reduces bytes[g] at once: over every link, the
-// bytes all their rings put on it divided by its bandwidth, the largest (ms). Max-min fair
-// sharing is work-conserving, so the last of the all-reduces ends no earlier, however the
-// links are shared; 0 on "contention_free" links, where flows do not share.
-double BusiestLinkMs(const Cluster& cluster, const std::vector<std::vector<int>>& groups,
-                     const std::vector<double>& bytes);
-
 // A message from device_a to device_b whose links carry `work` per `period_ms` besides it: a
 // link busy a fraction rho of the time serves its flows in equal shares (processor sharing),
 // and a job's mean time in an M/G/1 processor-sharing queue is its time alone / (1 - rho),
@@ -114,13 +107,9 @@ double BusiestLinkMs(const Cluster& cluster, const std::vector<std::vector<int>>
 // `own_bytes` of the work are this message's channel's own (messages one after another on one
 // channel do not share with each other): left out of rho. TransferCost on "contention_free"
 // links.
-LinearCost SharedTransferCost(const Cluster& cluster, int device_a, int device_b,
-                              const LinkWork& work, double period_ms, double own_bytes = 0);
-
-// SharedTransferCost's terms for one route, gathered once to be charged at many periods.
+// ShareOfRoute gathers a route's terms once; At charges them at a period.
 struct SharedRoute {
   double fixed_ms = 0;
-  bool shared = true;  // false on "contention_free" links
   std::vector<std::pair<double, double>> links;  // per link: ms per byte alone, others' work ms
   LinearCost At(double period_ms) const;
 };

@@ -202,7 +202,7 @@ LinkWork PipelineCostModel::RingWork(const PipelinePlacement& p,
 
 double PipelineCostModel::BusiestLinkMs(const PipelinePlacement& p,
                                         const std::vector<double>& gradient_bytes) const {
-  if (cluster_.network_model == "contention_free") return 0;  // as communication.h's
+  if (cluster_.network_model == "contention_free") return 0;  // flows do not share
   double busiest = 0;
   for (const auto& [link, ms] : RingWork(p, gradient_bytes)) busiest = std::max(busiest, ms);
   return busiest;

@@ -115,7 +115,8 @@ class PipelineCostModel {
   LinearCost TransferCost(int device_a, int device_b) const;
   PipelinePlacement Place(int depth, int width) const;
   // When every stage all-reduces gradient_bytes[s] at once: the work on each link, and the
-  // busiest link's (communication.h's BusiestLinkMs), which no sharing of the links can beat.
+  // busiest link's: max-min fair sharing is work-conserving, so no sharing of the links ends
+  // them sooner.
   LinkWork RingWork(const PipelinePlacement& placement,
                     const std::vector<double>& gradient_bytes) const;
   double BusiestLinkMs(const PipelinePlacement& placement,

@@ -118,7 +118,7 @@ double AllStagesAllReduceMs(const PipelineCostModel& model, const PipelinePlacem
 // The time per micro-batch once the stage transfers share their links with the all-reduce rings
 // and with each other. Over an update of T = m t ms every link carries the rings' bytes and m
 // of each transfer crossing it (busy a fraction rho = work / T); a transfer then takes its time
-// alone / (1 - rho) of its busiest link (communication.h, SharedTransferCost), and
+// alone / (1 - rho) of its busiest link (communication.h, ShareOfRoute), and
 // t = max(max_s compute_s + transfers_s(T), A / m), A as AllStagesAllReduceMs. t shrinks as T
 // grows, so T = m t(T) has one solution, found by bisection. Without sharing (links carry
 // nothing else, or "contention_free") it is `alone_ms`, the time with every transfer alone.

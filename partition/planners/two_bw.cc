@@ -119,12 +119,13 @@ double AllStagesAllReduceMs(const PipelineCostModel& model, const PipelinePlacem
 // and with each other. Over an update of T = m t ms every link carries the rings' bytes and m
 // of each transfer crossing it (busy a fraction rho = work / T); a transfer then takes its time
 // alone / (1 - rho) of its busiest link (communication.h, ShareOfRoute), and
-// t = max(max_s compute_s + transfers_s(T), A / m), A as AllStagesAllReduceMs. t shrinks as T
+// t = max(max_s compute_s + transfers_s(T), allreduce_ms), the all-reduces' A / m. t shrinks as T
 // grows, so T = m t(T) has one solution, found by bisection. Without sharing (links carry
 // nothing else, or "contention_free") it is `alone_ms`, the time with every transfer alone.
 double SharedLinksMsPerMicrobatch(const PipelineCostModel& model,
                                   const PipelinePlacement& placement, const TwoBWConfiguration& c,
-                                  const std::vector<StageRange>& stages, double alone_ms) {
+                                  double allreduce_ms, double alone_ms) {
+  const std::vector<StageRange>& stages = c.stages;
   const Cluster& cluster = model.cluster();
   const int d = c.depth, m = c.microbatches, b = c.microbatch_size;
   std::vector<double> gradient_bytes;
@@ -148,7 +149,6 @@ double SharedLinksMsPerMicrobatch(const PipelineCostModel& model,
     }
   }
   if (!shared || cluster.network_model == "contention_free" || d < 2) return alone_ms;
-  const double allreduce_ms = AllStagesAllReduceMs(model, placement, stages) / m;
   // Per boundary and replica: the activation's route out and the gradient's back.
   std::vector<std::vector<std::pair<SharedRoute, SharedRoute>>> routes(d);
   for (int s = 0; s + 1 < d; ++s) {
@@ -291,14 +291,15 @@ double TwoBWStageMs(const StageTimes& t, int microbatches) {
 
 double TwoBWMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlacement& placement,
                             const TwoBWConfiguration& c) {
-  double alone_ms = AllStagesAllReduceMs(model, placement, c.stages) / c.microbatches;
+  const double allreduce_ms = AllStagesAllReduceMs(model, placement, c.stages) / c.microbatches;
+  double alone_ms = allreduce_ms;
   for (int s = 0; s < c.depth; ++s)
     alone_ms = std::max(alone_ms, TwoBWStageMs(TwoBWTimes(model, placement, s,
                                                           c.stages[s].first_layer,
                                                           c.stages[s].last_layer,
                                                           c.microbatch_size, c.recompute),
                                                c.microbatches));
-  return SharedLinksMsPerMicrobatch(model, placement, c, c.stages, alone_ms);
+  return SharedLinksMsPerMicrobatch(model, placement, c, allreduce_ms, alone_ms);
 }
 
 TwoBWSearch Search2BW(const PipelineCostModel& model, const PlannerSettings& settings) {

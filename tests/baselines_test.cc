@@ -167,7 +167,8 @@ TEST(BaselineTest, DataParallelHandWorked) {
 }
 
 // Depth 2, w = 1, b = 1, m = 4: each stage 3 ms compute, one hop 1e6 B / 1e10 B/s = 0.1 ms;
-// (m - 1) x 3 + (3 + 3) + 2 x 0.1 = 15.2 ms. Per stage 16e6 bytes of weights, gradients and Adam;
+// GPipe (m - 1) x 3 + (3 + 3) + 2 x 0.1 = 15.2 ms; 1F1B-flush paces its m - 1 at 1F1B's loop
+// between the two stages, (3 + 3 + 2 x 0.1) / 2 = 3.1 ms, so 3 x 3.1 + 6 + 0.2 = 15.5 ms. Per stage 16e6 bytes of weights, gradients and Adam;
 // each stashed micro-batch keeps the stage input (0 at stage 0, 1e6 at stage 1) and 1e6 of
 // stash. GPipe stashes all 4 micro-batches; 1F1B 2 at stage 0 and 1 at stage 1.
 TEST(BaselineTest, GPipeAndFlushHandWorked) {
@@ -186,9 +187,8 @@ TEST(BaselineTest, GPipeAndFlushHandWorked) {
   EXPECT_EQ(gpipe.memory_bytes_per_device, (std::vector<double>{20e6, 24e6}));
   const Plan flush = PlanBaseline(BaselineKind::kFlush, TwoLayers(), TwoDevices(), s);
   EXPECT_EQ(ScheduleKindName(flush.schedule), "flush");
-  // The same formula; 1F1B's own list schedule takes 15.4 ms here (each of its round trips
-  // between the stages pays the hops, which the formula counts once).
-  EXPECT_NEAR(flush.predicted_samples_per_s, 4e3 / 15.2, 1e-9);
+  // 1F1B's own list schedule takes 15.4 ms here: its warm-up and cool-down are not at the pace.
+  EXPECT_NEAR(flush.predicted_samples_per_s, 4e3 / 15.5, 1e-9);
   EXPECT_EQ(flush.memory_bytes_per_device, (std::vector<double>{18e6, 18e6}));
   // Recomputation: a third ms per stage; GPipe keeps 4 stage inputs and one full stash.
   s.recompute = true;

@@ -1,6 +1,10 @@
 // Link and collective costs (partition/cost/communication.h) against costs worked out by hand
 // from Hockney's model and the ring all-reduce's 2 (r-1)/r S/B (Patarasuk and Yuan, JPDC 2009),
-// and the ring plans the simulator runs.
+// and the ring plans the simulator runs; processor sharing on a link (RingBursts,
+// SharedRoute::At) against schedules of shares worked out by hand.
+#include <cmath>
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "partition/cost/communication.h"
@@ -107,6 +111,59 @@ TEST(RingPlan, OneReplicaPerServerIsOneRingAndUnevenIsFlat) {
   EXPECT_EQ(plan.phases[0].level, 1);
   EXPECT_EQ(plan.phases[0].steps, 2);
   EXPECT_TRUE(PlanAllReduce(c, {5}).phases.empty());
+}
+
+// Processor sharing on one link by hand. Rings of 2 and 4 ms of work starting together: both
+// run at half speed until the first ends at 4 ms, the second alone until 6 ms. Ring 1 of 1 ms
+// arriving at 2 ms beside ring 0 of 4 ms: ring 0 runs alone to 2 ms (2 ms done), both at half
+// until ring 1 ends at 4 ms (ring 0 has 1 ms left), ring 0 alone until 5 ms. Two flows of one
+// ring split its work; a link nobody crosses has no steps.
+TEST(RingBursts, EqualSharesOnEachLinkFromEachStart) {
+  RingBurst b = RingBursts(2, {{{0, 2, 1}}, {{0, 4, 1}}}, {0, 0});
+  ASSERT_EQ(b.flows[0].size(), 2u);
+  EXPECT_DOUBLE_EQ(b.flows[0][0].until_ms, 4);
+  EXPECT_EQ(b.flows[0][0].flows, 2);
+  EXPECT_DOUBLE_EQ(b.flows[0][1].from_ms, 4);
+  EXPECT_DOUBLE_EQ(b.flows[0][1].until_ms, 6);
+  EXPECT_EQ(b.flows[0][1].flows, 1);
+  EXPECT_EQ(b.ends, (std::vector<double>{4, 6}));
+  EXPECT_TRUE(b.flows[1].empty());
+
+  b = RingBursts(1, {{{0, 4, 1}}, {{0, 1, 1}}}, {0, 2});
+  ASSERT_EQ(b.flows[0].size(), 3u);
+  EXPECT_EQ(b.flows[0][0].flows, 1);
+  EXPECT_DOUBLE_EQ(b.flows[0][0].until_ms, 2);
+  EXPECT_EQ(b.flows[0][1].flows, 2);
+  EXPECT_DOUBLE_EQ(b.flows[0][1].until_ms, 4);
+  EXPECT_EQ(b.flows[0][2].flows, 1);
+  EXPECT_EQ(b.ends, (std::vector<double>{5, 4}));
+
+  // One ring of 4 ms in two flows beside a ring of 1 ms: three flows of 2, 2 and 1 ms, the
+  // small one ends at 3 ms, the two others at 5 ms; a ring starting at 10 finds the link idle.
+  b = RingBursts(1, {{{0, 4, 2}}, {{0, 1, 1}}, {{0, 1, 1}}}, {0, 0, 10});
+  EXPECT_EQ(b.ends, (std::vector<double>{5, 3, 11}));
+  EXPECT_EQ(b.flows[0].back().flows, 1);
+  EXPECT_DOUBLE_EQ(b.flows[0].back().from_ms, 10);
+}
+
+// A message of 1e6 bytes across two servers (10 Gbps: 0.8 ms per 1e6 bytes at the NIC, 0.08 on
+// the 100 Gbps device links) whose NIC carries 50 ms of other messages per 100 ms (rho = 1/2)
+// and 3 steady ring flows: (3 + 1 / (1 - 1/2)) x 0.8 = 4 ms; its own channel's 20 ms of the
+// work do not count; 100 ms of others per 100 ms is more than the link can give.
+TEST(SharedRoute, ProcessorSharingWithSteadyFlows) {
+  std::map<LinkDirection, int> number;
+  const SharedRoute r = NumberedRoute(TwoServers(), 0, 4, &number);
+  ASSERT_EQ(r.links.size(), 4u);  // device 0 up, server 0 up, server 1 down, device 4 down
+  std::vector<double> work(number.size(), 0);
+  std::vector<int> steady(number.size(), 0);
+  const int nic = r.links[1];
+  work[nic] = 70;
+  steady[nic] = 3;
+  const double own_bytes = 20 / 0.8e-6;  // 20 ms of the NIC's work
+  EXPECT_NEAR(r.At(100, work.data(), own_bytes, steady.data()).Ms(1e6) - r.fixed_ms, 4, 1e-12);
+  EXPECT_NEAR(r.At(100).Ms(1e6) - r.fixed_ms, 0.8, 1e-12);
+  work[nic] = 120;
+  EXPECT_TRUE(std::isinf(r.At(100, work.data(), own_bytes).ms_per_byte));
 }
 
 }  // namespace

@@ -43,15 +43,24 @@ Cluster SmallCluster() {
   return c;
 }
 
+// One (w, d, b, recompute) of the space, with the planner's m (the most the global batch allows)
+// and its split: the one whose slowest stage is fastest with its transfers and ring alone.
+// Several splits can tie on that; they may differ in what the rest of the pipeline and the
+// shared links add, so `low` and `high` bound the charged throughput over the tied splits.
 struct Found {
   int w, d, b;
   bool recompute;
-  double samples_per_s;
+  double low, high;
 };
 
+bool Same(const Found& f, const TwoBWConfiguration& c) {
+  return f.w == c.width && f.d == c.depth && f.b == c.microbatch_size &&
+         f.recompute == c.recompute;
+}
+
 // Exhaustive search of the 2BW space with the shared cost primitives (Times, Memory): every
-// (w, d, b, recompute), every m from d to the global-batch limit, every split into d contiguous
-// stages. Returns each (w, d, b, recompute)'s best, best first.
+// (w, d, b, recompute) and every split into d contiguous stages. Returns each (w, d, b,
+// recompute) that fits, best `high` first.
 std::vector<Found> BruteForce(const PipelineCostModel& model, const PlannerSettings& s) {
   const int layers = model.LayerCount(), workers = model.WorkerCount();
   std::vector<Found> out;
@@ -59,56 +68,64 @@ std::vector<Found> BruteForce(const PipelineCostModel& model, const PlannerSetti
     for (int w = 1; w * d <= workers; ++w) {
       const PipelinePlacement placement = model.Place(d, w);
       for (int b : s.microbatch_candidates) {
+        const int m = s.max_global_batch_size / (w * b);
+        if (m < d) continue;
         for (bool recompute : {false, true}) {
-          double best = 0;
-          for (int m = d; w * b * m <= s.max_global_batch_size; ++m) {
-            // The split whose slowest stage is fastest with its transfers and ring alone, then
-            // charged for the links it shares (TwoBWMsPerMicrobatch).
-            double fastest = kInfinity;
-            TwoBWConfiguration chosen{w, d, b, m, recompute, 0, 0, 0, {}};
-            // Cuts: bit c set = a stage ends after layer c.
-            for (int cuts = 0; cuts < (1 << (layers - 1)); ++cuts) {
-              if (__builtin_popcount(cuts) != d - 1) continue;
-              double slowest = 0;
-              bool fits = true;
-              std::vector<StageRange> split;
-              for (int stage = 0, first = 0; stage < d; ++stage) {
-                int last = first;
-                while (last < layers - 1 && !(cuts & (1 << last))) ++last;
-                // 2BW: two weight versions, d - stage micro-batches in flight.
-                fits = fits && model.Memory(first, last, b, 2, d - stage, recompute).Total() <=
-                                   model.CapacityBytes();
-                const StageTimes t = model.Times(placement, stage, first, last, b, recompute);
-                const double ring = placement.allreduce_alone[stage].Ms(model.GradientBytes(first, last));
-                // Appendix A.1.1: the all-reduce overlaps the next m micro-batches.
-                slowest = std::max({slowest, t.compute_ms + t.transfer_ms, ring / m});
-                split.push_back({first, last});
-                first = last + 1;
-              }
-              if (fits && slowest < fastest) fastest = slowest, chosen.stages = split;
+          double fastest = kInfinity;
+          std::vector<std::vector<StageRange>> tied;
+          // Cuts: bit c set = a stage ends after layer c.
+          for (int cuts = 0; cuts < (1 << (layers - 1)); ++cuts) {
+            if (__builtin_popcount(cuts) != d - 1) continue;
+            double slowest = 0;
+            bool fits = true;
+            std::vector<StageRange> split;
+            for (int stage = 0, first = 0; stage < d; ++stage) {
+              int last = first;
+              while (last < layers - 1 && !(cuts & (1 << last))) ++last;
+              // 2BW: two weight versions, d - stage micro-batches in flight.
+              fits = fits && model.Memory(first, last, b, 2, d - stage, recompute).Total() <=
+                                 model.CapacityBytes();
+              const StageTimes t = model.Times(placement, stage, first, last, b, recompute);
+              const double ring =
+                  placement.allreduce_alone[stage].Ms(model.GradientBytes(first, last));
+              // Appendix A.1.1: the all-reduce overlaps the next m micro-batches.
+              slowest = std::max({slowest, t.compute_ms + t.transfer_ms, ring / m});
+              split.push_back({first, last});
+              first = last + 1;
             }
-            if (fastest < kInfinity)
-              best = std::max(best, w * b * 1e3 / TwoBWMsPerMicrobatch(model, placement, chosen));
+            if (!fits || slowest > fastest) continue;
+            if (slowest < fastest) tied.clear();
+            fastest = slowest;
+            tied.push_back(split);
           }
-          if (best > 0) out.push_back({w, d, b, recompute, best});
+          if (tied.empty()) continue;
+          Found f{w, d, b, recompute, kInfinity, 0};
+          for (const auto& split : tied) {
+            const TwoBWConfiguration c{w, d, b, m, recompute, 0, 0, 0, split};
+            const double samples = w * b * 1e3 / TwoBWMsPerMicrobatch(model, placement, c);
+            f.low = std::min(f.low, samples);
+            f.high = std::max(f.high, samples);
+          }
+          out.push_back(f);
         }
       }
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const Found& x, const Found& y) {
-    return x.samples_per_s > y.samples_per_s;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Found& x, const Found& y) { return x.high > y.high; });
   return out;
 }
 
 // Two layers (forward 1 ms, backward 2 ms per sample; 1e6 parameters in fp32; 1e6-byte outputs)
 // on two devices joined at 80 Gbps (1e10 B/s), no latency, b = 1, global batch 2:
 //   w=2 d=1 m=1: t = max(6 ms, all-reduce 2 (1/2) 8e6 B / 1e10 B/s = 0.8 ms) = 6 ms  -> 333.3/s
-//   w=1 d=2 m=2: t = 3 ms + 2 x 1e6 B / 1e10 B/s = 3.2 ms                          -> 312.5/s
+//   w=1 d=2 m=2: 1F1B's loop over both stages, forward 0, its activation (0.1 ms), stage 1's
+//                forward and backward, the gradient (0.1 ms), stage 0's backward, in two
+//                micro-batches: t = (3 + 3 + 0.1 + 0.1) / 2 = 3.1 ms                  -> 322.6/s
 //   w=1 d=1 m=2: t = 6 ms                                                           -> 166.7/s
 // Memory of the best: weights 2 x 8e6, gradients 8e6, Adam 16e6, one micro-batch's stash 2e6.
-// At 8 Gbps the all-reduce takes 8 ms and is exposed: w=2 d=1 gives max(6, 8) = 8 ms (250/s),
-// still ahead of d=2 (3 + 2 x 1 = 5 ms, 200/s).
+// At 10 Gbps (1.25e9 B/s) the all-reduce takes 6.4 ms and 0.4 ms of it is exposed: w=2 d=1
+// gives 6.4 ms (312.5/s), still ahead of d=2 ((3 + 3 + 0.8 + 0.8) / 2 = 3.8 ms, 263.2/s).
 TEST(Planner2BWTest, HandWorkedTwoLayerPlan) {
   Workload w;
   w.layers = {testing::ChainLayer(0, 1, 2, 1e6, 1e6), testing::ChainLayer(1, 1, 2, 1e6, 1e6)};
@@ -129,22 +146,25 @@ TEST(Planner2BWTest, HandWorkedTwoLayerPlan) {
   EXPECT_EQ(p.details["breakdown"]["exposed_allreduce_ms"].get<double>(), 0);
   const auto& ranked = p.details["ranked"];
   ASSERT_EQ(ranked.size(), 3u);
-  EXPECT_NEAR(ranked[1]["samples_per_s"].get<double>(), 1e3 / 3.2, 1e-9);
+  EXPECT_NEAR(ranked[1]["samples_per_s"].get<double>(), 1e3 / 3.1, 1e-9);
   EXPECT_EQ(ranked[1]["d"].get<int>(), 2);
   EXPECT_NEAR(ranked[2]["samples_per_s"].get<double>(), 1e3 / 6, 1e-9);
 
-  c.levels[0].bandwidth_gbps = 8;
+  c.levels[0].bandwidth_gbps = 10;
   const Plan slow = Plan2BW(w, c, s);
-  EXPECT_NEAR(slow.predicted_samples_per_s, 2e3 / 8, 1e-9);
-  EXPECT_NEAR(slow.details["breakdown"]["exposed_allreduce_ms"].get<double>(), 2, 1e-9);
-  EXPECT_NEAR(slow.details["ranked"][1]["samples_per_s"].get<double>(), 1e3 / 5, 1e-9);
+  EXPECT_EQ(slow.StageCount(), 1);
+  EXPECT_NEAR(slow.predicted_samples_per_s, 2e3 / 6.4, 1e-9);
+  EXPECT_NEAR(slow.details["breakdown"]["exposed_allreduce_ms"].get<double>(), 0.4, 1e-9);
+  EXPECT_NEAR(slow.details["ranked"][1]["samples_per_s"].get<double>(), 1e3 / 3.8, 1e-9);
 }
 
-// The search equals the exhaustive enumeration: the same best throughput, and the same top-10
-// throughputs in order, on chains and DAGs, with capacities that reject part of the space. Odd
+// The search equals the exhaustive enumeration, on chains and DAGs, with capacities that reject
+// part of the space: each row is a configuration of the space charged for one of its tied
+// splits, the best row is at least every configuration's worst tied split, and branch and bound
+// leaves out no configuration that beats the table's last row whichever split it gets. Odd
 // seeds stash 8x each layer's output, so that recomputation pays off under the tighter limits.
 TEST(Planner2BWTest, AgreesWithExhaustiveSearch) {
-  int cases = 0, recomputed = 0;
+  int cases = 0, recomputed = 0, ambiguous = 0;
   for (unsigned seed = 1; seed <= 12; ++seed) {
     const Workload w = RandomWorkload(seed, 7, seed % 3 == 0);
     const bool heavy_stash = seed % 2 == 1;
@@ -163,36 +183,44 @@ TEST(Planner2BWTest, AgreesWithExhaustiveSearch) {
         continue;
       }
       ++cases;
+      const std::string where =
+          "seed " + std::to_string(seed) + " capacity " + std::to_string(capacity);
       const TwoBWSearch search = Search2BW(model, s);
       const size_t rows = std::min<size_t>(expected.size(), 10);
-      ASSERT_EQ(search.ranked.size(), rows) << "seed " << seed << " capacity " << capacity;
-      // Splits tied on the slowest stage alone may differ in what their transfers' shared
-      // links add (a few parts in 1e4 here): the search and the enumeration may keep different
-      // ones, so the charged throughputs agree to 1e-3 and each row is its own split's.
+      ASSERT_EQ(search.ranked.size(), rows) << where;
+      double best_low = 0;
+      for (const Found& f : expected) {
+        best_low = std::max(best_low, f.low);
+        ambiguous += f.high > f.low * (1 + 1e-9) ? 1 : 0;
+      }
       for (size_t i = 0; i < rows; ++i) {
-        EXPECT_NEAR(search.ranked[i].samples_per_s, expected[i].samples_per_s,
-                    1e-3 * expected[i].samples_per_s)
-            << "seed " << seed << " capacity " << capacity << " row " << i;
         const TwoBWConfiguration& row = search.ranked[i];
+        const auto match = std::find_if(expected.begin(), expected.end(),
+                                        [&](const Found& f) { return Same(f, row); });
+        ASSERT_NE(match, expected.end()) << where << " row " << i;
+        EXPECT_GE(row.samples_per_s, match->low * (1 - 1e-9)) << where << " row " << i;
+        EXPECT_LE(row.samples_per_s, match->high * (1 + 1e-9)) << where << " row " << i;
         EXPECT_NEAR(row.samples_per_s,
                     row.width * row.microbatch_size * 1e3 /
                         TwoBWMsPerMicrobatch(model, model.Place(row.depth, row.width), row),
                     1e-9 * row.samples_per_s);
+        if (i > 0) EXPECT_LE(row.samples_per_s, search.ranked[i - 1].samples_per_s);
       }
-      // The chosen configuration reaches the optimum in the enumeration too.
-      const TwoBWConfiguration& best = search.ranked.front();
-      const auto match = std::find_if(expected.begin(), expected.end(), [&](const Found& f) {
-        return f.w == best.width && f.d == best.depth && f.b == best.microbatch_size &&
-               f.recompute == best.recompute;
-      });
-      ASSERT_NE(match, expected.end());
-      EXPECT_NEAR(match->samples_per_s, best.samples_per_s, 1e-3 * best.samples_per_s);
-      EXPECT_LE(best.memory_bytes, capacity);
-      recomputed += best.recompute ? 1 : 0;
+      EXPECT_GE(search.ranked.front().samples_per_s, best_low * (1 - 1e-9)) << where;
+      const double last = search.ranked.back().samples_per_s;
+      for (const Found& f : expected) {
+        if (f.low <= last * (1 + 1e-9)) continue;
+        EXPECT_TRUE(std::any_of(search.ranked.begin(), search.ranked.end(),
+                                [&](const TwoBWConfiguration& c) { return Same(f, c); }))
+            << where << ": w " << f.w << " d " << f.d << " b " << f.b << " left out";
+      }
+      EXPECT_LE(search.ranked.front().memory_bytes, capacity);
+      recomputed += search.ranked.front().recompute ? 1 : 0;
     }
   }
   EXPECT_GT(cases, 36);     // most cases have a feasible configuration
   EXPECT_GT(recomputed, 2);  // and some are won by recomputation
+  EXPECT_GT(ambiguous, 0);   // ties on the slowest stage happen, and are allowed for
 }
 
 TEST(Planner2BWTest, NothingFitsNamesTheSmallestShortfall) {
@@ -336,9 +364,9 @@ TEST(Planner2BWTest, Gpt38BOn64GpusFindsAFeasiblePipeline) {
   EXPECT_GE(plan.microbatches_per_update, plan.StageCount());  // 2BW needs m >= d
 }
 
-// Where the prediction charges an effect only on average, the plan says so: at batch 512 the plan
-// runs pipelines across servers whose uplinks the all-reduce rings share; at 2,048 (depth 8,
-// one pipeline per server) no transfer leaves a server and there is nothing to say.
+// Where the prediction approximates how links are shared, the plan says so: at batch 512 the
+// plan runs pipelines across servers whose uplinks the all-reduce rings share; at 2,048 (depth
+// 8, one pipeline per server) no transfer leaves a server and there is nothing to say.
 TEST(Planner2BWTest, APlanNamesTheContentionItChargesOnlyOnAverage) {
   PlannerSettings s;
   const Workload w = Gpt38B(&s);

@@ -52,7 +52,7 @@ RingPhase Rings(const std::vector<std::vector<int>>& rings, int members, int lev
   return phase;
 }
 
-using LinkLoad = std::map<LinkDirection, int>;
+using LinkLoad = LinkFlows;
 
 // How many hops of one phase cross each link.
 LinkLoad PhaseLoad(const Cluster& cluster, const RingPlan& plan, const RingPhase& phase) {
@@ -188,33 +188,88 @@ void AddRingWork(const Cluster& cluster, const std::vector<int>& devices, double
                          cluster.levels[link.level].bandwidth_bytes_per_s();
 }
 
-void AddMessageWork(const Cluster& cluster, int device_a, int device_b, double bytes,
-                    LinkWork* work) {
-  for (const LinkDirection& link : Route(cluster, device_a, device_b))
-    (*work)[link] += bytes * 1e3 / cluster.levels[link.level].bandwidth_bytes_per_s();
+LinkFlows RingFlows(const Cluster& cluster, const std::vector<int>& devices) {
+  return PeakLoad(cluster, PlanAllReduce(cluster, devices));
 }
 
-SharedRoute ShareOfRoute(const Cluster& cluster, int device_a, int device_b,
-                         const LinkWork& work, double own_bytes) {
-  const LinearCost alone = TransferCost(cluster, device_a, device_b);
+RingBurst RingBursts(int links, const std::vector<std::vector<RingLoad>>& rings,
+                     const std::vector<double>& starts_ms) {
+  struct Job {
+    double start, work;
+    size_t ring;
+  };
+  std::vector<std::vector<Job>> per_link(links);  // each flow's work
+  for (size_t g = 0; g < rings.size(); ++g)
+    for (const RingLoad& load : rings[g]) {
+      if (load.ms <= 0) continue;
+      const int n = std::max(1, load.flows);
+      per_link[load.link].insert(per_link[load.link].end(), n, Job{starts_ms[g], load.ms / n, g});
+    }
+  RingBurst out;
+  out.ends = starts_ms;
+  out.flows.resize(links);
+  for (int link = 0; link < links; ++link) {
+    std::vector<Job>& jobs = per_link[link];
+    if (jobs.empty()) continue;
+    std::sort(jobs.begin(), jobs.end(),
+              [](const Job& x, const Job& y) { return x.start < y.start; });
+    std::vector<FlowCount>& steps = out.flows[link];
+    std::vector<Job> running, left;  // with the work they have left
+    size_t next = 0;
+    double t = jobs.front().start;
+    while (next < jobs.size() || !running.empty()) {
+      if (running.empty()) t = std::max(t, jobs[next].start);
+      while (next < jobs.size() && jobs[next].start <= t) running.push_back(jobs[next++]);
+      // Equal shares: with n flows running, each gets 1/n of the link, so the least job ends
+      // after n times its work unless another flow arrives first.
+      const int n = static_cast<int>(running.size());
+      double least = running.front().work;
+      for (const Job& j : running) least = std::min(least, j.work);
+      const double arrival = next < jobs.size() ? jobs[next].start
+                                                : std::numeric_limits<double>::infinity();
+      const bool completes = t + least * n <= arrival;
+      const double until = completes ? t + least * n : arrival;
+      const double served = completes ? least : (until - t) / n;
+      if (!steps.empty() && steps.back().flows == n && steps.back().until_ms == t)
+        steps.back().until_ms = until;
+      else if (until > t)
+        steps.push_back({t, until, n});
+      t = until;
+      left.clear();
+      for (Job& j : running) {
+        j.work -= served;
+        if (completes && j.work <= least * 1e-9)
+          out.ends[j.ring] = std::max(out.ends[j.ring], t);
+        else
+          left.push_back(j);
+      }
+      running.swap(left);
+    }
+  }
+  return out;
+}
+
+SharedRoute NumberedRoute(const Cluster& cluster, int device_a, int device_b,
+                          std::map<LinkDirection, int>* number) {
   SharedRoute route;
-  route.fixed_ms = alone.fixed_ms;
-  const bool shared = cluster.network_model != "contention_free";
+  route.fixed_ms = TransferCost(cluster, device_a, device_b).fixed_ms;
   for (const LinkDirection& link : Route(cluster, device_a, device_b)) {
-    const auto it = work.find(link);
-    const double per_byte = 1e3 / cluster.levels[link.level].bandwidth_bytes_per_s();
-    const double others = it == work.end() ? 0 : it->second - own_bytes * per_byte;
-    route.links.push_back({per_byte, shared ? std::max(0.0, others) : 0.0});
+    route.links.push_back(number->emplace(link, static_cast<int>(number->size())).first->second);
+    route.ms_per_byte.push_back(1e3 / cluster.levels[link.level].bandwidth_bytes_per_s());
   }
   return route;
 }
 
-LinearCost SharedRoute::At(double period_ms) const {
+LinearCost SharedRoute::At(double period_ms, const double* work_ms, double own_bytes,
+                           const int* steady) const {
   LinearCost cost{fixed_ms, 0};
-  for (const auto& [per_byte, others] : links) {
+  for (size_t i = 0; i < links.size(); ++i) {
+    const double per_byte = ms_per_byte[i];
+    const double others = work_ms ? std::max(0.0, work_ms[links[i]] - own_bytes * per_byte) : 0;
     const double busy = others / period_ms;
-    cost.ms_per_byte = std::max(cost.ms_per_byte, busy >= 1 ? std::numeric_limits<double>::infinity()
-                                                            : per_byte / (1 - busy));
+    if (busy >= 1) return {fixed_ms, std::numeric_limits<double>::infinity()};
+    const int n = steady ? steady[links[i]] : 0;
+    cost.ms_per_byte = std::max(cost.ms_per_byte, per_byte * (n + 1 / (1 - busy)));
   }
   return cost;
 }

@@ -91,29 +91,59 @@ std::vector<LinearCost> ConcurrentRingAllReduceCosts(const Cluster& cluster,
 
 // Per link direction, how long it is busy (ms) carrying some traffic alone at its bandwidth.
 using LinkWork = std::map<LinkDirection, double>;
+// Per link direction, a number of flows crossing it at once.
+using LinkFlows = std::map<LinkDirection, int>;
 
 // Adds the work of PlanAllReduce's ring over `devices` all-reducing `bytes` to every link it
-// crosses, and the work of a message of `bytes` from device_a to device_b to its route.
+// crosses.
 void AddRingWork(const Cluster& cluster, const std::vector<int>& devices, double bytes,
                  LinkWork* work);
-void AddMessageWork(const Cluster& cluster, int device_a, int device_b, double bytes,
-                    LinkWork* work);
+// Per link, the most hops of PlanAllReduce's ring over `devices` that cross it in any one phase.
+LinkFlows RingFlows(const Cluster& cluster, const std::vector<int>& devices);
 
-// A message from device_a to device_b whose links carry `work` per `period_ms` besides it: a
-// link busy a fraction rho of the time serves its flows in equal shares (processor sharing),
-// and a job's mean time in an M/G/1 processor-sharing queue is its time alone / (1 - rho),
-// whatever the jobs' sizes (Kleinrock, Queueing Systems vol. 2, 1976, section 4.4). The per-byte
-// part is the slowest link's so stretched; infinite when a link has more work than the period.
-// `own_bytes` of the work are this message's channel's own (messages one after another on one
-// channel do not share with each other): left out of rho. TransferCost on "contention_free"
-// links.
-// ShareOfRoute gathers a route's terms once; At charges them at a period.
+// What follows counts links by number (a placement numbers the links its pipelines cross).
+
+// Rings that start at given times (every stage's all-reduce as its last backward of an update
+// ends) share each link in equal parts among the flows crossing it at the time (processor
+// sharing: SimGrid's max-min fairness on one link), a ring's work on a link split evenly over
+// its flows there. Each link is counted on its own (a ring held back elsewhere is not slowed
+// here), and what else crosses the links is left out.
+struct RingLoad {
+  int link = 0;
+  double ms = 0;  // the ring's work on the link, alone at its bandwidth
+  int flows = 1;  // of its hops crossing it at once
+};
+struct FlowCount {
+  double from_ms = 0, until_ms = 0;
+  int flows = 0;
+};
+struct RingBurst {
+  std::vector<std::vector<FlowCount>> flows;  // per link: how many run, when, in order
+  std::vector<double> ends;  // per ring: when its last flow ends (its start without any)
+};
+RingBurst RingBursts(int links, const std::vector<std::vector<RingLoad>>& rings,
+                     const std::vector<double>& starts_ms);
+
+// A message's route over numbered links: the latency and overheads of TransferCost, and per
+// link its ms per byte alone. Charged at a period over which link n carries work_ms[n] (every
+// message's, its own channel's included) and steady[n] flows that run throughout (the rings of
+// a burst): a link busy a fraction rho of the time serves its flows in equal shares (processor
+// sharing), and in an M/G/1 processor-sharing queue a job finds rho / (1 - rho) others on
+// average and takes its time alone / (1 - rho), whatever the jobs' sizes (Kleinrock, Queueing
+// Systems vol. 2, 1976, section 4.4); with n steady flows besides, it shares the link with
+// n + rho / (1 - rho) others, so its per-byte time there is (n + 1 / (1 - rho)) times the
+// link's. The slowest link sets the per-byte part; infinite when a link has more work than the
+// period. `own_bytes` per period are this message's channel's (messages one after another on
+// one channel do not share with each other): left out of rho. Null work_ms or steady: none.
 struct SharedRoute {
   double fixed_ms = 0;
-  std::vector<std::pair<double, double>> links;  // per link: ms per byte alone, others' work ms
-  LinearCost At(double period_ms) const;
+  std::vector<int> links;
+  std::vector<double> ms_per_byte;
+  LinearCost At(double period_ms, const double* work_ms = nullptr, double own_bytes = 0,
+                const int* steady = nullptr) const;
 };
-SharedRoute ShareOfRoute(const Cluster& cluster, int device_a, int device_b,
-                         const LinkWork& work, double own_bytes = 0);
+// The route from device_a to device_b, its links numbered by `number` (which adds the new).
+SharedRoute NumberedRoute(const Cluster& cluster, int device_a, int device_b,
+                          std::map<LinkDirection, int>* number);
 
 }  // namespace pipetwin

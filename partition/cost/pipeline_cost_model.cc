@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "partition/util/error.h"
 #include "partition/util/format.h"
@@ -184,28 +185,44 @@ PipelinePlacement PipelineCostModel::Place(int depth, int width) const {
   // Every stage all-reduces after its batch, at about the same time: their rings share each
   // server's uplink, as the simulator's links share it.
   p.allreduce = ConcurrentRingAllReduceCosts(cluster_, p.devices);
+  std::map<LinkDirection, int> number;
+  p.transfer_routes.resize(std::max(0, depth - 1));
+  for (int s = 0; s + 1 < depth; ++s)
+    for (int k = 0; k < width; ++k)
+      p.transfer_routes[s].push_back(
+          {NumberedRoute(cluster_, p.devices[s][k], p.devices[s + 1][k], &number),
+           NumberedRoute(cluster_, p.devices[s + 1][k], p.devices[s][k], &number)});
   for (const auto& group : p.devices) {
     p.allreduce_alone.push_back(AllReduceCost(group));
-    p.ring_work_per_byte.emplace_back();
-    AddRingWork(cluster_, group, 1, &p.ring_work_per_byte.back());
+    LinkWork work;
+    AddRingWork(cluster_, group, 1, &work);
+    const LinkFlows flows = RingFlows(cluster_, group);
+    p.ring_per_byte.emplace_back();
+    for (const auto& [link, ms] : work) {
+      const auto it = flows.find(link);
+      p.ring_per_byte.back().push_back(
+          {number.emplace(link, static_cast<int>(number.size())).first->second, ms,
+           it == flows.end() ? 1 : it->second});
+    }
   }
+  p.links.resize(number.size());
+  for (const auto& [link, n] : number) p.links[n] = link;
   return p;
 }
 
-LinkWork PipelineCostModel::RingWork(const PipelinePlacement& p,
-                                     const std::vector<double>& gradient_bytes) const {
-  LinkWork work;
+std::vector<double> PipelineCostModel::RingWork(const PipelinePlacement& p,
+                                                const std::vector<double>& gradient_bytes) const {
+  std::vector<double> work(p.links.size(), 0);
   for (size_t s = 0; s < gradient_bytes.size(); ++s)
-    for (const auto& [link, ms] : p.ring_work_per_byte[s]) work[link] += ms * gradient_bytes[s];
+    for (const RingLoad& load : p.ring_per_byte[s]) work[load.link] += load.ms * gradient_bytes[s];
   return work;
 }
 
 double PipelineCostModel::BusiestLinkMs(const PipelinePlacement& p,
                                         const std::vector<double>& gradient_bytes) const {
   if (cluster_.network_model == "contention_free") return 0;  // flows do not share
-  double busiest = 0;
-  for (const auto& [link, ms] : RingWork(p, gradient_bytes)) busiest = std::max(busiest, ms);
-  return busiest;
+  const std::vector<double> work = RingWork(p, gradient_bytes);
+  return work.empty() ? 0 : *std::max_element(work.begin(), work.end());
 }
 
 StageTimes PipelineCostModel::Times(const PipelinePlacement& p, int stage, int first, int last,

@@ -63,8 +63,13 @@ struct PipelinePlacement {
   std::vector<LinearCost> allreduce;
   // Per stage: its all-reduce with the links to itself (RingAllReduceCost).
   std::vector<LinearCost> allreduce_alone;
-  // Per stage: the work its ring puts on each link per byte all-reduced (AddRingWork).
-  std::vector<LinkWork> ring_work_per_byte;
+  // The links its transfers and rings cross, numbered (communication.h's link numbers).
+  std::vector<LinkDirection> links;
+  // Per stage: the work its ring puts on each link per byte all-reduced (AddRingWork), with the
+  // most of its flows that cross the link at once (RingFlows).
+  std::vector<std::vector<RingLoad>> ring_per_byte;
+  // Per boundary (stage s to s + 1) and replica: the activation's route out, the gradient's back.
+  std::vector<std::vector<std::pair<SharedRoute, SharedRoute>>> transfer_routes;
 };
 
 // A stage's time per micro-batch and its all-reduce per update.
@@ -114,11 +119,12 @@ class PipelineCostModel {
   LinearCost AllReduceCost(const std::vector<int>& devices) const;
   LinearCost TransferCost(int device_a, int device_b) const;
   PipelinePlacement Place(int depth, int width) const;
-  // When every stage all-reduces gradient_bytes[s] at once: the work on each link, and the
+  // When every stage all-reduces gradient_bytes[s] at once: the work on each link (by the
+  // placement's numbers), and the
   // busiest link's: max-min fair sharing is work-conserving, so no sharing of the links ends
   // them sooner.
-  LinkWork RingWork(const PipelinePlacement& placement,
-                    const std::vector<double>& gradient_bytes) const;
+  std::vector<double> RingWork(const PipelinePlacement& placement,
+                               const std::vector<double>& gradient_bytes) const;
   double BusiestLinkMs(const PipelinePlacement& placement,
                        const std::vector<double>& gradient_bytes) const;
 

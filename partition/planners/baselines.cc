@@ -6,6 +6,7 @@
 #include "partition/util/error.h"
 #include "partition/util/format.h"
 #include "partition/cost/memory.h"
+#include "partition/cost/pipeline_pace.h"
 #include "partition/planners/settings.h"
 #include "partition/planners/splits.h"
 
@@ -164,6 +165,7 @@ PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model, Schedu
   // when that is longer (the lists post sends without waiting, so a transfer overlaps the
   // sender's next op: partition/schedule/op.h).
   double pace_ms = -1, compute_sum_ms = 0, hops_ms = 0;
+  std::vector<double> compute, hops;
   for (int s = 0; s < p.depth; ++s) {
     const StageRange& r = splits[s];
     p.stages.push_back(model.EstimateStage(
@@ -179,6 +181,8 @@ PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model, Schedu
       pace_ms = std::max(t.compute_ms, hop_ms);
       p.bottleneck_stage = s;
     }
+    compute.push_back(t.compute_ms);
+    if (s + 1 < p.depth) hops.push_back(hop_ms);
     compute_sum_ms += t.compute_ms;
     hops_ms += 2 * hop_ms;  // the activation forward and its gradient back
     p.allreduce_ms = std::max(p.allreduce_ms, t.allreduce_ms);
@@ -189,6 +193,9 @@ PipelinePrediction PredictFlushedPipeline(const PipelineCostModel& model, Schedu
   // the pace of the slowest (GPipe section 2.3 and SC'21 section 2.2.1's (m + d - 1) slots, for
   // stages that need not be equal; exact for GPipe when each stage's backward is a fixed multiple
   // of its forward). The all-reduce follows the flush.
+  // 1F1B-flush's steady state is 1F1B's (cost/pipeline_pace.h); GPipe's runs the forwards,
+  // then the backwards, each stage at its own compute or a transfer's time.
+  if (schedule == ScheduleKind::kFlush) pace_ms = OneFOneBPaceMs(compute, hops, hops);
   const double slow_compute_ms = p.stages[p.bottleneck_stage].times.compute_ms;
   p.compute_ms = microbatches * slow_compute_ms;
   p.communication_ms = hops_ms + (microbatches - 1) * (pace_ms - slow_compute_ms);

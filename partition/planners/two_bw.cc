@@ -1,6 +1,7 @@
 #include "partition/planners/two_bw.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "partition/planners/min_max_partition.h"
@@ -8,6 +9,7 @@
 #include "partition/util/error.h"
 #include "partition/util/format.h"
 #include "partition/cost/memory.h"
+#include "partition/cost/pipeline_pace.h"
 #include "partition/planners/settings.h"
 #include "partition/planners/splits.h"
 
@@ -115,76 +117,194 @@ double AllStagesAllReduceMs(const PipelineCostModel& model, const PipelinePlacem
   return std::max(slowest_alone, model.BusiestLinkMs(placement, bytes));
 }
 
-// The time per micro-batch once the stage transfers share their links with the all-reduce rings
-// and with each other. Over an update of T = m t ms every link carries the rings' bytes and m
-// of each transfer crossing it (busy a fraction rho = work / T); a transfer then takes its time
-// alone / (1 - rho) of its busiest link (communication.h, ShareOfRoute), and
-// t = max(max_s compute_s + transfers_s(T), allreduce_ms), the all-reduces' A / m. t shrinks as T
-// grows, so T = m t(T) has one solution, found by bisection. Without sharing (links carry
-// nothing else, or "contention_free") it is `alone_ms`, the time with every transfer alone.
-double SharedLinksMsPerMicrobatch(const PipelineCostModel& model,
-                                  const PipelinePlacement& placement, const TwoBWConfiguration& c,
-                                  double allreduce_ms, double alone_ms) {
+// The time per micro-batch of configuration c, m t = T the update. Stage s starts its ring as
+// its last backward of an update ends, tau_s = -sum_{j<s} (backward_j + gradient_j) after stage
+// 0's (the last micro-batch's gradient climbing the pipeline), and the ring runs through the
+// next update (2BW's one-update delay). Two things can stretch T beyond m t_0, 1F1B's pace
+// with every transfer alone:
+// - The rings' burst: while they run, a link they cross serves n ring flows besides a transfer
+//   (RingBursts), which then takes (n + 1 / (1 - rho)) times its time alone there, rho the other
+//   transfers' work per update on that link (SharedRoute::At). In each interval k of the burst
+//   the pipeline runs at 1F1B's pace t_k with those shares, and the update holds m micro-batches:
+//     T = sum_k d_k + (m - sum_k d_k / t_k) t_0   (or less, when the m end inside the burst).
+// - The weights: the first forward of update u + 2 needs the weights that update u's gradients
+//   make, and stage s runs it p - s - 1 forwards and backwards before its last backward of
+//   update u + 1, so T >= ring_s + (p - s - 1) t_0 for every stage that has a ring.
+// And T >= A, every stage's all-reduce at once (AllStagesAllReduceMs). rho falls as T grows, so
+// T = T(rho(T)) has one solution, found by regula falsi. shared = false: every transfer and
+// ring alone, no burst. pace_alone_ms: t_0. When t is sure to exceed above_ms, a value above it.
+double UpdateMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlacement& placement,
+                             const TwoBWConfiguration& c, bool shared,
+                             double* pace_alone_ms = nullptr, double above_ms = kInfinity) {
   const std::vector<StageRange>& stages = c.stages;
   const Cluster& cluster = model.cluster();
   const int d = c.depth, m = c.microbatches, b = c.microbatch_size;
-  std::vector<double> gradient_bytes;
-  for (const StageRange& r : stages)
-    gradient_bytes.push_back(model.GradientBytes(r.first_layer, r.last_layer));
-  LinkWork work = model.RingWork(placement, gradient_bytes);
-  bool shared = false;  // some transfer crosses a link that carries other traffic
+  shared = shared && cluster.network_model != "contention_free";
+  std::vector<double> compute(d), backward(d), bytes(d, 0), gradient_bytes(d);
+  for (int s = 0; s < d; ++s) {
+    const StageRange& r = stages[s];
+    compute[s] = model.ComputeMs(r.first_layer, r.last_layer, b, c.recompute);
+    backward[s] = model.BackwardMs(r.first_layer, r.last_layer, b, c.recompute);
+    gradient_bytes[s] = model.GradientBytes(r.first_layer, r.last_layer);
+    if (s + 1 < d) bytes[s] = model.BoundaryBytes(r.last_layer, b);
+  }
+  const double allreduce_ms = AllStagesAllReduceMs(model, placement, stages);
+  const int links = static_cast<int>(placement.links.size());
+  // What the transfers of one update put on their links.
+  std::vector<double> transfers(links, 0);
   for (int s = 0; s + 1 < d; ++s)
-    for (int k = 0; k < c.width; ++k) {
-      const int from = placement.devices[s][k], to = placement.devices[s + 1][k];
-      for (const LinkDirection& link : Route(cluster, from, to)) shared |= work.count(link) > 0;
-      for (const LinkDirection& link : Route(cluster, to, from)) shared |= work.count(link) > 0;
-    }
-  for (int s = 0; s + 1 < d; ++s) {
-    const double bytes = model.BoundaryBytes(stages[s].last_layer, b);
-    for (int k = 0; k < c.width; ++k) {
-      AddMessageWork(cluster, placement.devices[s][k], placement.devices[s + 1][k], m * bytes,
-                     &work);
-      AddMessageWork(cluster, placement.devices[s + 1][k], placement.devices[s][k], m * bytes,
-                     &work);
-    }
-  }
-  if (!shared || cluster.network_model == "contention_free" || d < 2) return alone_ms;
-  // Per boundary and replica: the activation's route out and the gradient's back.
-  std::vector<std::vector<std::pair<SharedRoute, SharedRoute>>> routes(d);
-  for (int s = 0; s + 1 < d; ++s) {
-    const double bytes = model.BoundaryBytes(stages[s].last_layer, b);
-    for (int k = 0; k < c.width; ++k) {
-      const int from = placement.devices[s][k], to = placement.devices[s + 1][k];
-      routes[s].push_back({ShareOfRoute(cluster, from, to, work, m * bytes),
-                           ShareOfRoute(cluster, to, from, work, m * bytes)});
-    }
-  }
-  auto per_microbatch = [&](double update_ms) {
-    std::vector<double> boundary(d, 0);  // activation out and gradient back, slowest replica
+    for (const auto& [out, back] : placement.transfer_routes[s])
+      for (const SharedRoute* route : {&out, &back})
+        for (size_t i = 0; i < route->links.size(); ++i)
+          transfers[route->links[i]] += m * bytes[s] * route->ms_per_byte[i];
+  const double* work = shared ? transfers.data() : nullptr;
+  // 1F1B's pace at an update of update_ms, the slowest replica's transfers: with no ring flows
+  // (base), and with ring_flows[n] on link n, where only the channels crossing such a link
+  // (touched) take longer than in the base.
+  std::vector<double> activation(d, 0), gradient(d, 0), base_activation(d, 0), base_gradient(d, 0);
+  auto base = [&](double update_ms) {
     for (int s = 0; s + 1 < d; ++s) {
-      const double bytes = model.BoundaryBytes(stages[s].last_layer, b);
-      for (const auto& [out, back] : routes[s])
-        boundary[s] = std::max(boundary[s], out.At(update_ms).Ms(bytes) +
-                                                back.At(update_ms).Ms(bytes));
+      base_activation[s] = base_gradient[s] = 0;
+      for (const auto& [out, back] : placement.transfer_routes[s]) {
+        const double own = m * bytes[s];
+        base_activation[s] =
+            std::max(base_activation[s], out.At(update_ms, work, own).Ms(bytes[s]));
+        base_gradient[s] = std::max(base_gradient[s], back.At(update_ms, work, own).Ms(bytes[s]));
+      }
     }
-    double t = allreduce_ms;
-    for (int s = 0; s < d; ++s)
-      t = std::max(t, model.ComputeMs(stages[s].first_layer, stages[s].last_layer, b,
-                                      c.recompute) +
-                          (s > 0 ? boundary[s - 1] : 0) + boundary[s]);
-    return t;
+    return OneFOneBPaceMs(compute, base_activation, base_gradient);
   };
-  double lo = m * alone_ms, hi = 2 * lo;
-  while (hi < m * per_microbatch(hi)) hi *= 2;
-  for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; ++i) {
-    const double mid = (lo + hi) / 2;
-    (mid < m * per_microbatch(mid) ? lo : hi) = mid;
+  auto pace = [&](double update_ms, const int* ring_flows,
+                  const std::vector<std::pair<int, int>>& touched) {
+    activation = base_activation;
+    gradient = base_gradient;
+    for (const auto& [s, k] : touched) {
+      const auto& [out, back] = placement.transfer_routes[s][k];
+      const double own = m * bytes[s];
+      activation[s] = std::max(activation[s], out.At(update_ms, work, own, ring_flows).Ms(bytes[s]));
+      gradient[s] = std::max(gradient[s], back.At(update_ms, work, own, ring_flows).Ms(bytes[s]));
+    }
+    return OneFOneBPaceMs(compute, activation, gradient);
+  };
+  const double huge = 1e300;
+  const double alone = base(huge);
+  if (pace_alone_ms) *pace_alone_ms = alone;
+  // When each ring starts and ends.
+  std::vector<double> starts(d, 0);
+  for (int s = 1; s < d; ++s) {
+    double slowest = 0;
+    for (const auto& [out, back] : placement.transfer_routes[s - 1])
+      slowest = std::max(slowest, back.At(huge).Ms(bytes[s - 1]));
+    starts[s] = starts[s - 1] - backward[s - 1] - slowest;
+  }
+  std::vector<double> ends = starts;
+  // The burst: intervals [cuts[i], cuts[i + 1]) with flows[i][n] ring flows on link n.
+  std::vector<double> cuts;
+  std::vector<std::vector<int>> flows;
+  std::vector<std::vector<std::pair<int, int>>> touched;  // per interval: (boundary, replica)
+  if (shared) {
+    // A ring's flows move at the pace of its slowest links and take the whole of those, in
+    // equal shares with the other rings there; on its faster links they leave the rest to a
+    // transfer (max-min fairness), which is counted as the whole link.
+    std::vector<std::vector<RingLoad>> rings(d);
+    for (int s = 0; s < d; ++s) {
+      double slowest = 0;
+      for (const RingLoad& load : placement.ring_per_byte[s]) slowest = std::max(slowest, load.ms);
+      for (RingLoad load : placement.ring_per_byte[s])
+        if (load.ms >= slowest * (1 - 1e-9)) {
+          load.ms *= gradient_bytes[s];
+          rings[s].push_back(load);
+        }
+    }
+    const RingBurst rb = RingBursts(links, rings, starts);
+    ends = rb.ends;
+    for (int n = 0; n < links; ++n)
+      if (transfers[n] > 0)
+        for (const FlowCount& f : rb.flows[n]) cuts.insert(cuts.end(), {f.from_ms, f.until_ms});
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    if (!cuts.empty()) flows.assign(cuts.size() - 1, std::vector<int>(links, 0));
+    for (int n = 0; n < links; ++n) {
+      if (transfers[n] <= 0) continue;
+      for (const FlowCount& f : rb.flows[n]) {
+        const size_t first = std::lower_bound(cuts.begin(), cuts.end(), f.from_ms) - cuts.begin();
+        const size_t last = std::lower_bound(cuts.begin(), cuts.end(), f.until_ms) - cuts.begin();
+        for (size_t i = first; i < last; ++i) flows[i][n] = f.flows;
+      }
+    }
+    // Neighbouring intervals with the same flows are one.
+    size_t kept = 0;
+    for (size_t i = 0; i < flows.size(); ++i) {
+      if (kept > 0 && flows[i] == flows[kept - 1]) {
+        cuts[kept] = cuts[i + 1];
+        continue;
+      }
+      if (kept != i) flows[kept] = std::move(flows[i]);
+      cuts[kept + 1] = cuts[i + 1];
+      ++kept;
+    }
+    flows.resize(kept);
+    cuts.resize(kept + (cuts.empty() ? 0 : 1));
+    touched.resize(kept);
+    for (size_t i = 0; i < kept; ++i)
+      for (int s = 0; s + 1 < d; ++s)
+        for (int k = 0; k < c.width; ++k) {
+          const auto& [out, back] = placement.transfer_routes[s][k];
+          bool any = false;
+          for (const SharedRoute* route : {&out, &back})
+            for (int n : route->links) any = any || flows[i][n] > 0;
+          if (any) touched[i].push_back({s, k});
+        }
+  } else {
+    for (int s = 0; s < d; ++s) ends[s] += placement.allreduce_alone[s].Ms(gradient_bytes[s]);
+  }
+  double floor_ms = allreduce_ms;
+  if (c.width > 1)
+    for (int s = 0; s < d; ++s)
+      floor_ms = std::max(floor_ms, ends[s] - starts[s] + (d - s - 1) * alone);
+  auto update = [&](double update_ms) {
+    const double t_0 = base(update_ms);
+    double done = 0;  // micro-batches
+    for (size_t i = 0; i < flows.size(); ++i) {
+      const double t = pace(update_ms, flows[i].data(), touched[i]);
+      const double span = cuts[i + 1] - cuts[i];
+      if (done + span / t >= m) return std::max(floor_ms, cuts[i] - cuts[0] + (m - done) * t);
+      done += span / t;
+    }
+    const double burst = cuts.empty() ? 0 : cuts.back() - cuts.front();
+    return std::max(floor_ms, burst + (m - done) * t_0);
+  };
+  // update() falls as its argument grows: with lo = update(infinity) <= T, update(lo) >= T
+  // brackets the solution; regula falsi (Illinois) on update(x) - x closes in on it.
+  double lo = update(huge);
+  if (!shared || lo > m * above_ms) return lo / m;
+  double hi = update(lo);
+  if (hi <= lo || !std::isfinite(hi)) {
+    if (hi <= lo) return lo / m;
+    hi = 2 * lo;
+    while (update(hi) > hi) hi *= 2;
+  }
+  double f_lo = hi - lo, f_hi = update(hi) - hi;
+  int side = 0;
+  for (int i = 0; i < 100 && hi - lo > 1e-9 * hi; ++i) {
+    const double x = std::isfinite(f_lo) && f_lo > f_hi ? hi - f_hi * (hi - lo) / (f_hi - f_lo)
+                                                        : (lo + hi) / 2;
+    const double f = update(x) - x;
+    if (f > 0) {
+      lo = x, f_lo = f;
+      if (side == 1) f_hi /= 2;
+      side = 1;
+    } else {
+      hi = x, f_hi = f;
+      if (side == -1) f_lo /= 2;
+      side = -1;
+    }
   }
   return hi / m;
 }
 
-// The best split of one candidate whose slowest stage takes at most `limit_ms`; samples_per_s
-// stays 0 when no split fits the memory within the limit.
+// The best split of one candidate that could be predicted within `limit_ms` per micro-batch;
+// samples_per_s stays 0 when no split fits the memory within the limit.
 TwoBWConfiguration Solve(const PipelineCostModel& model, const PipelinePlacement& placement,
                          const Candidate& c, double limit_ms, MinMaxPartitioner& partitioner) {
   const double capacity = model.CapacityBytes();
@@ -202,10 +322,19 @@ TwoBWConfiguration Solve(const PipelineCostModel& model, const PipelinePlacement
   out.microbatch_size = c.microbatch_size;
   out.microbatches = c.microbatches;
   out.recompute = c.recompute;
-  const double t = partitioner.Solve(model.LayerCount(), c.depth, cost, lower, limit_ms,
-                                     &out.stages);
+  // The split is chosen by the stages' own times, each transfer counted whole; the prediction
+  // (TwoBWMsPerMicrobatch) is at least the slowest stage's compute, which is at most 4 one-way
+  // transfers (two per neighbour) below a stage's own time: a split beyond the limit by more
+  // than that cannot be predicted within it.
+  double largest_cut = 0, transfer_ms = 0;
+  for (int l = 0; l + 1 < model.LayerCount(); ++l)
+    largest_cut = std::max(largest_cut, model.BoundaryBytes(l, c.microbatch_size));
+  for (int s = 0; s + 1 < c.depth; ++s)
+    transfer_ms = std::max(transfer_ms, placement.send_next[s].Ms(largest_cut));
+  const double t = partitioner.Solve(model.LayerCount(), c.depth, cost, lower,
+                                     limit_ms + 4 * transfer_ms, &out.stages);
   if (t == kInfinity) return out;
-  out.time_per_microbatch_ms = TwoBWMsPerMicrobatch(model, placement, out);
+  out.time_per_microbatch_ms = UpdateMsPerMicrobatch(model, placement, out, true, nullptr, limit_ms);
   out.samples_per_s = c.width * c.microbatch_size * 1e3 / out.time_per_microbatch_ms;
   for (int s = 0; s < c.depth; ++s) {
     const StageRange& r = out.stages[s];
@@ -291,15 +420,7 @@ double TwoBWStageMs(const StageTimes& t, int microbatches) {
 
 double TwoBWMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlacement& placement,
                             const TwoBWConfiguration& c) {
-  const double allreduce_ms = AllStagesAllReduceMs(model, placement, c.stages) / c.microbatches;
-  double alone_ms = allreduce_ms;
-  for (int s = 0; s < c.depth; ++s)
-    alone_ms = std::max(alone_ms, TwoBWStageMs(TwoBWTimes(model, placement, s,
-                                                          c.stages[s].first_layer,
-                                                          c.stages[s].last_layer,
-                                                          c.microbatch_size, c.recompute),
-                                               c.microbatches));
-  return SharedLinksMsPerMicrobatch(model, placement, c, allreduce_ms, alone_ms);
+  return UpdateMsPerMicrobatch(model, placement, c, true);
 }
 
 TwoBWSearch Search2BW(const PipelineCostModel& model, const PlannerSettings& settings) {
@@ -342,8 +463,7 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
   const PipelinePlacement placement = model.Place(d, w);
 
   std::vector<StageEstimate> stages;
-  int bottleneck = 0;
-  double slowest_ms = -1;
+  int bottleneck = 0;  // the most compute
   for (int s = 0; s < d; ++s) {
     const StageRange& r = best.stages[s];
     stages.push_back(model.EstimateStage(placement, s, r.first_layer, r.last_layer, b,
@@ -351,13 +471,13 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
                                          StashedMicrobatches(kSchedule, s, d, m)));
     stages.back().times =
         TwoBWTimes(model, placement, s, r.first_layer, r.last_layer, b, best.recompute);
-    const double t = stages.back().times.compute_ms + stages.back().times.transfer_ms;
-    if (t > slowest_ms) slowest_ms = t, bottleneck = s;
+    if (stages.back().times.compute_ms > stages[bottleneck].times.compute_ms) bottleneck = s;
   }
-  const StageTimes& slow = stages[bottleneck].times;
+  const double compute_ms = stages[bottleneck].times.compute_ms;
   const double allreduce_ms = AllStagesAllReduceMs(model, placement, best.stages);
-  const double alone_ms = std::max(slowest_ms, allreduce_ms / m);
-  slowest_ms = best.time_per_microbatch_ms;  // with the transfers sharing their links
+  double pace_alone_ms = 0;
+  UpdateMsPerMicrobatch(model, placement, best, false, &pace_alone_ms);
+  const double slowest_ms = best.time_per_microbatch_ms;  // with the transfers sharing links
 
   Plan plan;
   plan.planner = "2bw";
@@ -370,10 +490,11 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
   plan.predicted_time_per_sample_s = 1 / plan.predicted_samples_per_s;
   plan.memory_bytes_per_device = DeviceMemory(stages, model.DeviceCount());
   plan.details = {
-      {"model", "PipeDream-2BW (Narayanan et al., ICML 2021, appendix A.1.1): t = max(max over "
-                "stages of compute + transfer, A / m) per micro-batch, A = every stage's "
-                "all-reduce at once (the busiest link's bytes over its bandwidth, at least the "
-                "slowest ring alone); samples/s = w b / t"},
+      {"model", "PipeDream-2BW (Narayanan et al., ICML 2021): per micro-batch, 1F1B's pace t = "
+                "max over windows of stages s..e of (their compute + the transfers between "
+                "them) / (e - s + 1); per update T = m t, at least A, every stage's all-reduce "
+                "at once, with each link's transfers sharing it with the rings while they run "
+                "after the update (processor sharing); samples/s = w b m / T"},
       {"w", w},
       {"d", d},
       {"b", b},
@@ -383,19 +504,18 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
       {"time_per_microbatch_ms", slowest_ms},
       {"time_per_update_ms", m * slowest_ms},
       {"bottleneck_stage", bottleneck},
-      // Per update: the bottleneck stage's compute and communication, and every stage's
-      // all-reduce at once, which overlaps the next m micro-batches; only what they do not
-      // hide is exposed. compute + communication + exposed all-reduce +
-      // bubble = time_per_update_ms.
+      // Per update: the stage with the most compute, what the transfers add to 1F1B's pace
+      // when alone, every stage's all-reduce at once (it overlaps the next m micro-batches;
+      // only what they do not hide is exposed), and what sharing the links with the rings and
+      // with each other adds. compute + communication + exposed all-reduce + bubble + shared
+      // links = time_per_update_ms.
       {"breakdown",
-       {{"compute_ms", m * slow.compute_ms},
-        {"communication_ms", m * slow.transfer_ms},
+       {{"compute_ms", m * compute_ms},
+        {"communication_ms", m * (pace_alone_ms - compute_ms)},
         {"allreduce_ms", allreduce_ms},
-        {"exposed_allreduce_ms",
-         std::max(0.0, allreduce_ms - m * (slow.compute_ms + slow.transfer_ms))},
+        {"exposed_allreduce_ms", std::max(0.0, allreduce_ms - m * pace_alone_ms)},
         {"bubble_ms", 0.0},
-        // What the transfers' share of the links they cross with the rings adds.
-        {"shared_links_ms", m * (slowest_ms - alone_ms)}}},
+        {"shared_links_ms", m * slowest_ms - std::max(allreduce_ms, m * pace_alone_ms)}}},
       {"memory_bytes", best.memory_bytes},
       {"capacity_bytes", model.CapacityBytes()},
       {"stages", StageDetails(stages)},
@@ -404,8 +524,9 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
   if (model.RingsCrossServers(placement) && model.TransfersCrossServers(placement))
     plan.details["caveat"] =
         "stage transfers cross server uplinks that the all-reduce rings share: this prediction "
-        "charges them their mean share of those links (processor sharing); the rings come in "
-        "bursts after each update, so the simulator can be slower still";
+        "charges each transfer its share of those links while the rings run, counting each "
+        "link on its own (a ring held back on one link is taken as running at full share on "
+        "the others), which the simulator does not";
   return plan;
 }
 

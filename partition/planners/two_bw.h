@@ -64,10 +64,11 @@ struct TwoBWSearch {
 // allreduce its ring alone.
 double TwoBWStageMs(const StageTimes& times, int microbatches);
 
-// t above for configuration c (its stages set) on `placement`: its slowest stage with every
-// transfer and ring alone (TwoBWStageMs), at least every stage's all-reduce at once over m, then
-// with the transfers sharing their links with the rings. The search picks each candidate's
-// split by the first (a min-max over stages) and ranks it by this.
+// The time per micro-batch configuration c (its stages set) is charged on `placement`: 1F1B's
+// pace (cost/pipeline_pace.h), with every stage's all-reduce at once, the transfers' share of
+// the links they cross with the rings while those run after each update, and 2BW's weight rule
+// (two_bw.cc, UpdateMsPerMicrobatch). The search picks each candidate's split by the slowest
+// stage alone (TwoBWStageMs, a min-max over stages) and ranks it by this.
 double TwoBWMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlacement& placement,
                             const TwoBWConfiguration& c);
 

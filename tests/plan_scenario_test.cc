@@ -51,13 +51,18 @@ TEST(PlanScenario, Vgg16OnClusterAUsesPipeDreamsPartitioner) {
   EXPECT_NE(table.out.find("communication ms"), std::string::npos) << table.out;
 }
 
-// A PipeDream plan whose stage transfers cross uplinks its weight-sync rings share names that
-// effect (the paper's model leaves it to the simulator); VGG-16's 4 x 4 plan keeps every
-// stage's replicas in one server and has nothing to say.
+// A PipeDream plan names what the paper's model leaves to the simulator: stage transfers
+// crossing uplinks its weight-sync rings share, and replicated stages whose weight sync the
+// model overlaps with their compute. VGG-16's 4 x 4 plan keeps every stage's replicas in one
+// server (only the second applies); ResNet-50's crosses servers (both).
 TEST(PlanScenario, PipeDreamNamesTheContentionItDoesNotCharge) {
   auto vgg = RunPipetwin("plan " + Scenario("vgg16-cluster-a-4x4.json") + " --json");
   ASSERT_EQ(vgg.exit_code, 0) << vgg.err;
-  EXPECT_FALSE(nlohmann::json::parse(vgg.out)["details"].contains("caveat")) << vgg.out;
+  const std::string caveat =
+      nlohmann::json::parse(vgg.out)["details"].value("caveat", std::string());
+  EXPECT_EQ(caveat.find("uplinks"), std::string::npos) << caveat;
+  EXPECT_NE(caveat.find("overlaps a replicated stage's weight synchronisation"),
+            std::string::npos) << caveat;
   std::string dir = testing::TemporaryDirectory();
   testing::WriteFile(dir + "/resnet50.json", R"({
     "name": "resnet50 on cluster-a",
@@ -69,6 +74,10 @@ TEST(PlanScenario, PipeDreamNamesTheContentionItDoesNotCharge) {
   auto r = RunPipetwin("plan " + dir + "/resnet50.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("note: stage transfers cross server uplinks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weight synchronisation with its compute"), std::string::npos) << r.out;
+  auto compat = RunPipetwin("plan " + dir + "/resnet50.json --planner pipedream-compat --json");
+  ASSERT_EQ(compat.exit_code, 0) << compat.err;
+  EXPECT_EQ(compat.out.find("overlaps a replicated stage"), std::string::npos) << compat.out;
 }
 
 TEST(PlanScenario, PlannerOverrideAndEveryBaselineRun) {

@@ -1,6 +1,7 @@
 #include "sim/simulate.h"
 
 #include "partition/util/json_reader.h"
+#include "partition/util/json_writer.h"
 #include "sim/child_process.h"
 #include "sim/report_builder.h"
 
@@ -17,9 +18,8 @@ Simulation Simulate(const Scenario& scenario, const Plan& plan, const SimOptions
 
 Report SimulateInChild(const Scenario& scenario, const Plan& plan, const SimOptions& options) {
   const std::string json = RunInChild([&] {
-    return ReportToJson(Simulate(scenario, plan, options).report,
-                        options.record_memory_timeline)
-        .dump();
+    return JsonText(ReportToJson(Simulate(scenario, plan, options).report,
+                                 options.record_memory_timeline));
   });
   return ReportFromJson(ParseJsonText(json, "<simulation>"), "<simulation>");
 }

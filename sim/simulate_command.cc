@@ -9,6 +9,7 @@
 #include "partition/util/host.h"
 #include "partition/util/json_reader.h"
 #include "partition/report/report.h"
+#include "partition/util/json_writer.h"
 #include "sim/commands.h"
 #include "sim/report_builder.h"
 #include "sim/actors.h"
@@ -65,10 +66,10 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
     std::cerr << "pipetwin simulate: warning: " << w << "\n";
   }
   if (!o.trace_file.empty())
-    WriteTextFileAtomically(o.trace_file, ChromeTrace(setup, record).dump());
+    WriteTextFileAtomically(o.trace_file, JsonText(ChromeTrace(setup, record)));
   if (!o.svg_file.empty()) WriteTextFileAtomically(o.svg_file, TimelineSvg(setup, record));
   if (o.json) {
-    std::cout << ReportToJson(report, options.record_memory_timeline).dump(1) << "\n";
+    std::cout << JsonText(ReportToJson(report, options.record_memory_timeline), 1) << "\n";
   } else if (o.csv) {
     std::cout << ReportCsvHeader({}) << ReportCsvRow(report, {});
   } else {

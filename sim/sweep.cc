@@ -10,6 +10,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/json_writer.h"
 #include "sim/child_process.h"
 #include "sim/simulate.h"
 #include "workloads/scenario/plan_for_scenario.h"
@@ -141,7 +142,7 @@ std::string SimulatePoint(const Scenario& base, const std::vector<Variation>& va
   const nlohmann::json doc = ApplyPoint(base, variations, point);
   const Scenario scenario = ScenarioFromJson(doc, base.file, BaseDirectory(base.file));
   const Plan plan = PlanForScenario(scenario);
-  return ReportToJson(Simulate(scenario, plan, options).report, false).dump();
+  return JsonText(ReportToJson(Simulate(scenario, plan, options).report, false));
 }
 
 }  // namespace

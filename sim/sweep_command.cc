@@ -8,6 +8,7 @@
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/report/report.h"
+#include "partition/util/json_writer.h"
 #include "sim/commands.h"
 #include "sim/sweep.h"
 #include "partition/report/csv.h"
@@ -78,7 +79,7 @@ int RunSweepCommand(const std::vector<std::string>& args) {
     std::cerr << "pipetwin sweep: " << where << ": " << r.error << "\n";
   }
   if (!o.csv_file.empty()) WriteTextFileAtomically(o.csv_file, csv);
-  if (o.json) std::cout << json.dump(1) << "\n";
+  if (o.json) std::cout << JsonText(json, 1) << "\n";
   else if (o.csv_file.empty()) std::cout << csv;
   return 0;
 }

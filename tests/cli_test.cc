@@ -122,7 +122,7 @@ TEST(Cli, BadWorkloadFileIsOneLineExit2) {
   EXPECT_EQ(r.err, dir + "/bad.json: layers[0].forward_ms: expected a number >= 0, got -1\n");
   r = RunPipetwin("workload show " + dir + "/none.json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, dir + "/none.json: cannot open file for reading\n");
+  EXPECT_EQ(r.err, dir + "/none.json: no such file\n");
   r = RunPipetwin("workload gpt --hidden 100 --heads 16");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err), 1) << r.err;

@@ -78,9 +78,11 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
                                     {"count": 4, "bandwidth_gbps": -5}]})"),
             "scenario.json: cluster.levels[1].bandwidth_gbps: expected a number > 0, got -5");
   EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 0, "bandwidth_gbps": 100}]})"),
-            "scenario.json: cluster.levels[0].count: expected an integer >= 1, got 0");
+            "scenario.json: cluster.levels[0].count: expected an integer from 1 to 1048576 "
+            "(pipetwin's limit for devices in a cluster), got 0");
   EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 2.5, "bandwidth_gbps": 100}]})"),
-            "scenario.json: cluster.levels[0].count: expected an integer >= 1, got 2.5");
+            "scenario.json: cluster.levels[0].count: expected an integer from 1 to 1048576 "
+            "(pipetwin's limit for devices in a cluster), got 2.5");
   EXPECT_EQ(ErrorOf(R"({"levels": []})"),
             "scenario.json: cluster.levels: expected at least one level, got none");
   EXPECT_EQ(ErrorOf(R"({"name": "x"})"),
@@ -88,7 +90,8 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-z"})").substr(0, 48),
             "scenario.json: cluster.preset: unknown cluster p");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "servers": 0})"),
-            "scenario.json: cluster.servers: expected an integer >= 1, got 0");
+            "scenario.json: cluster.servers: expected an integer from 1 to 1048576 (pipetwin's "
+            "limit for devices in a cluster), got 0");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "bandwith": 3})"),
             "scenario.json: cluster.bandwith: unknown key");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "device": {"memory_bytes": 0}})"),
@@ -96,7 +99,8 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "network_model": "udp"})"),
             "scenario.json: cluster.network_model: expected one of datacenter, contention_free, tcp, got \"udp\"");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "shared_cores": 0})"),
-            "scenario.json: cluster.shared_cores: expected an integer >= 1, got 0");
+            "scenario.json: cluster.shared_cores: expected an integer from 1 to 16777216 "
+            "(pipetwin's limit for chunks, buckets, cores and tallies), got 0");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "oversubscribed_message_us": -1})"),
             "scenario.json: cluster.oversubscribed_message_us: expected a number >= 0, got -1");
   const std::string level = R"({"levels": [{"count": 2, "bandwidth_gbps": 10, "allreduce": )";

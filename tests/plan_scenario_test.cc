@@ -100,7 +100,7 @@ TEST(PlanScenario, PlannerOverrideAndEveryBaselineRun) {
   EXPECT_NE(r.err.find("but the device has 16 GB"), std::string::npos) << r.err;
 }
 
-TEST(PlanScenario, OutputWritesAPlanTheScenarioCanTakeAndNeverOverwrites) {
+TEST(PlanScenario, OutputWritesAPlanTheScenarioCanTakeAndOverwritesOnlyWithForce) {
   std::string dir = testing::TemporaryDirectory();
   auto r = RunPipetwin("plan --output " + dir + "/plan.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -108,14 +108,16 @@ TEST(PlanScenario, OutputWritesAPlanTheScenarioCanTakeAndNeverOverwrites) {
   EXPECT_GE(plan.StageCount(), 1);
   r = RunPipetwin("plan --output " + dir + "/plan.json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, dir + "/plan.json: exists already; pipetwin does not overwrite files (remove "
-                         "it or choose another name)\n");
+  EXPECT_EQ(r.err, dir + "/plan.json: exists already; pipetwin does not overwrite files without "
+                         "--force (or choose another name for --output)\n");
+  r = RunPipetwin("plan --output " + dir + "/plan.json --force");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(PlanScenario, BadInputIsOneLineExit2) {
   auto r = RunPipetwin("plan /nonexistent/s.json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "/nonexistent/s.json: cannot open file for reading\n");
+  EXPECT_EQ(r.err, "/nonexistent/s.json: no such file\n");
   r = RunPipetwin("plan --planner magic");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "pipetwin plan: unknown planner 'magic'\n");

@@ -118,7 +118,8 @@ TEST(ScenarioBadInput, NamesFileAndJsonPath) {
             "scenario.json: schedule: expected one of gp");
   EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster +
                     R"(, "planner": "2bw", "training": {"microbatches": 0}})"),
-            "scenario.json: training.microbatches: expected an integer >= 1, got 0");
+            "scenario.json: training.microbatches: expected an integer from 1 to 16777216 "
+            "(pipetwin's limit for micro-batches per iteration), got 0");
   EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster +
                     R"(, "planner": "2bw", "training": {"learning_rate": "NaN"}})"),
             "scenario.json: training.learning_rate: expected a number > 0, got \"NaN\"");
@@ -128,7 +129,7 @@ TEST(ScenarioBadInput, NamesFileAndJsonPath) {
             "scenario.json: workload: t");
   EXPECT_EQ(ErrorOf(R"({"workload": {"file": "missing.json"}, )" + cluster +
                     R"(, "planner": "2bw"})"),
-            "missing.json: cannot open file for reading");
+            "missing.json: no such file");
   EXPECT_EQ(ErrorOf(R"({"workload": {"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1,
       "activation_bytes": 1, "parameter_bytes": 1, "inputs": ["z"]}]}, )" +
                     cluster + R"(, "planner": "2bw"})"),

@@ -69,7 +69,8 @@ TEST(ScheduleCliTest, ImportRunsATorchCsvAndOutputIsAtomic) {
   auto same = RunPipetwin("schedule --import " + dir + "/torch.csv --format csv --output " +
                           dir + "/torch.csv");
   EXPECT_EQ(same.exit_code, 2);
-  EXPECT_NE(same.err.find("refusing to overwrite an input"), std::string::npos) << same.err;
+  EXPECT_NE(same.err.find("never replaces an input, even with --force"), std::string::npos)
+      << same.err;
   EXPECT_EQ(Slurp(dir + "/torch.csv"), "0F0,0F1,,0B0,,0B1\n,1F0,1B0,1F1,1B1\n");
   std::system(("rm -rf '" + dir + "'").c_str());
 }

@@ -109,7 +109,8 @@ TEST(WorkloadBadInput, EachFaultNamesItsJsonPath) {
           "parameter_bytes": 1}]})",
        "w.json: layers[0].forward_ms: expected a number >= 0, got \"fast\""},
       {R"({"reference": {"batch_size": 0}, "layers": [)" + ok_layer + "]}",
-       "w.json: reference.batch_size: expected an integer >= 1, got 0"},
+       "w.json: reference.batch_size: expected an integer from 1 to 16777216 (pipetwin's "
+       "limit for samples in a batch), got 0"},
       {R"({"parameter_dtype_bytes": 0, "layers": [)" + ok_layer + "]}",
        "w.json: parameter_dtype_bytes: expected a number > 0, got 0"},
       {R"({"layers": [)" + ok_layer + "," + ok_layer + "]}",

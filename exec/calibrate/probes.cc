@@ -27,6 +27,7 @@
 #include "exec/launch/launcher.h"
 #include "exec/launch/worker.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/json_writer.h"
 
 namespace pipetwin::exec {
 
@@ -363,10 +364,10 @@ std::string Exactly(double seconds) {
 void Report(const CalibrateOptions& options, const Cluster& cluster) {
   if (!options.output_file.empty()) {
     CheckCalibrationOutput(options);  // again: it may have appeared while the probes ran
-    WriteTextFileAtomically(options.output_file, ClusterToJson(cluster).dump(1) + "\n");
+    WriteTextFileAtomically(options.output_file, JsonText(ClusterToJson(cluster), 1) + "\n");
   }
   if (options.json) {
-    std::cout << ClusterToJson(cluster).dump(1) << "\n";
+    std::cout << JsonText(ClusterToJson(cluster), 1) << "\n";
   } else {
     std::cout << CalibrationSummary(cluster);
     if (!options.output_file.empty()) std::cout << "\nwrote " << options.output_file << "\n";

@@ -23,6 +23,7 @@
 #include "partition/report/text.h"
 #include "partition/schedule/format.h"
 #include "partition/timeline/chrome_trace.h"
+#include "partition/util/json_writer.h"
 
 namespace pipetwin::exec {
 
@@ -90,7 +91,7 @@ int FirstReplica(const PipelineSchedule& s, int stage) {
 
 void PrintReport(const ExecutorJob& job, const Report& report) {
   if (job.options.json) {
-    std::cout << ReportToJson(report).dump(1) << "\n";
+    std::cout << JsonText(ReportToJson(report), 1) << "\n";
     return;
   }
   std::cout << ReportToText(report);
@@ -166,7 +167,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   measurement.allocator_reserved_bytes =
       static_cast<double>(CachingCpuAllocatorStats().system_bytes);
   measurement.peak_rss_bytes = PeakRssBytes();
-  comm.Publish("result/" + std::to_string(env.rank), MeasurementToJson(measurement).dump());
+  comm.Publish("result/" + std::to_string(env.rank), JsonText(MeasurementToJson(measurement)));
   if (env.rank != 0) return 0;
 
   std::vector<WorkerMeasurement> all;
@@ -177,7 +178,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   AlignClocks(all);
   const Report report = MergeMeasurements(job, all);
   if (!options.trace_file.empty())
-    WriteTextFileAtomically(options.trace_file, ChromeTrace(job, all).dump());
+    WriteTextFileAtomically(options.trace_file, JsonText(ChromeTrace(job, all)));
   PrintReport(job, report);
   std::cout.flush();
   return 0;

@@ -34,6 +34,7 @@
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/model/workload.h"
+#include "partition/util/json_writer.h"
 
 namespace pipetwin::exec {
 
@@ -510,7 +511,7 @@ int RunProfile(const ProfileOptions& options) {
 
   if (!options.output_file.empty()) SaveWorkloadFile(w, options.output_file);
   if (options.json) {
-    std::cout << WorkloadToJson(w).dump(1) << "\n";
+    std::cout << JsonText(WorkloadToJson(w), 1) << "\n";
     return 0;
   }
   std::ostringstream out;

@@ -15,6 +15,7 @@
 #include "partition/cli/plan_scenario.h"
 #include "partition/util/error.h"
 #include "partition/planners/pipedream/planner.h"
+#include "partition/util/json_writer.h"
 #include "workloads/import/pipedream_profile.h"
 #include "workloads/scenario/scenario.h"
 #include "partition/util/format.h"
@@ -47,8 +48,9 @@ po::options_description Options() {
        "with a scenario: pipedream|pipedream-compat|2bw|data-parallel|gpipe|flush|uniform|"
        "balanced (default: the scenario's); with --profile: pipedream (default) or "
        "pipedream-compat")
-      ("output", po::value<std::string>(), "write the plan to FILE (never overwrites a file), "
-                                           "for `simulate --plan` and `run --plan`")
+      ("output", po::value<std::string>(), "write the plan to FILE, for `simulate --plan` and "
+                                           "`run --plan`")
+      ("force", "replace an existing --output file (never the scenario)")
       ("profile", po::value<std::string>(), "PipeDream graph.txt (instead of a scenario)")
       ("workers", po::value<std::vector<int>>()->multitoken(), "machines per level, lowest first")
       ("bandwidth", po::value<std::vector<double>>()->multitoken(),
@@ -172,7 +174,7 @@ int RunPlanCommand(const Args& args) {
   if (vm.count("bench")) return Bench(workload, options, vm["bench"].as<int>());
   const PipeDreamResult result = PlanPipeDream(workload, options);
   if (vm.count("json"))
-    std::cout << ResultJson(workload, options, result).dump(2) << "\n";
+    std::cout << JsonText(ResultJson(workload, options, result), 2) << "\n";
   else
     PrintTable(std::cout, workload, options, result);
   return 0;

@@ -1,6 +1,6 @@
+#include "partition/util/files.h"
 #include "partition/cli/plan_scenario.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <iomanip>
@@ -10,6 +10,7 @@
 #include "partition/planners/baselines.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/json_writer.h"
 #include "workloads/scenario/scenario.h"
 #include "workloads/scenario/plan_for_scenario.h"
 #include "partition/planners/settings.h"
@@ -76,11 +77,6 @@ void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan&
     out << "layers are counted in a reordered topological order (the plan's layer_order)\n";
 }
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
 }  // namespace
 
 int RunPlanOnScenario(const po::variables_map& vm) {
@@ -94,6 +90,10 @@ int RunPlanOnScenario(const po::variables_map& vm) {
                                        : std::vector<std::string>{};
   if (words.size() > 1)
     throw InputError("pipetwin plan: expected one SCENARIO, got " + std::to_string(words.size()));
+  const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (!out.empty())
+    CheckOutputPath(out, "--output", vm.count("force") > 0,
+                    {words.empty() ? std::string() : words[0]});
   Scenario s = words.empty() ? DefaultScenario() : LoadScenarioFile(words[0]);
   if (vm.count("planner")) {
     const std::string planner = vm["planner"].as<std::string>();
@@ -106,13 +106,7 @@ int RunPlanOnScenario(const po::variables_map& vm) {
   }
   const Plan plan = PlanForScenario(s);
   const Plan dp = DataParallelReference(s, plan);
-  if (vm.count("output")) {
-    const std::string out = vm["output"].as<std::string>();
-    if (Exists(out))
-      throw InputError(out, "", "exists already; pipetwin does not overwrite files (remove it "
-                                "or choose another name)");
-    WriteTextFileAtomically(out, PlanToJson(plan).dump(2) + "\n");
-  }
+  if (!out.empty()) WriteTextFileAtomically(out, JsonText(PlanToJson(plan), 2) + "\n");
   if (vm.count("json")) {
     nlohmann::json j = PlanToJson(plan);
     j["scenario"] = s.name;
@@ -124,7 +118,7 @@ int RunPlanOnScenario(const po::variables_map& vm) {
     if (plan.details.contains("noam")) j["noam"] = plan.details["noam"];
     for (const char* key : {"w", "d", "b", "m"})
       if (plan.details.contains(key)) j[key] = plan.details[key];
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j, 2) << "\n";
   } else {
     PrintTable(std::cout, s, plan, dp);
   }

@@ -1,6 +1,5 @@
 // `pipetwin schedule`: build (or import) a pipeline schedule, check it, and print it as text,
 // torch.distributed.pipelining CSV, JSON with a replay summary, or an SVG timeline.
-#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -16,6 +15,8 @@
 #include "partition/schedule/replay.h"
 #include "partition/schedule/spec.h"
 #include "partition/timeline/svg.h"
+#include "partition/util/files.h"
+#include "partition/util/json_writer.h"
 
 namespace pipetwin::cli {
 
@@ -106,15 +107,6 @@ ScheduleSpec SpecFrom(const po::variables_map& vm) {
   return spec;
 }
 
-// Refuses to write over an input file.
-void CheckOutputPath(const std::string& output, const std::string& input) {
-  if (input.empty()) return;
-  std::error_code ec;
-  if (std::filesystem::equivalent(output, input, ec) && !ec)
-    throw InputError("pipetwin schedule: --output " + output +
-                     " is the --import file; refusing to overwrite an input");
-}
-
 }  // namespace
 
 int RunScheduleCommand(const Args& args) {
@@ -140,7 +132,8 @@ int RunScheduleCommand(const Args& args) {
       ("import", po::value<std::string>(), "read a torch.distributed.pipelining action CSV")
       ("format", po::value<std::string>(), "text|csv|json|svg (default text)")
       ("json", "same as --format json")
-      ("output,o", po::value<std::string>(), "write to FILE (atomically) instead of stdout");
+      ("output,o", po::value<std::string>(), "write to FILE (atomically) instead of stdout")
+      ("force", "replace an existing --output file (never the --import file)");
   po::variables_map vm = ParseCommandLine("schedule", desc, {}, args);
   if (vm.count("help")) {
     PrintUsage(std::cout, "schedule", kUsage,
@@ -154,7 +147,7 @@ int RunScheduleCommand(const Args& args) {
   const OpCosts costs = CostsFrom(vm);
   const std::string input = vm.count("import") ? vm["import"].as<std::string>() : "";
   const std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
-  if (!output.empty()) CheckOutputPath(output, input);
+  if (!output.empty()) CheckOutputPath(output, "--output", vm.count("force") > 0, {input});
 
   PipelineSchedule schedule;
   if (!input.empty()) {
@@ -173,7 +166,7 @@ int RunScheduleCommand(const Args& args) {
 
   std::string text;
   if (format == "csv") text = ScheduleToCsv(schedule);
-  if (format == "json") text = ScheduleToJson(schedule, replay, costs).dump(1) + "\n";
+  if (format == "json") text = JsonText(ScheduleToJson(schedule, replay, costs), 1) + "\n";
   if (format == "svg") text = ScheduleToSvg(schedule, replay);
   if (format == "text") {
     text = ScheduleToText(schedule, replay, costs);

@@ -3,13 +3,14 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
-#include <sys/stat.h>
 
+#include "partition/util/files.h"
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/model/workload.h"
 #include "partition/model/cluster.h"
+#include "partition/util/json_writer.h"
 #include "workloads/scenario/workload_source.h"
 
 namespace pipetwin::cli {
@@ -72,11 +73,6 @@ void PrintTable(std::ostream& out, const Workload& w) {
       << HumanBytes(w.TotalActivationBytes()) << "\n";
 }
 
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
 // Builds the generator spec (the scenario schema) from the command line.
 nlohmann::json GeneratorSpec(const std::string& generator, const po::variables_map& vm) {
   nlohmann::json spec = {{"generator", generator}};
@@ -110,8 +106,8 @@ int RunWorkloadCommand(const Args& args) {
   po::options_description desc("options");
   desc.add_options()
       ("json", "print the workload as JSON (the workload file schema, with totals)")
-      ("output", po::value<std::string>(), "also write the workload JSON to FILE (never "
-                                           "overwrites an existing file)")
+      ("output", po::value<std::string>(), "also write the workload JSON to FILE")
+      ("force", "replace an existing --output file (never the workload shown)")
       ("layers", po::value<long>(), "transformer blocks")
       ("hidden", po::value<long>(), "hidden size")
       ("heads", po::value<long>(), "attention heads")
@@ -138,6 +134,10 @@ int RunWorkloadCommand(const Args& args) {
   if (words.empty())
     throw InputError("pipetwin workload: expected `show FILE` or a generator name (gpt, bert, "
                      "vgg16, resnet50)");
+  const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (!out.empty())
+    CheckOutputPath(out, "--output", vm.count("force") > 0,
+                    {words[0] == "show" && words.size() > 1 ? words[1] : std::string()});
   Workload w;
   if (words[0] == "show") {
     if (words.size() != 2) throw InputError("pipetwin workload show: expected one FILE");
@@ -154,14 +154,8 @@ int RunWorkloadCommand(const Args& args) {
     w = WorkloadFromSource(JsonReader(spec, "command line"),
                            ClusterPreset(vm["device"].as<std::string>(), 1).device, "");
   }
-  if (vm.count("output")) {
-    const std::string out = vm["output"].as<std::string>();
-    if (FileExists(out))
-      throw InputError(out, "", "exists already; pipetwin does not overwrite files (remove it "
-                                "or choose another name)");
-    WriteTextFileAtomically(out, WithTotals(w).dump(2) + "\n");
-  }
-  if (vm.count("json")) std::cout << WithTotals(w).dump(2) << "\n";
+  if (!out.empty()) WriteTextFileAtomically(out, JsonText(WithTotals(w), 2) + "\n");
+  if (vm.count("json")) std::cout << JsonText(WithTotals(w), 2) << "\n";
   else PrintTable(std::cout, w);
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/json_writer.h"
 
 namespace pipetwin {
 
@@ -107,7 +108,7 @@ void ReadDevice(JsonReader& r, DeviceSpec& d) {
 }
 
 void ReadAllReduceTable(JsonReader& r, AllReduceTable& t) {
-  t.ranks = static_cast<int>(r.PositiveInteger("ranks"));
+  t.ranks = r.Integer("ranks", 1, kMaxDevices);
   if (t.ranks < 2) r.FailAt("ranks", "expected at least 2 ranks, got " + std::to_string(t.ranks));
   t.bytes.clear();
   t.seconds.clear();
@@ -120,14 +121,14 @@ void ReadAllReduceTable(JsonReader& r, AllReduceTable& t) {
   for (size_t i = 1; i < t.bytes.size(); ++i)
     if (!(t.bytes[i] > t.bytes[i - 1]))
       r.FailAt("bytes", "expected strictly increasing sizes, got " +
-                            nlohmann::json(t.bytes[i]).dump() + " after " +
-                            nlohmann::json(t.bytes[i - 1]).dump());
+                            JsonText(nlohmann::json(t.bytes[i])) + " after " +
+                            JsonText(nlohmann::json(t.bytes[i - 1])));
   r.Finish();
 }
 
 void ReadLevel(JsonReader& r, ClusterLevel& l) {
   l.name = r.OptionalString("name", l.name);
-  l.count = static_cast<int>(r.PositiveInteger("count"));
+  l.count = r.Integer("count", 1, kMaxDevices);
   l.bandwidth_gbps = r.PositiveNumber("bandwidth_gbps");
   l.latency_us = r.OptionalNonNegativeNumber("latency_us", l.latency_us);
   l.link = r.OptionalChoice("link", {"nvlink", "pcie", "ethernet", "infiniband", "loopback"},
@@ -144,7 +145,7 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
   Cluster c;
   if (root.Has("preset")) {
     std::string preset = root.String("preset");
-    int servers = static_cast<int>(root.OptionalPositiveInteger("servers", 1));
+    int servers = root.OptionalInteger("servers", 1, kMaxDevices, 1);
     try {
       c = ClusterPreset(preset, servers);
     } catch (const InputError& e) {
@@ -171,10 +172,19 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
   c.communication_overhead_us =
       root.OptionalNonNegativeNumber("communication_overhead_us", c.communication_overhead_us);
   if (root.Has("shared_cores"))
-    c.shared_cores = static_cast<int>(root.OptionalPositiveInteger("shared_cores", 1));
+    c.shared_cores = root.OptionalInteger("shared_cores", 1, kMaxCount, 1);
   c.oversubscribed_message_us =
       root.OptionalNonNegativeNumber("oversubscribed_message_us", c.oversubscribed_message_us);
   if (root.Has("calibration")) c.calibration = root.Member("calibration").value();
+  // The levels' counts multiply into the devices, which must stay countable.
+  int64_t devices = 1;
+  for (const ClusterLevel& l : c.levels) {
+    devices *= l.count;  // each count <= 2^20, so no product of two passes 2^40 before this check
+    if (devices > kMaxDevices.max)
+      root.FailAt(root.Has("levels") ? "levels" : "servers",
+                  "the levels multiply to more than " + std::to_string(kMaxDevices.max) +
+                      " devices (pipetwin's limit for " + kMaxDevices.what + ")");
+  }
   root.Finish();
   return c;
 }

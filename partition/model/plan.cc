@@ -46,11 +46,12 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
   std::vector<JsonReader> stages = root.Array("stages");
   if (stages.empty()) root.FailAt("stages", "expected at least one stage, got none");
   int next_layer = 0;
+  int64_t replicas = 0;  // over every stage: the workers, and so at most the devices
   for (JsonReader& s : stages) {
     StagePlan st;
-    st.first_layer = static_cast<int>(s.OptionalNonNegativeInteger("first_layer", 0));
+    st.first_layer = s.OptionalInteger("first_layer", 0, kMaxLayers, 0);
     if (!s.Has("first_layer")) s.FailAt("first_layer", "missing (required)");
-    st.last_layer = static_cast<int>(s.OptionalNonNegativeInteger("last_layer", 0));
+    st.last_layer = s.OptionalInteger("last_layer", 0, kMaxLayers, 0);
     if (!s.Has("last_layer")) s.FailAt("last_layer", "missing (required)");
     if (st.first_layer != next_layer)
       s.FailAt("first_layer", "expected " + std::to_string(next_layer) +
@@ -60,10 +61,16 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
       s.FailAt("last_layer", "expected >= first_layer (" + std::to_string(st.first_layer) +
                                  "), got " + std::to_string(st.last_layer));
     next_layer = st.last_layer + 1;
-    st.replicas = static_cast<int>(s.OptionalPositiveInteger("replicas", 1));
+    st.replicas = s.OptionalInteger("replicas", 1, kMaxDevices, 1);
+    replicas += st.replicas;
+    if (replicas > kMaxDevices.max)
+      s.FailAt("replicas", "the stages so far hold " + std::to_string(replicas) +
+                               " replicas; expected at most " +
+                               std::to_string(kMaxDevices.max) + " (the most " +
+                               kMaxDevices.what + " pipetwin takes)");
     if (auto devices = s.OptionalMember("devices")) {
       for (const JsonReader& d : devices->Elements())
-        st.devices.push_back(static_cast<int>(d.AsNonNegativeInteger()));
+        st.devices.push_back(d.AsInteger(0, kMaxDevices));
       if (!st.devices.empty() && static_cast<int>(st.devices.size()) != st.replicas)
         s.FailAt("devices", "expected " + std::to_string(st.replicas) +
                                 " device ids (one per replica), got " +
@@ -77,10 +84,10 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
   }
   if (auto order = root.OptionalMember("layer_order"))
     for (const JsonReader& o : order->Elements())
-      p.layer_order.push_back(static_cast<int>(o.AsNonNegativeInteger()));
-  p.microbatch_size = static_cast<int>(root.OptionalPositiveInteger("microbatch_size", 1));
+      p.layer_order.push_back(o.AsInteger(0, kMaxLayers));
+  p.microbatch_size = root.OptionalInteger("microbatch_size", 1, kMaxSamples, 1);
   p.microbatches_per_update =
-      static_cast<int>(root.OptionalPositiveInteger("microbatches_per_update", 1));
+      root.OptionalInteger("microbatches_per_update", 1, kMaxMicrobatches, 1);
   p.recompute = root.OptionalBool("recompute", false);
   p.vertical_sync = root.OptionalBool("vertical_sync", false);
   p.predicted_samples_per_s = root.OptionalNonNegativeNumber("predicted_samples_per_s", 0);
@@ -139,7 +146,7 @@ void ValidatePlan(const Plan& plan, const Workload& workload, int device_count,
                      "multiple of " + std::to_string(chunks) + " stages, got " +
                          std::to_string(plan.StageCount()));
   const size_t positions = plan.stages.size() / chunks;  // the stages that hold workers
-  int workers = 0;
+  int64_t workers = 0;  // up to 2^20 stages of 2^20 replicas each (util/limits.h)
   for (size_t i = 0; i < positions; ++i) workers += plan.stages[i].replicas;
   if (workers > device_count)
     throw InputError(file, stages,
@@ -151,7 +158,7 @@ void ValidatePlan(const Plan& plan, const Workload& workload, int device_count,
     for (size_t k = 0; k < plan.stages[i].devices.size(); ++k) {
       int d = plan.stages[i].devices[k];
       std::string at = stages + "[" + std::to_string(i) + "].devices[" + std::to_string(k) + "]";
-      if (d >= device_count)
+      if (d < 0 || d >= device_count)
         throw InputError(file, at, "expected a device id < " + std::to_string(device_count) +
                                        ", got " + std::to_string(d));
       if (used[d]++)

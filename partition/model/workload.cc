@@ -6,6 +6,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/json_writer.h"
 
 namespace pipetwin {
 
@@ -223,7 +224,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
   Workload w;
   w.name = root.OptionalString("name", "workload");
   if (auto ref = root.OptionalMember("reference")) {
-    w.reference.batch_size = static_cast<int>(ref->PositiveInteger("batch_size"));
+    w.reference.batch_size = ref->Integer("batch_size", 1, kMaxSamples);
     w.reference.device = ref->OptionalString("device", "unknown");
     w.reference.source = ref->OptionalString("source", "manual");
     ref->Finish();
@@ -287,7 +288,7 @@ Workload LoadWorkloadFile(const std::string& path) {
 }
 
 void SaveWorkloadFile(const Workload& workload, const std::string& path) {
-  WriteTextFileAtomically(path, WorkloadToJson(workload).dump(2) + "\n");
+  WriteTextFileAtomically(path, JsonText(WorkloadToJson(workload), 2) + "\n");
 }
 
 }  // namespace pipetwin

@@ -56,7 +56,7 @@ std::string Text(JsonReader& r, const std::string& key) {
 }
 
 int Int(JsonReader& r, const std::string& key) {
-  return static_cast<int>(r.OptionalNonNegativeInteger(key, 0));
+  return r.OptionalInteger(key, 0, kMaxCount, 0);
 }
 
 }  // namespace
@@ -187,7 +187,7 @@ CommunicationLevel CommunicationFromJson(JsonReader c) {
   x.pipeline_bytes = c.NonNegativeNumber("pipeline_bytes");
   x.allreduce_bytes = c.NonNegativeNumber("allreduce_bytes");
   c.Accept("bytes");
-  x.messages = static_cast<long long>(c.OptionalNonNegativeInteger("messages", 0));
+  x.messages = static_cast<long long>(c.OptionalTally("messages", 0));
   c.Finish();
   return x;
 }

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace pipetwin {
 
@@ -39,16 +41,72 @@ std::string DescribeJson(const nlohmann::json& value) {
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_string()) {
     std::string s = value.get<std::string>();
-    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    if (s.size() > 40) {
+      size_t cut = 37;  // not inside a UTF-8 character: back off its continuation bytes
+      while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+      s = s.substr(0, cut) + "...";
+    }
     return "\"" + s + "\"";
   }
   if (value.is_array()) return "an array";
   return "an object";
 }
 
+namespace {
+
+// Where the parser is, to name a repeated key: one frame per open object or array.
+struct JsonFrame {
+  bool array = false;
+  int index = -1;          // the element being read, in an array
+  std::string key;         // the member being read, in an object
+  std::set<std::string> keys;
+};
+
+std::string PathOf(const std::vector<JsonFrame>& frames) {
+  std::string path;
+  for (const JsonFrame& f : frames) {
+    if (f.array) path += "[" + std::to_string(f.index) + "]";
+    else if (!f.key.empty()) path += (path.empty() ? "" : ".") + f.key;
+  }
+  return path;
+}
+
+}  // namespace
+
 nlohmann::json ParseJsonText(const std::string& text, const std::string& name) {
+  std::vector<JsonFrame> frames;
+  // A repeated key would let the last one win unseen (RFC 8259 section 4 leaves it to the
+  // reader): refuse it, naming where.
+  auto check = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    switch (event) {
+      case E::object_start:
+      case E::array_start:
+        if (!frames.empty() && frames.back().array) ++frames.back().index;
+        frames.push_back({event == E::array_start, -1, "", {}});
+        break;
+      case E::object_end:
+      case E::array_end:
+        if (!frames.empty()) frames.pop_back();
+        break;
+      case E::key: {
+        JsonFrame& f = frames.back();
+        const std::string key = parsed.get<std::string>();
+        if (!f.keys.insert(key).second) {
+          f.key = key;
+          throw InputError(name, PathOf(frames), "duplicate key (each key once per object)");
+        }
+        f.key = key;
+        break;
+      }
+      case E::value:
+        if (!frames.empty() && frames.back().array) ++frames.back().index;
+        break;
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, check);
   } catch (const nlohmann::json::parse_error& e) {
     auto [line, column] = LineAndColumn(text, e.byte == 0 ? 0 : e.byte - 1);
     std::string reason = e.what();
@@ -58,6 +116,13 @@ nlohmann::json ParseJsonText(const std::string& text, const std::string& name) {
     if (cut != std::string::npos) reason = reason.substr(cut + 2);
     throw InputError(name, "line " + std::to_string(line) + " column " + std::to_string(column),
                      "malformed JSON: " + reason);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+    std::string reason = e.what();
+    auto cut = reason.find("] ");
+    if (cut != std::string::npos) reason = reason.substr(cut + 2);
+    throw InputError(name, PathOf(frames),
+                     reason + " (a number beyond the range of a double, about 1.8e308)");
   }
 }
 
@@ -166,24 +231,35 @@ std::optional<double> JsonReader::MaybePositiveNumber(const std::string& key) {
   return PositiveNumber(key);
 }
 
-int64_t JsonReader::PositiveInteger(const std::string& key) {
+namespace {
+
+// Whether v is an integer from min to max (exact: doubles hold every integer up to 2^53).
+bool IntegerIn(const nlohmann::json& v, int64_t min, int64_t max) {
+  if (!v.is_number()) return false;
+  const double x = v.get<double>();
+  return std::isfinite(x) && x == std::floor(x) && x >= static_cast<double>(min) &&
+         x <= static_cast<double>(max);
+}
+
+}  // namespace
+
+int JsonReader::Integer(const std::string& key, int64_t min, const Limit& limit) {
   const nlohmann::json& v = Need(key);
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 1 ||
-      v.get<double>() != std::floor(v.get<double>()) || v.get<double>() > 9.0e15)
-    FailAt(key, "expected an integer >= 1, got " + DescribeJson(v));
-  return static_cast<int64_t>(v.get<double>());
+  if (!IntegerIn(v, min, limit.max))
+    FailAt(key, "expected " + DescribeRange(min, limit) + ", got " + DescribeJson(v));
+  return static_cast<int>(v.get<double>());
 }
 
-int64_t JsonReader::OptionalPositiveInteger(const std::string& key, int64_t fallback) {
-  return Has(key) ? PositiveInteger(key) : fallback;
+int JsonReader::OptionalInteger(const std::string& key, int64_t min, const Limit& limit,
+                                int fallback) {
+  return Has(key) ? Integer(key, min, limit) : fallback;
 }
 
-int64_t JsonReader::OptionalNonNegativeInteger(const std::string& key, int64_t fallback) {
+int64_t JsonReader::OptionalTally(const std::string& key, int64_t fallback) {
   if (!Has(key)) return fallback;
   const nlohmann::json& v = Need(key);
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
-      v.get<double>() != std::floor(v.get<double>()) || v.get<double>() > 9.0e15)
-    FailAt(key, "expected an integer >= 0, got " + DescribeJson(v));
+  if (!IntegerIn(v, 0, int64_t{1} << 53))
+    FailAt(key, "expected an integer from 0 to 2^53, got " + DescribeJson(v));
   return static_cast<int64_t>(v.get<double>());
 }
 
@@ -234,11 +310,10 @@ double JsonReader::AsNonNegativeNumber() const {
   return value_->get<double>();
 }
 
-int64_t JsonReader::AsNonNegativeInteger() const {
-  double x = value_->is_number() ? value_->get<double>() : -1;
-  if (!value_->is_number() || !std::isfinite(x) || x < 0 || x != std::floor(x) || x > 9.0e15)
-    Fail("expected an integer >= 0, got " + DescribeJson(*value_));
-  return static_cast<int64_t>(x);
+int JsonReader::AsInteger(int64_t min, const Limit& limit) const {
+  if (!IntegerIn(*value_, min, limit.max))
+    Fail("expected " + DescribeRange(min, limit) + ", got " + DescribeJson(*value_));
+  return static_cast<int>(value_->get<double>());
 }
 
 std::string JsonReader::AsString() const {

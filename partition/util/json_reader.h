@@ -25,6 +25,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/files.h"
+#include "partition/util/limits.h"
 
 namespace pipetwin {
 
@@ -63,9 +64,12 @@ class JsonReader {
   double OptionalNonNegativeNumber(const std::string& key, double fallback);
   std::optional<double> MaybeNonNegativeNumber(const std::string& key);
   std::optional<double> MaybePositiveNumber(const std::string& key);
-  int64_t PositiveInteger(const std::string& key);       // integral and >= 1
-  int64_t OptionalPositiveInteger(const std::string& key, int64_t fallback);
-  int64_t OptionalNonNegativeInteger(const std::string& key, int64_t fallback);
+  // Integers: integral and from `min` to limit.max (util/limits.h), else InputError naming the
+  // value, the range and what the limit is for; narrowed to int only once in range.
+  int Integer(const std::string& key, int64_t min, const Limit& limit);
+  int OptionalInteger(const std::string& key, int64_t min, const Limit& limit, int fallback);
+  // A tally that may pass an int (a report's message count): integral, from 0 to 2^53.
+  int64_t OptionalTally(const std::string& key, int64_t fallback);
   std::string String(const std::string& key);            // non-empty string
   std::string OptionalString(const std::string& key, const std::string& fallback);
   bool OptionalBool(const std::string& key, bool fallback);
@@ -77,7 +81,7 @@ class JsonReader {
   // This value itself read as a number (for array elements).
   double AsPositiveNumber() const;
   double AsNonNegativeNumber() const;
-  int64_t AsNonNegativeInteger() const;
+  int AsInteger(int64_t min, const Limit& limit) const;
   std::string AsString() const;
 
   // Throws InputError naming the first member of this object that no accessor read.

@@ -345,7 +345,8 @@ TEST(ExecCalibrate, NeverReplacesAnExistingFileWithoutForce) {
   WriteFile(file, "{\"precious\": true}\n");
   const auto refused = RunPipetwin("calibrate --quick --output '" + file + "'");
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_EQ(refused.err, file + ": exists; expected a new file (--force replaces it)\n");
+  EXPECT_EQ(refused.err, file + ": exists already; pipetwin does not overwrite files without "
+                               "--force (or choose another name for --output)\n");
   EXPECT_EQ(Slurp(file), "{\"precious\": true}\n");
   const auto forced = RunPipetwin("calibrate --quick --force --output '" + file + "'");
   ASSERT_EQ(forced.exit_code, 0) << forced.err;

@@ -54,10 +54,10 @@ namespace {
 
 TrainingSettings ReadTraining(JsonReader& t) {
   TrainingSettings s;
-  s.global_batch_size = static_cast<int>(t.OptionalNonNegativeInteger("global_batch_size", 0));
-  s.microbatch_size = static_cast<int>(t.OptionalPositiveInteger("microbatch_size", 1));
-  s.microbatches = static_cast<int>(t.OptionalPositiveInteger("microbatches", 8));
-  s.iterations = static_cast<int>(t.OptionalPositiveInteger("iterations", 4));
+  s.global_batch_size = t.OptionalInteger("global_batch_size", 0, kMaxSamples, 0);
+  s.microbatch_size = t.OptionalInteger("microbatch_size", 1, kMaxSamples, 1);
+  s.microbatches = t.OptionalInteger("microbatches", 1, kMaxMicrobatches, 8);
+  s.iterations = t.OptionalInteger("iterations", 1, kMaxIterations, 4);
   s.optimizer = t.OptionalChoice("optimizer", {"sgd", "momentum", "adam"}, "adam");
   double default_state = s.optimizer == "adam" ? 8 : s.optimizer == "momentum" ? 4 : 0;
   s.optimizer_bytes_per_parameter =
@@ -69,9 +69,9 @@ TrainingSettings ReadTraining(JsonReader& t) {
       t.OptionalChoice("recompute_timing", {"in_backward", "early"}, "in_backward"));
   s.data_loading = *ParseDataLoading(
       t.OptionalChoice("data_loading", {"overlapped", "serial"}, "overlapped"));
-  s.chunks = static_cast<int>(t.OptionalPositiveInteger("chunks", 1));
-  s.allreduce_buckets = static_cast<int>(
-      t.OptionalPositiveInteger("allreduce_buckets", kDefaultAllReduceBuckets));
+  s.chunks = t.OptionalInteger("chunks", 1, kMaxLayers, 1);
+  s.allreduce_buckets =
+      t.OptionalInteger("allreduce_buckets", 1, kMaxCount, kDefaultAllReduceBuckets);
   t.Finish();
   return s;
 }

@@ -21,11 +21,11 @@ namespace {
 
 MlpConfig MlpConfigFromSpec(JsonReader& spec) {
   MlpConfig c;
-  c.layers = static_cast<int>(spec.OptionalPositiveInteger("layers", c.layers));
-  c.input = static_cast<int>(spec.OptionalPositiveInteger("input", c.input));
-  c.width = static_cast<int>(spec.OptionalPositiveInteger("width", c.width));
-  c.classes = static_cast<int>(spec.OptionalPositiveInteger("classes", c.classes));
-  c.batch = static_cast<int>(spec.OptionalPositiveInteger("batch", c.batch));
+  c.layers = spec.OptionalInteger("layers", 1, kMaxLayers, c.layers);
+  c.input = spec.OptionalInteger("input", 1, kMaxDimension, c.input);
+  c.width = spec.OptionalInteger("width", 1, kMaxDimension, c.width);
+  c.classes = spec.OptionalInteger("classes", 1, kMaxDimension, c.classes);
+  c.batch = spec.OptionalInteger("batch", 1, kMaxSamples, c.batch);
   c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
   return c;
 }
@@ -37,21 +37,21 @@ TransformerConfig TransformerConfigFromSpec(JsonReader& spec, const std::string&
     c.vocabulary = 30522;
     c.sequence = 512;
   }
-  c.layers = static_cast<int>(spec.OptionalPositiveInteger("layers", c.layers));
-  c.hidden = static_cast<int>(spec.OptionalPositiveInteger("hidden", c.hidden));
-  c.heads = static_cast<int>(spec.OptionalPositiveInteger("heads", c.heads));
-  c.sequence = static_cast<int>(spec.OptionalPositiveInteger("sequence", c.sequence));
-  c.vocabulary = static_cast<int>(spec.OptionalPositiveInteger("vocabulary", c.vocabulary));
-  c.microbatch = static_cast<int>(spec.OptionalPositiveInteger("microbatch", c.microbatch));
+  c.layers = spec.OptionalInteger("layers", 1, kMaxLayers, c.layers);
+  c.hidden = spec.OptionalInteger("hidden", 1, kMaxDimension, c.hidden);
+  c.heads = spec.OptionalInteger("heads", 1, kMaxDimension, c.heads);
+  c.sequence = spec.OptionalInteger("sequence", 1, kMaxDimension, c.sequence);
+  c.vocabulary = spec.OptionalInteger("vocabulary", 1, kMaxDimension, c.vocabulary);
+  c.microbatch = spec.OptionalInteger("microbatch", 1, kMaxSamples, c.microbatch);
   c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
   return c;
 }
 
 CnnConfig CnnConfigFromSpec(JsonReader& spec) {
   CnnConfig c;
-  c.image_size = static_cast<int>(spec.OptionalPositiveInteger("image_size", c.image_size));
-  c.batch = static_cast<int>(spec.OptionalPositiveInteger("batch", c.batch));
-  c.classes = static_cast<int>(spec.OptionalPositiveInteger("classes", c.classes));
+  c.image_size = spec.OptionalInteger("image_size", 1, kMaxDimension, c.image_size);
+  c.batch = spec.OptionalInteger("batch", 1, kMaxSamples, c.batch);
+  c.classes = spec.OptionalInteger("classes", 1, kMaxDimension, c.classes);
   c.width = spec.OptionalPositiveNumber("width", c.width);
   c.dtype_bytes = spec.OptionalPositiveNumber("dtype_bytes", c.dtype_bytes);
   return c;

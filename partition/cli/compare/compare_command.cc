@@ -5,6 +5,7 @@
 
 #include "partition/cli/commands.h"
 #include "partition/cli/compare/compare_steps.h"
+#include "partition/util/json_writer.h"
 
 namespace pipetwin::cli {
 
@@ -26,7 +27,7 @@ int Compare(const CompareOptions& o) {
   const Comparison comparison = CompareStep(simulated.report, measured, profile, calibration);
   WriteTimelines(o, simulated.trace, measured.trace);
   if (o.json) {
-    std::cout << ComparisonToJson(comparison).dump(1) << "\n";
+    std::cout << JsonText(ComparisonToJson(comparison), 1) << "\n";
     return 0;
   }
   std::cout << ComparisonToText(comparison) << "\nprofile " << profile

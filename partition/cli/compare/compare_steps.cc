@@ -16,6 +16,7 @@
 #include "partition/util/files.h"
 #include "partition/util/host.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/json_writer.h"
 #include "workloads/scenario/plan_for_scenario.h"
 
 namespace pipetwin::cli {
@@ -92,6 +93,10 @@ CompareOptions ReadCompareOptions(const po::variables_map& vm) {
   o.profile_seconds = vm["profile-seconds"].as<double>();
   if (vm.count("threads")) o.threads = vm["threads"].as<int>();
   o.timeout_s = vm["timeout"].as<double>();
+  std::vector<std::string> inputs = {o.scenario, o.profile_file, o.calibration_file};
+  inputs.insert(inputs.end(), o.measured_files.begin(), o.measured_files.end());
+  for (const auto& [file, option] : {std::pair{o.trace_file, "--trace"}, {o.svg_file, "--svg"}})
+    if (!file.empty()) CheckOutputPath(file, option, vm.count("force") > 0, inputs);
   Require(o.warmup >= 0, "--warmup must be >= 0");
   Require(o.repeats >= 1, "--repeats must be >= 1");
   Require(o.profile_seconds >= 0 && o.profile_seconds <= 600,
@@ -179,11 +184,11 @@ PredictedScenario WritePredictedScenario(const CompareOptions& o, const Scenario
   doc["name"] = scenario.name + " (predicted on the calibrated machine)";
   PredictedScenario predicted;
   predicted.file = work.File("predicted-scenario.json");
-  WriteTextFileAtomically(predicted.file, doc.dump(1) + "\n");
+  WriteTextFileAtomically(predicted.file, JsonText(doc, 1) + "\n");
   if (!scenario.plan) {
     const std::string plan_file = work.File("plan.json");
     WriteTextFileAtomically(plan_file,
-                            PlanToJson(PlanForScenario(LoadScenarioFile(predicted.file))).dump(1));
+                            JsonText(PlanToJson(PlanForScenario(LoadScenarioFile(predicted.file))), 1));
     predicted.plan_args = {"--plan", plan_file};
   }
   return predicted;
@@ -262,7 +267,7 @@ void WriteTimelines(const CompareOptions& o, const std::string& predicted_trace,
   measured.label = "measured";
   if (!o.trace_file.empty())
     WriteTextFileAtomically(o.trace_file,
-                            ChromeTrace(std::vector<Timeline>{predicted, measured}).dump());
+                            JsonText(ChromeTrace(std::vector<Timeline>{predicted, measured})));
   if (!o.svg_file.empty()) WriteTextFileAtomically(o.svg_file, TimelineSvg({predicted, measured}));
 }
 

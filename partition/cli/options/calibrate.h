@@ -16,6 +16,7 @@
 
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 
 namespace pipetwin::cli {
 
@@ -84,9 +85,7 @@ inline CalibrateOptions ReadCalibrateOptions(const po::variables_map& vm) {
 // cannot be written.
 inline void CheckCalibrationOutput(const CalibrateOptions& o) {
   if (o.output_file.empty()) return;
-  struct stat info;
-  if (!o.force && ::stat(o.output_file.c_str(), &info) == 0)
-    throw InputError(o.output_file, "", "exists; expected a new file (--force replaces it)");
+  CheckOutputPath(o.output_file, "--output", o.force, {});
   const size_t slash = o.output_file.find_last_of('/');
   const std::string folder = slash == std::string::npos ? "." : o.output_file.substr(0, slash + 1);
   if (::access(folder.c_str(), W_OK) != 0)

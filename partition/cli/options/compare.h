@@ -36,6 +36,7 @@ inline po::options_description CompareOptionsDescription() {
       ("json", "predicted, measured and relative_error as one JSON object")
       ("trace", po::value<std::string>(), "both timelines in one Chrome trace (two process groups)")
       ("svg", po::value<std::string>(), "both timelines, predicted above measured")
+      ("force", "replace existing output files (never one of the command's inputs)")
       ("profile", po::value<std::string>(), "reuse this workload file (pipetwin profile --output)")
       ("calibration", po::value<std::string>(),
        "reuse this cluster file (pipetwin calibrate --output)")

@@ -13,6 +13,7 @@
 #include "partition/cli/options/run.h"
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 
 namespace pipetwin::cli {
 
@@ -29,6 +30,7 @@ inline po::options_description ProfileOptionsDescription() {
   desc.add_options()
       ("batch", po::value<int>(), "samples per run (default: the workload's reference batch)")
       ("output", po::value<std::string>(), "workload file to write")
+      ("force", "replace existing output files (never one of the command's inputs)")
       ("json", "print the measured workload as JSON")
       ("repeats", po::value<int>()->default_value(10),
        "timed runs per layer (their mean without the slowest tenth)")
@@ -75,6 +77,8 @@ inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
   o.workload = vm["workload"].as<std::string>();
   if (vm.count("batch")) o.batch = vm["batch"].as<int>();
   if (vm.count("output")) o.output_file = vm["output"].as<std::string>();
+  if (!o.output_file.empty())
+    CheckOutputPath(o.output_file, "--output", vm.count("force") > 0, {o.workload});
   o.json = vm.count("json") > 0;
   o.repeats = vm["repeats"].as<int>();
   o.warmup = vm["warmup"].as<int>();

@@ -14,6 +14,7 @@
 
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 
 namespace pipetwin::cli {
 
@@ -32,6 +33,7 @@ inline po::options_description RunOptionsDescription() {
       ("plan", po::value<std::string>(), "plan file (else the scenario's plan or planner)")
       ("json", "report as JSON on stdout")
       ("trace", po::value<std::string>(), "write a Chrome trace of the real run to FILE")
+      ("force", "replace existing output files (never one of the command's inputs)")
       ("iterations", po::value<int>(), "weight updates (batches) to run (default: scenario's)")
       ("warmup", po::value<int>()->default_value(1), "iterations left out of the steady state")
       ("seed", po::value<int>()->default_value(1), "seed of weights and synthetic data")
@@ -94,6 +96,8 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
   if (vm.count("plan")) o.plan_file = vm["plan"].as<std::string>();
   o.json = vm.count("json") > 0;
   if (vm.count("trace")) o.trace_file = vm["trace"].as<std::string>();
+  if (!o.trace_file.empty())
+    CheckOutputPath(o.trace_file, "--trace", vm.count("force") > 0, {o.scenario, o.plan_file});
   o.check_only = vm.count("check") > 0;
   if (vm.count("iterations")) o.iterations = vm["iterations"].as<int>();
   o.warmup_iterations = vm["warmup"].as<int>();

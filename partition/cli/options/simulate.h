@@ -10,6 +10,7 @@
 
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 
 namespace pipetwin::cli {
 
@@ -33,6 +34,7 @@ inline po::options_description SimulateOptionsDescription() {
       ("trace", po::value<std::string>(), "write a Chrome trace (Perfetto) to FILE")
       ("svg", po::value<std::string>(), "write the simulated timeline to FILE")
       ("strict", "fail (exit 2) when a device's memory is exceeded")
+      ("force", "replace existing output files (never one of the command's inputs)")
       ("allreduce-buckets", po::value<int>(),
        "gradient all-reduce buckets, launched during the backward before the all-reduce "
        "(overrides the scenario's training.allreduce_buckets; 1: after that backward)")
@@ -55,7 +57,7 @@ inline po::variables_map ParseSimulateWords(const Args& args) {
 struct SimulateOptions {
   std::string scenario;     // empty: the embedded default
   std::string plan_file;    // empty: the scenario's
-  bool json = false, csv = false, strict = false, timeline = true, bench = false;
+  bool json = false, csv = false, strict = false, timeline = true, bench = false, force = false;
   std::string trace_file, svg_file;
   int allreduce_buckets = 0;  // 0: the scenario's
   int warmup_iterations = 1;
@@ -78,6 +80,9 @@ inline SimulateOptions ReadSimulateOptions(const po::variables_map& vm) {
   o.bench = vm.count("bench") > 0;
   if (vm.count("trace")) o.trace_file = vm["trace"].as<std::string>();
   if (vm.count("svg")) o.svg_file = vm["svg"].as<std::string>();
+  o.force = vm.count("force") > 0;
+  for (const auto& [file, option] : {std::pair{o.trace_file, "--trace"}, {o.svg_file, "--svg"}})
+    if (!file.empty()) CheckOutputPath(file, option, o.force, {o.scenario, o.plan_file});
   if (vm.count("allreduce-buckets")) {
     o.allreduce_buckets = vm["allreduce-buckets"].as<int>();
     if (o.allreduce_buckets < 1)

@@ -6,6 +6,7 @@
 
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 
 namespace pipetwin::cli {
 
@@ -27,6 +28,7 @@ inline po::options_description SweepOptionsDescription() {
   desc.add_options()
       ("vary", po::value<std::vector<std::string>>(), "PATH=V1,V2,... (repeatable)")
       ("csv", po::value<std::string>(), "write the rows to FILE instead of stdout")
+      ("force", "replace existing output files (never one of the command's inputs)")
       ("json", "results as JSON on stdout (the reports without memory timelines)")
       ("jobs,j", po::value<int>()->default_value(0), "points at a time (0: one per core)")
       ("quiet,q", "no progress bar");
@@ -57,6 +59,7 @@ inline SweepOptions ReadSweepOptions(const po::variables_map& vm) {
   if (!vm.count("vary")) throw InputError("pipetwin sweep: --vary PATH=V1,V2,... is required");
   o.variations = vm["vary"].as<std::vector<std::string>>();
   if (vm.count("csv")) o.csv_file = vm["csv"].as<std::string>();
+  if (!o.csv_file.empty()) CheckOutputPath(o.csv_file, "--csv", vm.count("force") > 0, {o.scenario});
   o.json = vm.count("json") > 0;
   o.quiet = vm.count("quiet") > 0;
   o.jobs = vm["jobs"].as<int>();

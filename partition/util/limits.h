@@ -1,0 +1,30 @@
+// The largest counts pipetwin accepts, from any file or command line. Each is far beyond any
+// cluster or model in use (the largest published runs: 16,384 GPUs, 126 layers, a few thousand
+// micro-batches per iteration) and small enough that every count fits an int and every product
+// the core forms of two or three of them (devices x stages, micro-batches x iterations x stages)
+// fits 64 bits. A value beyond its limit is refused as bad input (JsonReader::Integer, the
+// command-line options), never narrowed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pipetwin {
+
+struct Limit {
+  int64_t max;
+  const char* what;  // "devices in a cluster"
+};
+
+constexpr Limit kMaxDevices{1 << 20, "devices in a cluster"};          // also replicas, ids
+constexpr Limit kMaxLayers{1 << 20, "layers of a workload"};           // also stages, positions
+constexpr Limit kMaxMicrobatches{1 << 24, "micro-batches per iteration"};
+constexpr Limit kMaxIterations{1 << 20, "iterations of a run"};
+constexpr Limit kMaxSamples{1 << 24, "samples in a batch"};            // batch sizes
+constexpr Limit kMaxDimension{1 << 24, "elements along one dimension"};  // widths, sequences
+constexpr Limit kMaxCount{1 << 24, "chunks, buckets, cores and tallies"};
+
+// "an integer from 1 to 1048576 (pipetwin's limit for devices in a cluster)"
+std::string DescribeRange(int64_t min, const Limit& limit);
+
+}  // namespace pipetwin

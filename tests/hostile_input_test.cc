@@ -1,0 +1,224 @@
+// Inputs a hostile user sends (issue: no input crashes it, none is misread): every integer is
+// range-checked before it is narrowed, JSON numbers beyond a double and repeated keys are bad
+// input, and each is refused on one line naming the file and the JSON path, with exit 2. Each
+// case here crashed, was silently truncated or ended as an internal error (exit 3) before.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+
+namespace pipetwin {
+namespace {
+
+// A small scenario: GPT of 4 blocks (6 layers) with `training` members (micro-batches and
+// iterations unless given) and the `rest` of the scenario's members spliced in.
+std::string ScenarioText(const std::string& training, const std::string& rest) {
+  std::string t = training.empty() ? R"("microbatches": 4, "iterations": 2)" : training;
+  return R"({"name": "hostile",
+  "workload": {"generator": "gpt", "layers": 4, "hidden": 256, "heads": 4, "sequence": 128,
+               "vocabulary": 1000},
+  "schedule": "flush",
+  "training": {"microbatch_size": 1, )" + t + "}, " + rest + "}";
+}
+
+const char* kPlannerMember = R"("cluster": {"preset": "cluster-a", "servers": 1}, "planner": "gpipe")";
+
+// Writes the scenario, runs `command FILE`, and expects exit 2 with one line naming the file and
+// `where` and saying `what`.
+void ExpectRefused(const std::string& command, const std::string& text, const std::string& where,
+                   const std::string& what) {
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string file = dir + "/s.json";
+  testing::WriteFile(file, text);
+  const testing::CommandResult r = testing::RunPipetwin(command + " " + file);
+  EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err << r.out;
+  ASSERT_FALSE(r.err.empty()) << command;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  EXPECT_NE(r.err.find(file + ": " + where + ": "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+  if (r.err.find(where) == std::string::npos) ADD_FAILURE() << r.err;
+}
+
+TEST(HostileInput, IntegersBeyondTheirLimitAreRefusedNotWrapped) {
+  // Was: 4294967304 micro-batches ran 8, 4294967297 iterations ran 1.
+  ExpectRefused("simulate", ScenarioText(R"("microbatches": 4294967304)", kPlannerMember),
+                "training.microbatches", "got 4294967304");
+  ExpectRefused("simulate", ScenarioText(R"("iterations": 4294967297)", kPlannerMember),
+                "training.iterations", "to 1048576");
+  ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 4294967298,
+                "bandwidth_gbps": 10}]}, "planner": "gpipe")"),
+                "cluster.levels[0].count", "limit for devices in a cluster");
+  ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 1048576,
+                "bandwidth_gbps": 10}, {"count": 2, "bandwidth_gbps": 1}]}, "planner": "gpipe")"),
+                "cluster.levels", "multiply to more than 1048576 devices");
+  ExpectRefused("plan", ScenarioText("", R"("cluster": {"preset": "cluster-a", "servers": 2.5},
+                "planner": "gpipe")"), "cluster.servers", "got 2.5");
+}
+
+TEST(HostileInput, PlanDeviceIdsAndReplicasAreCheckedBeforeUse) {
+  const std::string cluster = R"("cluster": {"preset": "cluster-a", "servers": 1}, )";
+  // Was: a segfault (2147483648 read as a negative id) and heap corruption (4294967295).
+  for (const char* id : {"2147483648", "4294967295", "-1"})
+    for (const char* command : {"plan", "simulate"})
+      ExpectRefused(command,
+                    ScenarioText("", cluster + R"("plan": {"stages": [
+                      {"first_layer": 0, "last_layer": 5, "replicas": 1, "devices": [)" +
+                                         std::string(id) + "]}]}"),
+                    "plan.stages[0].devices[0]", "expected an integer from 0 to 1048576");
+  // Was: 4294967297 replicas read as 1; two stages of 2147483647 passed the device check as -2.
+  ExpectRefused("plan", ScenarioText("", cluster + R"("plan": {"stages": [
+                  {"first_layer": 0, "last_layer": 5, "replicas": 4294967297}]})"),
+                "plan.stages[0].replicas", "got 4294967297");
+  ExpectRefused("plan", ScenarioText("", cluster + R"("plan": {"stages": [
+                  {"first_layer": 0, "last_layer": 2, "replicas": 1048576},
+                  {"first_layer": 3, "last_layer": 5, "replicas": 1048576}]})"),
+                "plan.stages[1].replicas", "expected at most 1048576");
+}
+
+TEST(HostileInput, GeneratorSizesFromTheCommandLineAreChecked) {
+  // Was: --layers 4294967297 built one block.
+  const testing::CommandResult r = testing::RunPipetwin("workload gpt --layers 4294967297");
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("layers"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("to 1048576"), std::string::npos) << r.err;
+}
+
+TEST(HostileInput, NumbersBeyondADoubleAndRepeatedKeysAreBadInput) {
+  // Was: exit 3, "internal error: [json.exception.out_of_range.406] number overflow".
+  ExpectRefused("plan", ScenarioText(R"("learning_rate": 1e400)", kPlannerMember),
+                "training.learning_rate", "number overflow parsing '1e400'");
+  // Was: the last of two keys won, exit 0.
+  ExpectRefused("plan", ScenarioText("", std::string(kPlannerMember) +
+                                             R"(, "schedule": "bogus")"),
+                "schedule", "duplicate key");
+  ExpectRefused("plan", ScenarioText(R"("iterations": 2, "iterations": 3)", kPlannerMember),
+                "training.iterations", "duplicate key");
+}
+
+}  // namespace
+}  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// Every output option refuses to replace an existing file unless --force, and never replaces
+// one of the command's own inputs, even with --force. Was: 9 of 14 output options replaced the
+// file, and `simulate s.json --trace s.json` replaced the scenario with a trace.
+TEST(HostileInput, OutputsNeverReplaceAFileWithoutForceNorAnInputEver) {
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string scenario = dir + "/s.json", mine = dir + "/mine.txt";
+  testing::WriteFile(scenario, ScenarioText("", kPlannerMember));
+  const std::string kept = "a file the user wrote\n";
+  struct Case {
+    std::string command, option;
+  };
+  const std::vector<Case> cases = {
+      {"simulate " + scenario, "--trace"},
+      {"simulate " + scenario, "--svg"},
+      {"sweep " + scenario + " --vary training.microbatches=4,8", "--csv"},
+      {"plan " + scenario, "--output"},
+      {"workload gpt --layers 2", "--output"},
+      {"schedule --kind flush --stages 2 --microbatches 2 --format csv", "--output"},
+      {"run " + scenario + " --check", "--trace"},
+      {"compare " + scenario, "--trace"},
+      {"compare " + scenario, "--svg"},
+      {"profile " + scenario, "--output"},
+  };
+  for (const Case& c : cases) {
+    testing::WriteFile(mine, kept);
+    testing::CommandResult r = testing::RunPipetwin(c.command + " " + c.option + " " + mine);
+    EXPECT_EQ(r.exit_code, 2) << c.command << " " << c.option << ": " << r.err;
+    EXPECT_NE(r.err.find("exists already; pipetwin does not overwrite files without --force"),
+              std::string::npos) << c.command << ": " << r.err;
+    EXPECT_EQ(Read(mine), kept) << c.command << " " << c.option;
+    if (c.command.rfind("workload", 0) != 0 && c.command.rfind("schedule", 0) != 0) {
+      // The scenario (or the workload file profile reads) is an input: never replaced.
+      const std::string before = Read(scenario);
+      r = testing::RunPipetwin(c.command + " " + c.option + " " + scenario + " --force");
+      EXPECT_EQ(r.exit_code, 2) << c.command << " " << c.option << ": " << r.err;
+      EXPECT_NE(r.err.find("never replaces an input, even with --force"), std::string::npos)
+          << c.command << ": " << r.err;
+      EXPECT_EQ(Read(scenario), before) << c.command << " " << c.option;
+    }
+  }
+  // With --force the file is replaced, and a user's file named like a temporary is left alone.
+  testing::WriteFile(mine, kept);
+  testing::WriteFile(mine + ".tmp-pipetwin", kept);
+  const testing::CommandResult r =
+      testing::RunPipetwin("plan " + scenario + " --output " + mine + " --force");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(Read(mine).find("\"stages\""), std::string::npos);
+  EXPECT_EQ(Read(mine + ".tmp-pipetwin"), kept);
+  // And nothing is left behind in the folder but what was there and the plan.
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries += e.exists() ? 1 : 0;
+  EXPECT_EQ(entries, 3);
+}
+
+// Was: exit 3 (nlohmann's invalid-UTF-8 error) for a graph.txt layer name with a byte that is not
+// UTF-8 shown with --json, and a value cut inside a UTF-8 character in an error message.
+TEST(HostileInput, WhatPipetwinWritesIsValidUtf8WhateverTheInputHeld) {
+  const std::string dir = testing::TemporaryDirectory();
+  std::string graph = Read(std::string(PIPETWIN_FIXTURES_DIR) + "/pipedream/chain4/graph.txt");
+  const size_t at = graph.find("Conv2d");
+  ASSERT_NE(at, std::string::npos);
+  graph.insert(at + 4, "\xff");
+  testing::WriteFile(dir + "/graph.txt", graph);
+  testing::CommandResult r = testing::RunPipetwin("workload show " + dir + "/graph.txt --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);  // throws on invalid UTF-8
+  EXPECT_NE(r.out.find("Conv\xef\xbf\xbd" "2d"), std::string::npos);  // U+FFFD for the byte
+  std::string value;
+  for (int i = 0; i < 30; ++i) value += "\xc3\xa9";  // "é" x 30: byte 37 is inside an é
+  testing::WriteFile(dir + "/s.json",
+                     ScenarioText("", R"("cluster": {"preset": "cluster-a"}, "planner": ")" +
+                                          value + "\""));
+  r = testing::RunPipetwin("plan " + dir + "/s.json");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("planner: expected one of"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("...\""), std::string::npos) << "the value is cut: " << r.err;
+  EXPECT_NO_THROW(nlohmann::json(r.err).dump()) << "the message is valid UTF-8: " << r.err;
+}
+
+// Inputs are regular files of a bounded size, said as such before anything is read. Was:
+// /dev/zero read until memory ran out, a FIFO blocked forever.
+TEST(HostileInput, InputsMustBeRegularFilesOfBoundedSize) {
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& input : {std::string("/dev/zero"), fifo})
+    for (const std::string& command : {"plan ", "schedule --import ", "workload show "}) {
+      const testing::CommandResult r = testing::RunPipetwin(command + input);
+      EXPECT_EQ(r.exit_code, 2) << command << input << ": " << r.err;
+      EXPECT_NE(r.err.find(input + ": is not a regular file"), std::string::npos) << r.err;
+    }
+  const testing::CommandResult r = testing::RunPipetwin("plan " + dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir + ": is a directory, expected a file"), std::string::npos) << r.err;
+  // Beyond the cap (a sparse file: no disk is used).
+  const std::string big = dir + "/big.json";
+  testing::WriteFile(big, "");
+  ASSERT_EQ(truncate(big.c_str(), (int64_t{256} << 20) + 1), 0);
+  const testing::CommandResult b = testing::RunPipetwin("plan " + big);
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_NE(b.err.find("input files of at most 268435456 bytes"), std::string::npos) << b.err;
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -9,10 +9,11 @@
 #   libopenblas0-pthread  without it LibTorch silently runs on the reference BLAS (about 7x slower)
 #   libgloo-dev           the c10d Gloo headers include gloo's; LibTorch's headers do not compile without them
 #   python3               the scripts' helpers (netns probe, crossover and sched-idle analyses)
+#   clang                 the sanitizer build and the libFuzzer targets (scripts/sanitize.sh, fuzz.sh)
 set -euo pipefail
 
 core_pkgs=(cmake g++ make ninja-build ccache pkg-config python3 libsimgrid-dev nlohmann-json3-dev
-           libboost-program-options-dev libgtest-dev libbenchmark-dev)
+           libboost-program-options-dev libgtest-dev libbenchmark-dev clang)
 exec_pkgs=(libtorch-dev libgloo-dev libopenblas0-pthread dataset-fashion-mnist)
 
 want=("${core_pkgs[@]}")

@@ -204,6 +204,40 @@ TEST(HostileInput, WhatPipetwinWritesIsValidUtf8WhateverTheInputHeld) {
   EXPECT_NO_THROW(nlohmann::json(r.err).dump()) << "the message is valid UTF-8: " << r.err;
 }
 
+// Finite values whose results overflow, or that SimGrid cannot take, are refused the same way.
+// Was: forward_ms 1e308 printed inf with exit 0; bandwidth_gbps 1e308 aborted SimGrid ("The
+// Impossible Did Happen"), 1e-308 printed inf; sweep --jobs -1 was accepted; plan --bench
+// 1000000000 never ended.
+TEST(HostileInput, ExtremeFiniteValuesAndCountsOfWorkAreRefused) {
+  ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
+                "bandwidth_gbps": 1e308}]}, "planner": "gpipe")"),
+                "cluster.levels[0].bandwidth_gbps", "at most 1e18 in size");
+  ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
+                "bandwidth_gbps": 1e9}]}, "planner": "gpipe")"),
+                "cluster.levels[0].bandwidth_gbps", "from 1e-06 to 1e+06 Gbit/s");
+  ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
+                "bandwidth_gbps": 1e-308}]}, "planner": "gpipe")"),
+                "cluster.levels[0].bandwidth_gbps", "from 1e-06 to 1e+06 Gbit/s");
+  ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
+                "bandwidth_gbps": 10, "latency_us": 1e300}]}, "planner": "gpipe")"),
+                "cluster.levels[0].latency_us", "at most 1e18 in size");
+  const std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/w.json", R"({"name": "w", "layers": [{"id": "a",
+      "forward_ms": 1e308, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1}]})");
+  testing::CommandResult r = testing::RunPipetwin("workload show " + dir + "/w.json");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(dir + "/w.json: layers[0].forward_ms: "), std::string::npos) << r.err;
+  testing::WriteFile(dir + "/s.json", ScenarioText("", kPlannerMember));
+  r = testing::RunPipetwin("sweep " + dir + "/s.json --vary training.microbatches=4 --jobs -1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--jobs must be from 0"), std::string::npos) << r.err;
+  r = testing::RunPipetwin("plan --profile " + std::string(PIPETWIN_FIXTURES_DIR) +
+                           "/pipedream/chain4/graph.txt --workers 2 --bandwidth 1e9 --bench "
+                           "1000000000");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--bench must be from 1 to 10000"), std::string::npos) << r.err;
+}
+
 // Inputs are regular files of a bounded size, said as such before anything is read. Was:
 // /dev/zero read until memory ran out, a FIFO blocked forever.
 TEST(HostileInput, InputsMustBeRegularFilesOfBoundedSize) {

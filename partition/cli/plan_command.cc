@@ -171,7 +171,13 @@ int RunPlanCommand(const Args& args) {
     throw InputError("pipetwin plan: --output applies to the scenario form");
   const PipeDreamOptions options = ReadOptions(vm);
   const Workload workload = ImportPipeDreamProfile(vm["profile"].as<std::string>());
-  if (vm.count("bench")) return Bench(workload, options, vm["bench"].as<int>());
+  if (vm.count("bench")) {
+    const int runs = vm["bench"].as<int>();
+    if (runs < 1 || runs > 10000)
+      throw InputError("pipetwin plan: --bench must be from 1 to 10000 runs, got " +
+                       std::to_string(runs));
+    return Bench(workload, options, runs);
+  }
   const PipeDreamResult result = PlanPipeDream(workload, options);
   if (vm.count("json"))
     std::cout << JsonText(ResultJson(workload, options, result), 2) << "\n";

@@ -130,6 +130,9 @@ void ReadLevel(JsonReader& r, ClusterLevel& l) {
   l.name = r.OptionalString("name", l.name);
   l.count = r.Integer("count", 1, kMaxDevices);
   l.bandwidth_gbps = r.PositiveNumber("bandwidth_gbps");
+  if (l.bandwidth_gbps < kMinBandwidthGbps || l.bandwidth_gbps > kMaxBandwidthGbps)
+    r.FailAt("bandwidth_gbps", "expected a bandwidth from 1e-06 to 1e+06 Gbit/s (pipetwin's "
+                               "limits for a link), got " + DescribeJson(r.value()["bandwidth_gbps"]));
   l.latency_us = r.OptionalNonNegativeNumber("latency_us", l.latency_us);
   l.link = r.OptionalChoice("link", {"nvlink", "pcie", "ethernet", "infiniband", "loopback"},
                             l.link);

@@ -6,6 +6,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/limits.h"
 #include "partition/util/json_writer.h"
 
 namespace pipetwin {
@@ -68,10 +69,12 @@ std::vector<std::vector<int>> Workload::Successors() const {
 namespace {
 
 void CheckNumber(double v, const std::string& file, const std::string& where, bool positive) {
-  if (!std::isfinite(v) || v < 0 || (positive && v == 0)) {
+  if (!std::isfinite(v) || v < 0 || (positive && v == 0) || v > kMaxMagnitude) {
     throw InputError(file, where,
-                     std::string("expected a number ") + (positive ? "> 0" : ">= 0") + ", got " +
-                         DescribeJson(nlohmann::json(v)));
+                     std::string("expected a number ") + (positive ? "> 0" : ">= 0") +
+                         (v > kMaxMagnitude ? " of at most 1e18 in size (pipetwin's limit for "
+                                              "any quantity)" : "") +
+                         ", got " + DescribeJson(nlohmann::json(v)));
   }
 }
 

@@ -190,10 +190,26 @@ std::vector<JsonReader> JsonReader::Array(const std::string& key) {
   return Member(key).Elements();
 }
 
+namespace {
+
+// Finite and within pipetwin's magnitude limit (util/limits.h).
+bool Sized(double x) { return std::isfinite(x) && std::abs(x) <= kMaxMagnitude; }
+
+// What a number that fails `expected` was: too large for pipetwin, or simply not `expected`.
+std::string Why(const nlohmann::json& v, const std::string& expected) {
+  if (v.is_number() && std::isfinite(v.get<double>()) && !Sized(v.get<double>()))
+    return "expected " + expected + " of at most 1e18 in size (pipetwin's limit for any "
+           "quantity), got " + DescribeJson(v);
+  return "expected " + expected + ", got " + DescribeJson(v);
+}
+
+}  // namespace
+
 double JsonReader::NumberAt(const std::string& key, const nlohmann::json& v) const {
   if (!v.is_number()) FailAt(key, "expected a number, got " + DescribeJson(v));
   double x = v.get<double>();
   if (!std::isfinite(x)) FailAt(key, "expected a finite number, got " + FormatNumber(x));
+  if (!Sized(x)) FailAt(key, Why(v, "a number"));
   return x;
 }
 
@@ -201,15 +217,15 @@ double JsonReader::Number(const std::string& key) { return NumberAt(key, Need(ke
 
 double JsonReader::PositiveNumber(const std::string& key) {
   const nlohmann::json& v = Need(key);
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
-    FailAt(key, "expected a number > 0, got " + DescribeJson(v));
+  if (!v.is_number() || !Sized(v.get<double>()) || v.get<double>() <= 0)
+    FailAt(key, Why(v, "a number > 0"));
   return v.get<double>();
 }
 
 double JsonReader::NonNegativeNumber(const std::string& key) {
   const nlohmann::json& v = Need(key);
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-    FailAt(key, "expected a number >= 0, got " + DescribeJson(v));
+  if (!v.is_number() || !Sized(v.get<double>()) || v.get<double>() < 0)
+    FailAt(key, Why(v, "a number >= 0"));
   return v.get<double>();
 }
 
@@ -299,14 +315,14 @@ std::string JsonReader::OptionalChoice(const std::string& key,
 }
 
 double JsonReader::AsPositiveNumber() const {
-  if (!value_->is_number() || !std::isfinite(value_->get<double>()) || value_->get<double>() <= 0)
-    Fail("expected a number > 0, got " + DescribeJson(*value_));
+  if (!value_->is_number() || !Sized(value_->get<double>()) || value_->get<double>() <= 0)
+    Fail(Why(*value_, "a number > 0"));
   return value_->get<double>();
 }
 
 double JsonReader::AsNonNegativeNumber() const {
-  if (!value_->is_number() || !std::isfinite(value_->get<double>()) || value_->get<double>() < 0)
-    Fail("expected a number >= 0, got " + DescribeJson(*value_));
+  if (!value_->is_number() || !Sized(value_->get<double>()) || value_->get<double>() < 0)
+    Fail(Why(*value_, "a number >= 0"));
   return value_->get<double>();
 }
 

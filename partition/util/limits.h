@@ -24,6 +24,16 @@ constexpr Limit kMaxSamples{1 << 24, "samples in a batch"};            // batch 
 constexpr Limit kMaxDimension{1 << 24, "elements along one dimension"};  // widths, sequences
 constexpr Limit kMaxCount{1 << 24, "chunks, buckets, cores and tallies"};
 
+// Any other quantity read (a time in ms or us, bytes, FLOPs, FLOP/s, a rate): at most 1e18 in
+// size. Every product the core forms of such a quantity and the counts above stays far inside a
+// double (1e18 x 2^64 < 1e38), so no result is infinite; 1e18 is above every FLOP/s, byte and
+// time figure of the hardware in use (an H100 peaks at 4e15 FLOP/s, sparse FP8).
+constexpr double kMaxMagnitude = 1e18;
+
+// A link's bandwidth, in Gbit/s: from 1 kbit/s to 1 Pbit/s (the fastest links in use run at
+// 3.2 Tbit/s); SimGrid's solver fails on rates far outside (1e308 Gbps aborted it).
+constexpr double kMinBandwidthGbps = 1e-6, kMaxBandwidthGbps = 1e6;
+
 // "an integer from 1 to 1048576 (pipetwin's limit for devices in a cluster)"
 std::string DescribeRange(int64_t min, const Limit& limit);
 

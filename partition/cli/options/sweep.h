@@ -63,6 +63,9 @@ inline SweepOptions ReadSweepOptions(const po::variables_map& vm) {
   o.json = vm.count("json") > 0;
   o.quiet = vm.count("quiet") > 0;
   o.jobs = vm["jobs"].as<int>();
+  if (o.jobs < 0 || o.jobs > 4096)
+    throw InputError("pipetwin sweep: --jobs must be from 0 (one per core) to 4096, got " +
+                     std::to_string(o.jobs));
   return o;
 }
 

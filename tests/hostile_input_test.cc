@@ -238,6 +238,18 @@ TEST(HostileInput, ExtremeFiniteValuesAndCountsOfWorkAreRefused) {
   EXPECT_NE(r.err.find("--bench must be from 1 to 10000"), std::string::npos) << r.err;
 }
 
+// Was: `plan` accepted a 2bw plan with fewer micro-batches than stages, which `simulate` refuses.
+TEST(HostileInput, PlanRefusesWhatTheBackEndsWouldRefuse) {
+  ExpectRefused("plan", R"({"workload": {"generator": "gpt", "layers": 4, "hidden": 256,
+      "heads": 4, "sequence": 128, "vocabulary": 1000},
+    "cluster": {"preset": "cluster-a", "servers": 1}, "schedule": "2bw",
+    "plan": {"stages": [{"first_layer": 0, "last_layer": 1}, {"first_layer": 2, "last_layer": 3},
+                        {"first_layer": 4, "last_layer": 5}]},
+    "training": {"microbatches": 2, "iterations": 2}})",
+                "training.microbatches", "needs at least as many micro-batches per batch as are "
+                "in flight (m >= d = 3), got m = 2");
+}
+
 // Inputs are regular files of a bounded size, said as such before anything is read. Was:
 // /dev/zero read until memory ran out, a FIFO blocked forever.
 TEST(HostileInput, InputsMustBeRegularFilesOfBoundedSize) {

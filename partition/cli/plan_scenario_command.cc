@@ -1,4 +1,3 @@
-#include "partition/util/files.h"
 #include "partition/cli/plan_scenario.h"
 
 
@@ -9,10 +8,12 @@
 
 #include "partition/planners/baselines.h"
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 #include "partition/util/json_reader.h"
 #include "partition/util/json_writer.h"
 #include "workloads/scenario/scenario.h"
 #include "workloads/scenario/plan_for_scenario.h"
+#include "workloads/scenario/schedule_for_scenario.h"
 #include "partition/planners/settings.h"
 #include "partition/util/format.h"
 
@@ -105,6 +106,8 @@ int RunPlanOnScenario(const po::variables_map& vm) {
     s.plan.reset();
   }
   const Plan plan = PlanForScenario(s);
+  // What simulate and run would refuse about the plan's schedule, refused here as well.
+  CheckScheduleForScenario(s, plan, s.training.iterations);
   const Plan dp = DataParallelReference(s, plan);
   if (!out.empty()) WriteTextFileAtomically(out, JsonText(PlanToJson(plan), 2) + "\n");
   if (vm.count("json")) {

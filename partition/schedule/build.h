@@ -29,6 +29,8 @@ class ScheduleSpecError : public InputError {
 
 // Checks the spec's rules (ScheduleSpecError, one line naming the rule) and builds the lists.
 PipelineSchedule BuildSchedule(const ScheduleSpec& spec);
+// The rules alone, without building anything (what `plan` checks before it reports).
+void CheckScheduleSpec(const ScheduleSpec& spec);
 
 // The same op lists run `repeats` times back to back: micro-batch k of repeat r becomes
 // r * microbatches + k and weight versions continue (how a flushing schedule's next iterations

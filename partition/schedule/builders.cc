@@ -277,7 +277,7 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
 
 }  // namespace
 
-PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
+void CheckScheduleSpec(const ScheduleSpec& spec) {
   if (spec.stages < 1) Broken(spec, "stages", "stages must be >= 1, got " + std::to_string(spec.stages));
   if (spec.microbatches < 1)
     Broken(spec, "microbatches",
@@ -288,7 +288,6 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
     Broken(spec, "allreduce_buckets", "all-reduce buckets must be >= 1, got " + std::to_string(spec.allreduce_buckets));
   const std::vector<int> replicas = CheckedReplicas(spec);
   CheckSpec(spec, replicas);
-
   const int batches = spec.kind == ScheduleKind::kTwoBW
                           ? (spec.batches > 0 ? spec.batches : kDefaultTwoBWBatches)
                           : 1;
@@ -297,6 +296,15 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
   if (total * spec.stages * spec.chunks * 3 > kMaxComputeOps || workers > 100000)
     Broken(spec, "microbatches", "too large a schedule (" + std::to_string(total) + " micro-batches over " +
                      std::to_string(spec.stages * spec.chunks) + " stages)");
+}
+
+PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
+  CheckScheduleSpec(spec);
+  const std::vector<int> replicas = CheckedReplicas(spec);
+  const int batches = spec.kind == ScheduleKind::kTwoBW
+                          ? (spec.batches > 0 ? spec.batches : kDefaultTwoBWBatches)
+                          : 1;
+  const long total = static_cast<long>(spec.microbatches) * batches;
   const int per_batch = spec.kind == ScheduleKind::kPipeDream ? 1 : spec.microbatches;
   PipelineSchedule s = Skeleton(spec, replicas, static_cast<int>(total), per_batch);
 

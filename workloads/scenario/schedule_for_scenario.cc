@@ -62,6 +62,17 @@ std::string ScenarioPathOf(const std::string& field, const Scenario& scenario,
 
 }  // namespace
 
+void CheckScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
+                              const std::string& file, const std::string& path) {
+  const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);
+  try {
+    CheckScheduleSpec(spec);
+  } catch (const ScheduleSpecError& e) {
+    throw InputError(file.empty() ? scenario.file : file, ScenarioPathOf(e.field(), scenario, path),
+                     e.what());
+  }
+}
+
 PipelineSchedule ScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
                                      const std::string& file, const std::string& path) {
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);

@@ -40,5 +40,9 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
 // flushes. The simulator and the executor both take their lists from here.
 PipelineSchedule ScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
                                      const std::string& file = "", const std::string& path = "");
+// The rules of that spec alone (CheckScheduleSpec), as ScheduleForScenario reports them, for a
+// command that refuses what the back ends would refuse without building the lists.
+void CheckScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
+                              const std::string& file = "", const std::string& path = "");
 
 }  // namespace pipetwin

@@ -278,13 +278,12 @@ double UpdateMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlace
   // brackets the solution; regula falsi (Illinois) on update(x) - x closes in on it.
   double lo = update(huge);
   if (!shared || lo > m * above_ms) return lo / m;
-  double hi = update(lo);
-  if (hi <= lo || !std::isfinite(hi)) {
-    if (hi <= lo) return lo / m;
-    hi = 2 * lo;
-    while (update(hi) > hi) hi *= 2;
-  }
-  double f_lo = hi - lo, f_hi = update(hi) - hi;
+  const double at_lo = update(lo);
+  if (at_lo <= lo) return lo / m;
+  double hi = at_lo;
+  if (!std::isfinite(hi))  // a link over-full at lo: find a finite bracket
+    for (hi = 2 * lo; update(hi) > hi;) hi *= 2;
+  double f_lo = at_lo - lo, f_hi = update(hi) - hi;
   int side = 0;
   for (int i = 0; i < 100 && hi - lo > 1e-9 * hi; ++i) {
     const double x = std::isfinite(f_lo) && f_lo > f_hi ? hi - f_hi * (hi - lo) / (f_hi - f_lo)

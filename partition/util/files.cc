@@ -54,11 +54,6 @@ std::string ReadTextFile(const std::string& path) {
   return buffer.str();
 }
 
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return lstat(path.c_str(), &st) == 0;
-}
-
 void CheckOutputPath(const std::string& path, const std::string& option, bool force,
                      const std::vector<std::string>& inputs) {
   struct stat out;

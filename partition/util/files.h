@@ -26,9 +26,6 @@ constexpr int64_t kMaxInputBytes = int64_t{256} << 20;
 // kMaxInputBytes.
 std::string ReadTextFile(const std::string& path);
 
-// Whether anything exists at `path` (a file, a directory, a dangling link).
-bool PathExists(const std::string& path);
-
 // Throws InputError unless `path` may be written: not a directory, not one of `inputs` (the same
 // file under any name), and not an existing file unless `force`. `option` is the command-line
 // option that named it ("--trace"), for the message.

@@ -467,6 +467,8 @@ SimulationRecord WorkerActors::Run() {
   sg4::Engine engine(&argc, argv);
   xbt_log_control_set("root.thresh:critical");
   ConfigureNetwork(setup_.cluster);
+  // At most three actors per worker: its own, its communication stream and a data loader.
+  ConfigureActorStacks(3L * s_.WorkerCount());
   auto started = std::chrono::steady_clock::now();
   Prepare();
   record_.platform_wall_s = Elapsed(started);

@@ -1,10 +1,16 @@
 #include "sim/platform.h"
 
+#include <cstdio>
 #include <string>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
+
+#include "partition/util/error.h"
 
 namespace pipetwin::sim {
 
@@ -18,6 +24,43 @@ void ConfigureNetwork(const Cluster& cluster) {
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/weight-S:0");
   sg4::Engine::set_config("network/TCP-gamma:1e300");
+}
+
+namespace {
+
+// Bytes of address space this process maps now (/proc/self/statm's first field, in pages).
+long long MappedBytes() {
+  long long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%lld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return pages * sysconf(_SC_PAGESIZE);
+}
+
+std::string Megabytes(long long bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+long ConfigureActorStacks(long actors) {
+  long kib = kPreferredStackKiB;
+  rlimit limit{};
+  if (actors > 0 && getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    const long long left = static_cast<long long>(limit.rlim_cur) - MappedBytes();
+    const long long fit = left > 0 ? left / 2 / actors / 1024 : 0;
+    const long page_kib = sysconf(_SC_PAGESIZE) / 1024;
+    kib = static_cast<long>(std::min<long long>(kib, fit / page_kib * page_kib));
+    if (kib < kMinimumStackKiB)
+      throw RunError("the simulation's " + std::to_string(actors) + " actors need " +
+                     std::to_string(kMinimumStackKiB) + " KiB of stack each (" +
+                     Megabytes(2LL * actors * kMinimumStackKiB * 1024) +
+                     " of address space with the records), but the address-space limit of " +
+                     Megabytes(static_cast<long long>(limit.rlim_cur)) + " (ulimit -v) leaves " +
+                     Megabytes(std::max(left, 0LL)) +
+                     ": raise it (ulimit -v unlimited) or simulate fewer workers");
+  }
+  sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kib));
+  return kib;
 }
 
 namespace {

@@ -38,6 +38,18 @@ constexpr double kHostSpeed = 1e9;
 // Must be called after the Engine is created and before BuildPlatform.
 void ConfigureNetwork(const Cluster& cluster);
 
+// SimGrid gives every actor a stack of its own (config contexts/stack-size, 8 MiB by default),
+// mapped when the actor is created: 1,024 workers with their stream actors reserve 16 GiB of
+// address space, past the `ulimit -v` clusters often set, although an actor of ours touches a
+// few KiB of it (the whole suite passes with 16 KiB stacks). So the stacks are sized to the
+// address space left: kPreferredStackKiB each when it allows (16 times the need seen), less down
+// to kMinimumStackKiB, and a RunError naming the limit and how to raise it when even that does
+// not fit. Stacks take at most half of what is left; the simulation's own records need the rest.
+// Must be called after the Engine is created and before the first actor. Returns the KiB set.
+constexpr long kPreferredStackKiB = 256;
+constexpr long kMinimumStackKiB = 64;
+long ConfigureActorStacks(long actors);
+
 struct Platform {
   std::vector<simgrid::s4u::Host*> hosts;  // by device id
   // By device id: where its computations run. The device's own host, unless the cluster's

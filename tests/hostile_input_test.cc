@@ -274,5 +274,24 @@ TEST(HostileInput, InputsMustBeRegularFilesOfBoundedSize) {
   EXPECT_NE(b.err.find("input files of at most 268435456 bytes"), std::string::npos) << b.err;
 }
 
+// The simulator runs under an address-space limit (`ulimit -v`, as clusters set): its actors'
+// stacks are sized to what the limit leaves, and when even the smallest do not fit it says how
+// to raise it. Was: 1,024 workers aborted inside SimGrid ("Failed to allocate stack", exit 134)
+// under any limit up to 16 GB: 8 MiB of stack per actor.
+TEST(HostileInput, TheSimulatorRunsUnderAnAddressSpaceLimit) {
+  if (!SimulatorBuilt()) GTEST_SKIP() << "the simulator is not built";
+  const std::string scenario = std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/sim-gpt3-1024.json";
+  testing::CommandResult r =
+      testing::RunPipetwin("simulate " + scenario + " --no-timeline", "ulimit -v 4000000; ");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1024 workers"), std::string::npos) << r.out.substr(0, 2000);
+  r = testing::RunPipetwin("simulate " + scenario + " --no-timeline", "ulimit -v 300000; ");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  EXPECT_NE(r.err.find("(ulimit -v) leaves"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("raise it (ulimit -v unlimited) or simulate fewer workers"),
+            std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace pipetwin

@@ -78,9 +78,9 @@ void WriteFile(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-CommandResult RunPipetwin(const std::string& args) {
+CommandResult RunPipetwin(const std::string& args, const std::string& shell_prefix) {
   std::string dir = TemporaryDirectory();
-  std::string command = std::string("'") + PIPETWIN_BINARY + "' " + args + " >" + dir +
+  std::string command = shell_prefix + "'" + PIPETWIN_BINARY + "' " + args + " >" + dir +
                         "/out 2>" + dir + "/err </dev/null";
   int status = std::system(command.c_str());
   CommandResult r;

@@ -27,7 +27,8 @@ struct CommandResult {
   std::string out;  // stdout
   std::string err;  // stderr
 };
-// Runs `pipetwin ARGS` (ARGS is shell syntax) and captures its output.
-CommandResult RunPipetwin(const std::string& args);
+// Runs `pipetwin ARGS` (ARGS is shell syntax) and captures its output; `shell_prefix` runs
+// first in the same shell ("ulimit -v 4000000; ").
+CommandResult RunPipetwin(const std::string& args, const std::string& shell_prefix = "");
 
 }  // namespace pipetwin::testing

@@ -238,6 +238,22 @@ TEST(HostileInput, ExtremeFiniteValuesAndCountsOfWorkAreRefused) {
   EXPECT_NE(r.err.find("--bench must be from 1 to 10000"), std::string::npos) << r.err;
 }
 
+// A run's size is checked before its lists are built: passes x micro-batches x stages of
+// compute ops, at most 4,000,000. Was: 2^20 iterations of a 2-stage flush built every pass's
+// lists and allocated until SimGrid's uncaught bad_alloc (exit 134); `plan` accepted it.
+TEST(HostileInput, RunsTooLargeForTheirListsAreRefusedBeforeTheyAreBuilt) {
+  const std::string text = ScenarioText(R"("microbatches": 8, "iterations": 1048576)",
+                                        kPlannerMember);
+  ExpectRefused("plan", text, "training.iterations", "too large a run: 1048576 x ");
+  if (SimulatorBuilt())
+    ExpectRefused("simulate", text, "training.iterations", "more than pipetwin's limit of 4000000");
+  const std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/s.json", ScenarioText(R"("microbatches": 8, "iterations": 10000)",
+                                                   kPlannerMember));
+  const testing::CommandResult r = testing::RunPipetwin("plan " + dir + "/s.json");
+  EXPECT_EQ(r.exit_code, 0) << "a run within the limit: " << r.err;
+}
+
 // Was: `plan` accepted a 2bw plan with fewer micro-batches than stages, which `simulate` refuses.
 TEST(HostileInput, PlanRefusesWhatTheBackEndsWouldRefuse) {
   ExpectRefused("plan", R"({"workload": {"generator": "gpt", "layers": 4, "hidden": 256,

@@ -29,8 +29,10 @@ class ScheduleSpecError : public InputError {
 
 // Checks the spec's rules (ScheduleSpecError, one line naming the rule) and builds the lists.
 PipelineSchedule BuildSchedule(const ScheduleSpec& spec);
-// The rules alone, without building anything (what `plan` checks before it reports).
-void CheckScheduleSpec(const ScheduleSpec& spec);
+// The rules alone, without building anything (what `plan` checks before it reports); `repeats`:
+// the passes RepeatSchedule will run back to back, counted in the run's size (a run too large
+// for its lists is refused under field "batches").
+void CheckScheduleSpec(const ScheduleSpec& spec, int repeats = 1);
 
 // The same op lists run `repeats` times back to back: micro-batch k of repeat r becomes
 // r * microbatches + k and weight versions continue (how a flushing schedule's next iterations

@@ -8,6 +8,7 @@
 // PipeDream SOSP'19 section 3.2).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -25,7 +26,13 @@ namespace {
 using schedule_internal::MakeOp;
 
 constexpr int kDefaultTwoBWBatches = 4;
-constexpr long kMaxComputeOps = 4'000'000;
+// The largest run whose op lists pipetwin builds: forwards, backwards and recomputations over
+// every micro-batch, stage and repeat (the other ops are a few per compute op). The simulator
+// keeps a few hundred bytes per op (its records, messages and activities), so the lists of
+// such a run and what the back ends keep of them stay within a few GB; the largest runs in use
+// (16,384 GPUs, a few thousand micro-batches per iteration, a few iterations) are below it.
+constexpr int64_t kMaxComputeOps = 4'000'000;
+constexpr int64_t kMaxScheduleWorkers = 100'000;
 
 // One step of a 1F1B order: a forward or a backward of the worker's i-th micro-batch.
 struct Step {
@@ -277,7 +284,7 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
 
 }  // namespace
 
-void CheckScheduleSpec(const ScheduleSpec& spec) {
+void CheckScheduleSpec(const ScheduleSpec& spec, int repeats) {
   if (spec.stages < 1) Broken(spec, "stages", "stages must be >= 1, got " + std::to_string(spec.stages));
   if (spec.microbatches < 1)
     Broken(spec, "microbatches",
@@ -291,11 +298,22 @@ void CheckScheduleSpec(const ScheduleSpec& spec) {
   const int batches = spec.kind == ScheduleKind::kTwoBW
                           ? (spec.batches > 0 ? spec.batches : kDefaultTwoBWBatches)
                           : 1;
-  const long total = static_cast<long>(spec.microbatches) * batches;
-  const int workers = std::accumulate(replicas.begin(), replicas.end(), 0);
-  if (total * spec.stages * spec.chunks * 3 > kMaxComputeOps || workers > 100000)
-    Broken(spec, "microbatches", "too large a schedule (" + std::to_string(total) + " micro-batches over " +
-                     std::to_string(spec.stages * spec.chunks) + " stages)");
+  const int64_t workers = std::accumulate(replicas.begin(), replicas.end(), int64_t{0});
+  if (workers > kMaxScheduleWorkers)
+    Broken(spec, "replicas", "too large a schedule: " + std::to_string(workers) +
+                                 " workers, more than pipetwin's limit of " +
+                                 std::to_string(kMaxScheduleWorkers) + " for one schedule");
+  // Every count is at most 2^24 (util/limits.h), so the product fits 64 bits.
+  const int64_t compute = int64_t{spec.microbatches} * batches * spec.stages * spec.chunks * 3 *
+                          std::max(repeats, 1);
+  if (compute > kMaxComputeOps)
+    Broken(spec, repeats > 1 ? "batches" : "microbatches",
+           "too large a run: " + std::to_string(std::max(repeats, 1)) + " x " +
+               std::to_string(int64_t{spec.microbatches} * batches) + " micro-batches over " +
+               std::to_string(spec.stages * spec.chunks) + " stages are " +
+               std::to_string(compute) + " compute ops, more than pipetwin's limit of " +
+               std::to_string(kMaxComputeOps) +
+               " for one run's lists (fewer iterations or micro-batches)");
 }
 
 PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {

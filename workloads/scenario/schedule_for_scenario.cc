@@ -66,7 +66,7 @@ void CheckScheduleForScenario(const Scenario& scenario, const Plan& plan, int it
                               const std::string& file, const std::string& path) {
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);
   try {
-    CheckScheduleSpec(spec);
+    CheckScheduleSpec(spec, IsAsynchronous(spec.kind) ? 1 : iterations);
   } catch (const ScheduleSpecError& e) {
     throw InputError(file.empty() ? scenario.file : file, ScenarioPathOf(e.field(), scenario, path),
                      e.what());
@@ -77,6 +77,7 @@ PipelineSchedule ScheduleForScenario(const Scenario& scenario, const Plan& plan,
                                      const std::string& file, const std::string& path) {
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);
   try {
+    CheckScheduleSpec(spec, IsAsynchronous(spec.kind) ? 1 : iterations);
     const PipelineSchedule once = BuildSchedule(spec);
     return IsAsynchronous(spec.kind) ? once : RepeatSchedule(once, iterations);
   } catch (const ScheduleSpecError& e) {

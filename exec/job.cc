@@ -61,6 +61,7 @@ ExecutorJob PrepareJob(const RunOptions& options) {
     job.plan = LoadPlanFile(options.plan_file);
     ValidatePlan(job.plan, job.scenario.workload, job.scenario.cluster.DeviceCount(),
                  options.plan_file);
+    job.scenario.notes = OverriddenPlanSettings(job.scenario, job.plan, options.plan_file, "");
     if (job.scenario.schedule) job.plan.schedule = *job.scenario.schedule;
   } else {
     job.plan = PlanForScenario(job.scenario);

@@ -40,6 +40,8 @@ int Run(const std::vector<std::string>& args) {
   if (auto env = ProcessEnvFromEnvironment()) return RunWorker(options, *env);
   // Launcher: refuse what the executor cannot run before any worker starts.
   const ExecutorJob job = PrepareJob(options);
+  for (const std::string& note : job.scenario.notes)
+    std::cerr << "pipetwin run: note: " << note << "\n";
   if (options.check_only) return 0;
   std::vector<std::string> worker_args = {"run"};
   worker_args.insert(worker_args.end(), args.begin(), args.end());

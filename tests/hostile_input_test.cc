@@ -96,8 +96,12 @@ TEST(HostileInput, GeneratorSizesFromTheCommandLineAreChecked) {
   // Was: --layers 4294967297 built one block.
   const testing::CommandResult r = testing::RunPipetwin("workload gpt --layers 4294967297");
   EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
-  EXPECT_NE(r.err.find("layers"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("to 1048576"), std::string::npos) << r.err;
+  // Said in terms of the option typed (was "command line: layers: ...").
+  EXPECT_NE(r.err.find("pipetwin workload gpt: --layers: expected an integer from 1 to 65536"),
+            std::string::npos) << r.err;
+  const testing::CommandResult seq = testing::RunPipetwin("workload gpt --seq 0");
+  EXPECT_EQ(seq.exit_code, 2);
+  EXPECT_NE(seq.err.find("pipetwin workload gpt: --seq: "), std::string::npos) << seq.err;
 }
 
 TEST(HostileInput, NumbersBeyondADoubleAndRepeatedKeysAreBadInput) {
@@ -264,6 +268,54 @@ TEST(HostileInput, PlanRefusesWhatTheBackEndsWouldRefuse) {
     "training": {"microbatches": 2, "iterations": 2}})",
                 "training.microbatches", "needs at least as many micro-batches per batch as are "
                 "in flight (m >= d = 3), got m = 2");
+}
+
+// Cheap checks come before expensive ones: a scenario's keys are checked before its generator
+// builds or its workload file is read, and a workload's layer count before its layers are.
+// Was: a typo at the root was reported only after the generator had run (6 GB for 10^9 blocks).
+TEST(HostileInput, CheapChecksComeBeforeTheWorkloadIsBuilt) {
+  ExpectRefused("plan", R"({"workload": {"file": "no-such-workload.json"},
+    "cluster": {"preset": "cluster-a", "servers": 1}, "planner": "gpipe", "trainin": {}})",
+                "trainin", "unknown key");
+  const std::string dir = testing::TemporaryDirectory();
+  std::string layers;
+  for (int i = 0; i <= 65536; ++i)
+    layers += std::string(i ? "," : "") + R"({"forward_ms": 1, "backward_ms": 1})";
+  testing::WriteFile(dir + "/w.json", R"({"name": "w", "layers": [)" + layers + "]}");
+  const testing::CommandResult r = testing::RunPipetwin("workload show " + dir + "/w.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir + "/w.json: layers: expected at most 65536 layers"),
+            std::string::npos) << r.err;
+}
+
+// Nothing a scenario replaces in a plan goes unsaid. Was: a plan's schedule and a planner's
+// micro-batch settings replaced the other's without a word.
+TEST(HostileInput, WhatAScenarioReplacesInAPlanIsSaid) {
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string gpt = R"("workload": {"generator": "gpt", "layers": 4, "hidden": 256,
+      "heads": 4, "sequence": 128, "vocabulary": 1000},
+    "cluster": {"preset": "cluster-a", "servers": 1})";
+  testing::WriteFile(dir + "/inline.json", "{" + gpt + R"(, "schedule": "gpipe",
+    "plan": {"schedule": "flush", "stages": [{"first_layer": 0, "last_layer": 5}]},
+    "training": {"microbatches": 4, "iterations": 2}})");
+  testing::CommandResult r = testing::RunPipetwin("plan " + dir + "/inline.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("pipetwin plan: note: the scenario's schedule gpipe (" + dir +
+                       "/inline.json: schedule) replaces the plan's flush (" + dir +
+                       "/inline.json: plan.schedule)"), std::string::npos) << r.err;
+  // A planner's plan keeps its own micro-batch count over the scenario's.
+  testing::WriteFile(dir + "/planned.json", "{" + gpt + R"(, "planner": "gpipe",
+    "training": {"microbatches": 8, "iterations": 2}})");
+  r = testing::RunPipetwin("plan " + dir + "/planned.json --output " + dir + "/p.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "nothing replaced";
+  testing::WriteFile(dir + "/from_file.json", "{" + gpt + R"(, "plan_file": "p.json",
+    "training": {"microbatches": 3, "iterations": 2}})");
+  r = testing::RunPipetwin("plan " + dir + "/from_file.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("pipetwin plan: note: the gpipe plan's microbatches_per_update 8 (" + dir +
+                       "/p.json: microbatches_per_update) replaces the scenario's 3 (" + dir +
+                       "/from_file.json: training.microbatches)"), std::string::npos) << r.err;
 }
 
 // Inputs are regular files of a bounded size, said as such before anything is read. Was:

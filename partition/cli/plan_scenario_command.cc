@@ -104,7 +104,9 @@ int RunPlanOnScenario(const po::variables_map& vm) {
       throw InputError("pipetwin plan: unknown planner '" + planner + "'");
     }
     s.plan.reset();
+    s.notes.clear();
   }
+  for (const std::string& note : s.notes) std::cerr << "pipetwin plan: note: " << note << "\n";
   const Plan plan = PlanForScenario(s);
   // What simulate and run would refuse about the plan's schedule, refused here as well.
   CheckScheduleForScenario(s, plan, s.training.iterations);

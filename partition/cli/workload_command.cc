@@ -1,6 +1,7 @@
 // `pipetwin workload show FILE` and `pipetwin workload gpt|bert|vgg16|resnet50 [settings]`.
 #include <cstdio>
 #include <iomanip>
+#include <map>
 #include <iostream>
 #include <sstream>
 
@@ -71,6 +72,31 @@ void PrintTable(std::ostream& out, const Workload& w) {
       << w.TotalBackwardMs() << " ms, " << std::setprecision(0) << w.TotalParameters()
       << " parameters (" << HumanBytes(w.TotalParameterBytes()) << "), activations "
       << HumanBytes(w.TotalActivationBytes()) << "\n";
+}
+
+// The spec built from the command line is read as a file of this name; its errors are then
+// said in terms of the options typed (AsOptionError), never of the spec's keys.
+const char* const kCommandLine = "command line";
+
+// The option a generator spec key came from.
+std::string OptionOf(const std::string& key) {
+  static const std::map<std::string, std::string> options = {
+      {"layers", "--layers"},   {"hidden", "--hidden"},         {"heads", "--heads"},
+      {"sequence", "--seq"},    {"vocabulary", "--vocab"},      {"microbatch", "--batch"},
+      {"batch", "--batch"},     {"image_size", "--image-size"}, {"classes", "--classes"},
+      {"width", "--width"},     {"dtype_bytes", "--dtype-bytes"}};
+  const auto it = options.find(key);
+  return it == options.end() ? key : it->second;
+}
+
+// "command line: layers: expected ..." as "pipetwin workload gpt: --layers: expected ...".
+std::string AsOptionError(const InputError& e, const std::string& generator) {
+  std::string text = e.what();
+  const std::string prefix = e.file() + ": " + (e.where().empty() ? "" : e.where() + ": ");
+  if (text.rfind(prefix, 0) == 0) text = text.substr(prefix.size());
+  const bool whole = e.where().empty() || e.where() == "(root)";  // a rule between options
+  return "pipetwin workload " + generator + ": " + (whole ? "" : OptionOf(e.where()) + ": ") +
+         text;
 }
 
 // Builds the generator spec (the scenario schema) from the command line.
@@ -151,8 +177,13 @@ int RunWorkloadCommand(const Args& args) {
     if (words.size() != 1)
       throw InputError("pipetwin workload: unexpected argument '" + words[1] + "'");
     nlohmann::json spec = GeneratorSpec(words[0], vm);
-    w = WorkloadFromSource(JsonReader(spec, "command line"),
-                           ClusterPreset(vm["device"].as<std::string>(), 1).device, "");
+    try {
+      w = WorkloadFromSource(JsonReader(spec, kCommandLine),
+                             ClusterPreset(vm["device"].as<std::string>(), 1).device, "");
+    } catch (const InputError& e) {
+      if (e.file() != kCommandLine) throw;
+      throw InputError(AsOptionError(e, words[0]));
+    }
   }
   if (!out.empty()) WriteTextFileAtomically(out, JsonText(WithTotals(w), 2) + "\n");
   if (vm.count("json")) std::cout << JsonText(WithTotals(w), 2) << "\n";

@@ -41,6 +41,7 @@ Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std:
   JsonReader root(doc, file, path);
   Plan p;
   p.planner = root.OptionalString("planner", p.planner);
+  p.schedule_stated = root.Has("schedule");
   p.schedule = ParseScheduleKind(root.OptionalChoice("schedule", ScheduleKindNames(),
                                                      ScheduleKindName(p.schedule)));
   std::vector<JsonReader> stages = root.Array("stages");

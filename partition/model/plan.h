@@ -35,6 +35,7 @@ struct StagePlan {
 struct Plan {
   std::string planner = "manual";  // who made it: "manual" (by hand) or a planner's name
   ScheduleKind schedule = ScheduleKind::kFlush;
+  bool schedule_stated = true;  // false when read from a file that names no schedule
   std::vector<StagePlan> stages;
   // The order in which stages count layers: position p holds workload layer layer_order[p].
   // Empty means the workload's own topological order. A planner sets it when a DAG's stages are

@@ -236,6 +236,10 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
   w.data_loading_ms = root.OptionalNonNegativeNumber("data_loading_ms", 0);
   std::vector<JsonReader> entries = root.Array("layers");
   if (entries.empty()) root.FailAt("layers", "expected at least one layer, got none");
+  if (entries.size() > static_cast<size_t>(kMaxLayers.max))
+    root.FailAt("layers", "expected at most " + std::to_string(kMaxLayers.max) + " layers (" +
+                              "pipetwin's limit for " + kMaxLayers.what + "), got " +
+                              std::to_string(entries.size()));
   std::map<std::string, int> index_of;
   for (size_t i = 0; i < entries.size(); ++i) {
     std::string id = entries[i].OptionalString("id", "layer" + std::to_string(i));

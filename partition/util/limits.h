@@ -17,7 +17,9 @@ struct Limit {
 };
 
 constexpr Limit kMaxDevices{1 << 20, "devices in a cluster"};          // also replicas, ids
-constexpr Limit kMaxLayers{1 << 20, "layers of a workload"};           // also stages, positions
+// Layers: 2^16, 500 times the largest model in use, and a per-layer profile of a large graph
+// (PipeDream's NASNet: 1,000 nodes) has room; the workload of 2^16 GPT blocks takes 0.2 GB.
+constexpr Limit kMaxLayers{1 << 16, "layers of a workload"};           // also stages, positions
 constexpr Limit kMaxMicrobatches{1 << 24, "micro-batches per iteration"};
 constexpr Limit kMaxIterations{1 << 20, "iterations of a run"};
 constexpr Limit kMaxSamples{1 << 24, "samples in a batch"};            // batch sizes

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "partition/util/error.h"
+#include "partition/util/limits.h"
 #include "partition/util/json_reader.h"
 
 namespace pipetwin {
@@ -216,6 +217,9 @@ Workload ParsePipeDreamProfile(const std::string& text, const std::string& name,
       edges.push_back(ParseEdgeLine(line, at));
       continue;
     }
+    if (w.LayerCount() == kMaxLayers.max)
+      at.Fail("too many nodes: expected at most " + std::to_string(kMaxLayers.max) +
+              " (pipetwin's limit for " + kMaxLayers.what + ")");
     Layer layer = ParseNodeLine(line, at);
     if (!line_of.emplace(layer.id, number).second)
       at.Fail("duplicate node " + Quote(layer.id) + " (first on line " +

@@ -5,6 +5,7 @@
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/model/cluster.h"
+#include "workloads/scenario/schedule_for_scenario.h"
 #include "workloads/scenario/workload_source.h"
 
 namespace pipetwin {
@@ -85,9 +86,9 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
   s.file = file;
   s.source = doc;
   s.name = root.OptionalString("name", "scenario");
-  // The cluster first: generators time their layers on the cluster's device.
+  // Cheap checks first: everything but the workload is read, and the root's keys checked,
+  // before a generator builds or a file is read (a typo is not reported after gigabytes).
   s.cluster = ClusterFromJson(root.Member("cluster").value(), file, "cluster");
-  s.workload = WorkloadFromSource(root.Member("workload"), s.cluster.device, base_dir);
   if (root.Has("schedule")) s.schedule = ParseScheduleKind(root.Choice("schedule", ScheduleKindNames()));
   if (auto t = root.OptionalMember("training")) s.training = ReadTraining(*t);
   const int sources = root.Has("planner") + root.Has("plan") + root.Has("plan_file");
@@ -104,13 +105,17 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
     s.plan = LoadPlanFile(plan_file);
     plan_path = "";
   }
+  root.Accept("workload");
+  root.Finish();
+  // Generators time their layers on the cluster's device.
+  s.workload = WorkloadFromSource(root.Member("workload"), s.cluster.device, base_dir);
   if (s.plan) {
     // The scenario's schedule governs; without one, the plan's own.
+    s.notes = OverriddenPlanSettings(s, *s.plan, plan_file, plan_path);
     if (s.schedule) s.plan->schedule = *s.schedule;
     ValidatePlan(*s.plan, s.workload, s.cluster.DeviceCount(), plan_file, plan_path,
                  ChunksPerWorker(s.plan->schedule, s.training));
   }
-  root.Finish();
   return s;
 }
 

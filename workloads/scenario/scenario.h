@@ -80,6 +80,9 @@ struct Scenario {
   std::optional<ScheduleKind> schedule;
   TrainingSettings training;
   nlohmann::json source;     // the document as read (sweeps vary it and reload)
+  // What the scenario's settings replace in its own plan (OverriddenPlanSettings), one line
+  // each, for the commands to say: nothing is replaced without a word.
+  std::vector<std::string> notes;
 };
 
 // Throws InputError naming the file and JSON path of the first fault.

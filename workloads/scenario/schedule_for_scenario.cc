@@ -21,6 +21,33 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
 }
 
 
+std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const Plan& plan,
+                                                const std::string& plan_file,
+                                                const std::string& plan_path) {
+  std::vector<std::string> notes;
+  const std::string at = plan_file + ": " + (plan_path.empty() ? "" : plan_path + ".");
+  if (scenario.schedule && plan.schedule_stated && *scenario.schedule != plan.schedule)
+    notes.push_back("the scenario's schedule " + ScheduleKindName(*scenario.schedule) + " (" +
+                    scenario.file + ": schedule) replaces the plan's " +
+                    ScheduleKindName(plan.schedule) + " (" + at + "schedule)");
+  if (plan.IsHandWritten()) return notes;
+  const nlohmann::json& training = scenario.source.contains("training")
+                                       ? scenario.source["training"] : nlohmann::json::object();
+  const std::pair<const char*, const char*> pairs[] = {
+      {"microbatch_size", "microbatch_size"}, {"microbatches", "microbatches_per_update"}};
+  for (const auto& [key, plan_key] : pairs) {
+    if (!training.is_object() || !training.contains(key)) continue;
+    const int mine = key == std::string("microbatches") ? scenario.training.microbatches
+                                                         : scenario.training.microbatch_size;
+    const int theirs = key == std::string("microbatches") ? plan.microbatches_per_update
+                                                           : plan.microbatch_size;
+    if (mine != theirs)
+      notes.push_back("the " + plan.planner + " plan's " + plan_key + " " +
+                      std::to_string(theirs) + " (" + at + plan_key + ") replaces the scenario's " +
+                      std::to_string(mine) + " (" + scenario.file + ": training." + key + ")");
+  }
+  return notes;
+}
 
 ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,
                              const std::string& file, const std::string& path) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "partition/model/plan.h"
 #include "partition/schedule/op.h"
@@ -26,6 +27,14 @@ struct MicrobatchSettings {
 // A planner's plan fixes its own micro-batch size and m; a hand-written ("manual") plan takes
 // the scenario's training settings.
 MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan);
+
+// What those two rules replace, said to the user, one line each: the plan's schedule by the
+// scenario's "schedule"; the scenario's training.microbatch_size and training.microbatches,
+// when it gives them, by a planner's plan's own.
+// `plan_file` and `plan_path` locate the plan ("plan" inside the scenario, "" for a plan file).
+std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const Plan& plan,
+                                                const std::string& plan_file,
+                                                const std::string& plan_path);
 
 // The spec: kind, depth (plan stages / chunks for interleaved), replicas, m x replicas of the
 // input stage micro-batches per iteration (each replica of stage 0 starts m; PipeDream: times

@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "partition/planners/min_max_partition.h"
+#include "partition/util/error.h"
 #include "tests/test_support.h"
 
 namespace pipetwin {
@@ -286,6 +288,59 @@ TEST(HostileInput, CheapChecksComeBeforeTheWorkloadIsBuilt) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(dir + "/w.json: layers: expected at most 65536 layers"),
             std::string::npos) << r.err;
+}
+
+// The PipeDream partitioner estimates its work before it allocates: n^3 M^2 / 6 steps per lower
+// level. Was: a 20,000-node graph.txt (4 MB) took it past 4.7 GB and then "out of memory" with
+// no file named.
+TEST(HostileInput, ThePipeDreamPartitionerRefusesWorkItCannotDo) {
+  const std::string dir = testing::TemporaryDirectory();
+  std::string graph;
+  for (int i = 0; i < 20000; ++i)
+    graph += "node" + std::to_string(i) + " -- Linear -- forward_compute_time=0.100, "
+             "backward_compute_time=0.200, activation_size=1000.000, parameter_size=4096.000\n";
+  for (int i = 0; i + 1 < 20000; ++i)
+    graph += "\tnode" + std::to_string(i) + " -- node" + std::to_string(i + 1) + "\n";
+  testing::WriteFile(dir + "/graph.txt", graph);
+  const testing::CommandResult r = testing::RunPipetwin(
+      "plan --profile " + dir + "/graph.txt --workers 4 4 --bandwidth 1e9 1e8");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  EXPECT_NE(r.err.find(dir + "/graph.txt: pipedream: up to 20000 states (one per layer) on "
+                       "levels of 4 x 4 machines would take about 2.13e+13 steps"),
+            std::string::npos) << r.err;
+  ExpectRefused("plan", R"({"workload": {"generator": "gpt", "layers": 20000, "hidden": 64,
+      "heads": 1, "sequence": 8, "vocabulary": 10},
+    "cluster": {"preset": "cluster-a", "servers": 4}, "planner": "pipedream"})",
+                "planner", "more than pipetwin's limits of 1e+11 steps");
+}
+
+// The planners' split (the min-max partition every planner but PipeDream's runs) bounds its
+// work: its table is checked before it is allocated and its steps are capped. Was: the 2bw
+// planner on 1,024 layers and 1,024 GPUs ran for more than 100 s; on 2^16 layers, for hours.
+TEST(HostileInput, ThePlannersSplitBoundsItsWork) {
+  auto cost = [](int, int i, int j) { return static_cast<double>(j - i + 1); };
+  auto lower = [](int, int) { return 0.0; };
+  std::vector<StageRange> ranges;
+  MinMaxPartitioner big;
+  try {
+    big.Solve(65536, 2048, cost, lower, kInfinity, &ranges);
+    ADD_FAILURE() << "a table of 2^27 cells was allocated";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("splitting 65536 layers into 2048 stages needs a table "
+                                         "of 134217728 cells, more than pipetwin's limit"),
+              std::string::npos) << e.what();
+  }
+  MinMaxPartitioner budgeted(1000);
+  EXPECT_EQ(budgeted.Solve(8, 2, cost, lower, kInfinity, &ranges), 4);  // within the budget
+  try {
+    budgeted.Solve(400, 20, cost, lower, kInfinity, &ranges);
+    ADD_FAILURE() << "the step budget was not enforced";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than pipetwin's limit of 1000 steps"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_LE(budgeted.Steps(), 1001);
 }
 
 // Nothing a scenario replaces in a plan goes unsaid. Was: a plan's schedule and a planner's

@@ -170,19 +170,26 @@ int RunPlanCommand(const Args& args) {
   if (vm.count("output"))
     throw InputError("pipetwin plan: --output applies to the scenario form");
   const PipeDreamOptions options = ReadOptions(vm);
-  const Workload workload = ImportPipeDreamProfile(vm["profile"].as<std::string>());
-  if (vm.count("bench")) {
-    const int runs = vm["bench"].as<int>();
-    if (runs < 1 || runs > 10000)
-      throw InputError("pipetwin plan: --bench must be from 1 to 10000 runs, got " +
-                       std::to_string(runs));
-    return Bench(workload, options, runs);
+  const std::string profile = vm["profile"].as<std::string>();
+  const Workload workload = ImportPipeDreamProfile(profile);
+  try {
+    if (vm.count("bench")) {
+      const int runs = vm["bench"].as<int>();
+      if (runs < 1 || runs > 10000)
+        throw InputError("pipetwin plan: --bench must be from 1 to 10000 runs, got " +
+                         std::to_string(runs));
+      return Bench(workload, options, runs);
+    }
+    const PipeDreamResult result = PlanPipeDream(workload, options);
+    if (vm.count("json"))
+      std::cout << JsonText(ResultJson(workload, options, result), 2) << "\n";
+    else
+      PrintTable(std::cout, workload, options, result);
+  } catch (const InputError& e) {
+    // The partitioner's rules name no file: what they refuse came from the profile.
+    if (!e.file().empty() || std::string(e.what()).rfind("pipetwin plan:", 0) == 0) throw;
+    throw InputError(profile, "", e.what());
   }
-  const PipeDreamResult result = PlanPipeDream(workload, options);
-  if (vm.count("json"))
-    std::cout << JsonText(ResultJson(workload, options, result), 2) << "\n";
-  else
-    PrintTable(std::cout, workload, options, result);
   return 0;
 }
 

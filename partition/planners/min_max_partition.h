@@ -2,6 +2,8 @@
 // most expensive stage.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "partition/cost/pipeline_cost_model.h"
@@ -16,13 +18,27 @@ namespace pipetwin {
 // decreases: the scan over i stops once it reaches the best value so far. Among equal optima the
 // first found wins (the last stage as short as possible, then the one before, ...). Returns the
 // optimum (kInfinity when nothing is admissible) and fills `ranges` when it is finite.
+//
+// Work is bounded (hostile input: a planner never runs for hours): a table of more than
+// kMaxPartitionCells cells (depth x layers) is refused before it is allocated, and the steps
+// (candidate first layers tried) over all of one partitioner's solves are capped at
+// `step_budget`; both throw InputError saying which split was asked.
+constexpr int64_t kMaxPartitionCells = int64_t{1} << 26;  // 0.8 GB of table
+constexpr int64_t kDefaultPartitionSteps = int64_t{10'000'000'000};  // minutes at most
+
 class MinMaxPartitioner {
  public:
+  explicit MinMaxPartitioner(int64_t step_budget = kDefaultPartitionSteps)
+      : step_budget_(step_budget) {}
   template <class Cost, class Lower>
   double Solve(int layers, int depth, const Cost& cost, const Lower& lower, double limit,
                std::vector<StageRange>* ranges);
+  int64_t Steps() const { return steps_; }
 
  private:
+  [[noreturn]] static void Refuse(const std::string& why);
+  int64_t step_budget_;
+  int64_t steps_ = 0;
   std::vector<double> best_;  // best_[s * layers + j]: stages 0..s over layers 0..j
   std::vector<int> start_;    // first layer of stage s in that optimum
 };
@@ -31,6 +47,10 @@ template <class Cost, class Lower>
 double MinMaxPartitioner::Solve(int layers, int depth, const Cost& cost, const Lower& lower,
                                 double limit, std::vector<StageRange>* ranges) {
   if (depth < 1 || depth > layers) return kInfinity;
+  if (int64_t{depth} * layers > kMaxPartitionCells)
+    Refuse("splitting " + std::to_string(layers) + " layers into " + std::to_string(depth) +
+           " stages needs a table of " + std::to_string(int64_t{depth} * layers) +
+           " cells, more than pipetwin's limit of " + std::to_string(kMaxPartitionCells));
   best_.assign(static_cast<size_t>(depth) * layers, kInfinity);
   start_.assign(static_cast<size_t>(depth) * layers, -1);
   for (int s = 0; s < depth; ++s) {
@@ -38,6 +58,10 @@ double MinMaxPartitioner::Solve(int layers, int depth, const Cost& cost, const L
     for (int j = (s == depth - 1 ? layers - 1 : s); j <= layers - depth + s; ++j) {
       double& best = best_[s * layers + j];
       for (int i = (s == 0 ? 0 : j); i >= s; --i) {
+        if (++steps_ > step_budget_)
+          Refuse("the planner's splits of " + std::to_string(layers) + " layers (now into " +
+                 std::to_string(depth) + " stages) took more than pipetwin's limit of " +
+                 std::to_string(step_budget_) + " steps");
         const double bound = lower(i, j);
         if (bound >= best || bound > limit) break;
         const double before = s == 0 ? 0 : best_[(s - 1) * layers + i - 1];

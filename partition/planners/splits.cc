@@ -39,3 +39,11 @@ std::vector<StageRange> BalancedSplit(const PipelineCostModel& model, int depth,
 }
 
 }  // namespace pipetwin
+
+namespace pipetwin {
+
+void MinMaxPartitioner::Refuse(const std::string& why) {
+  throw InputError(why + " (merge layers into fewer, or plan fewer devices)");
+}
+
+}  // namespace pipetwin

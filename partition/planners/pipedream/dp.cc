@@ -227,6 +227,19 @@ void FillSplits(const Level& level, int first, const std::vector<LastStages>& la
 
 }  // namespace
 
+PipeDreamWork EstimatePipeDreamWork(int states, const PipeDreamOptions& options) {
+  PipeDreamWork work;
+  const double n = states;
+  for (size_t l = 0; l < options.levels.size(); ++l) {
+    const double m = options.levels[l].machines;
+    const bool top = l + 1 == options.levels.size();
+    const double cells = top ? n * m : n * (n + 1) / 2 * m;
+    work.table_bytes += cells * sizeof(PipeDreamLevelTable::Cell);
+    work.steps += (top ? n * n / 2 : n * n * n / 6) * m * m;
+  }
+  return work;
+}
+
 PipeDreamLevelTable SolvePipeDreamLevel(const AntichainLinearization& states,
                                         const PipeDreamOptions& options, int level_index,
                                         const PipeDreamLevelTable* lower) {

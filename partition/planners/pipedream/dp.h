@@ -89,6 +89,17 @@ class PipeDreamLevelTable {
 double PipeDreamStashFactor(PipeDreamCostModel model, int level_machines, int machines_through,
                             int replicas);
 
+// What solving every level costs, known before anything is allocated: a level below the top
+// fills every row, n(n+1)/2 ranges i..j with M cells each (16 bytes), and each cell tries every
+// ancestor k of j (j - i of them on a chain) with every split of its machines (M); the top
+// level fills row 0 only. So at most sum over lower levels of n^3 M^2 / 6 steps and n^2 M / 2
+// cells, plus n^2 M / 2 steps and n M cells at the top (n states, M machines of the level).
+struct PipeDreamWork {
+  double steps = 0;
+  double table_bytes = 0;
+};
+PipeDreamWork EstimatePipeDreamWork(int states, const PipeDreamOptions& options);
+
 // Solves level `level` of options.levels. `lower` is the solved level below (nullptr at level
 // 0); the highest level solves only row 0. Requires ValidatePipeDreamOptions(options).
 PipeDreamLevelTable SolvePipeDreamLevel(const AntichainLinearization& states,

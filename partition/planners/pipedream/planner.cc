@@ -1,6 +1,7 @@
 #include "partition/planners/pipedream/planner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "partition/util/error.h"
@@ -246,8 +247,39 @@ nlohmann::json LevelsJson(const std::vector<std::vector<PipeDreamSpan>>& levels)
 
 }  // namespace
 
+namespace {
+
+std::string Rounded(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+// Refuses a solve beyond kMaxPipeDreamSteps / kMaxPipeDreamBytes (planner.h).
+void CheckWork(const std::string& who, const std::string& what, double steps, double bytes,
+               const PipeDreamOptions& options) {
+  if (steps <= kMaxPipeDreamSteps && bytes <= kMaxPipeDreamBytes) return;
+  std::string levels;
+  for (const PipeDreamLevel& l : options.levels)
+    levels += (levels.empty() ? "" : " x ") + std::to_string(l.machines);
+  throw InputError(who + what + " on levels of " + levels + " machines would take about " +
+                   Rounded(steps) + " steps and " + Rounded(bytes / 1e9) +
+                   " GB, more than pipetwin's limits of " + Rounded(kMaxPipeDreamSteps) +
+                   " steps and " + Rounded(kMaxPipeDreamBytes / 1e9) +
+                   " GB for the partitioner: merge layers into a coarser profile, or plan "
+                   "fewer machines per level");
+}
+
+}  // namespace
+
 PipeDreamResult PlanPipeDream(const Workload& workload, const PipeDreamOptions& options) {
   ValidatePipeDreamOptions(options);  // before the states: bad settings fail first
+  // Before linearising: at most one state per layer.
+  const double layers = workload.LayerCount();
+  const PipeDreamWork work = EstimatePipeDreamWork(workload.LayerCount(), options);
+  CheckWork(PipeDreamPlannerName(options.cost_model) + ": ",
+            "up to " + std::to_string(workload.LayerCount()) + " states (one per layer)",
+            work.steps, std::max(work.table_bytes, 2.5 * layers * layers), options);
   return PlanPipeDream(workload, LinearizeLikePipeDream(workload), options);
 }
 
@@ -255,6 +287,9 @@ PipeDreamResult PlanPipeDream(const Workload& workload, const AntichainLineariza
                               const PipeDreamOptions& options) {
   ValidatePipeDreamOptions(options);
   const int n = states.StateCount();
+  const PipeDreamWork work = EstimatePipeDreamWork(n, options);
+  CheckWork(PipeDreamPlannerName(options.cost_model) + ": ", std::to_string(n) + " states",
+            work.steps, work.table_bytes, options);
   const std::vector<PipeDreamLevelTable> tables = SolveAllLevels(states, options);
   PipeDreamResult result;
   result.time_per_stage_s = TopTime(tables, n);

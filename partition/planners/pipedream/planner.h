@@ -53,6 +53,14 @@ struct PipeDreamResult {
   bool reordered = false;
 };
 
+// The most work the partitioner takes on, refused in one line before anything is allocated
+// (naming the states, the levels and the way under it): 1e11 steps of the dynamic program
+// (EstimatePipeDreamWork; minutes on one core) and 4 GiB for its tables or for linearising,
+// which keeps per state its ancestors and bit sets of its ancestors and down-set (about
+// 2.5 n^2 bytes for n layers on a chain, checked with n = the layer count before it runs).
+constexpr double kMaxPipeDreamSteps = 1e11;
+constexpr double kMaxPipeDreamBytes = 4.0 * (1 << 30);
+
 // Plans `workload` with the levels and cost model of `options`. Throws InputError for bad
 // options, and when no configuration fits: for the memory rule, naming the stage of the closest
 // configuration (the one needing the least memory per device), the bytes it needs per device and

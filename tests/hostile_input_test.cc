@@ -343,6 +343,32 @@ TEST(HostileInput, ThePlannersSplitBoundsItsWork) {
   EXPECT_LE(budgeted.Steps(), 1001);
 }
 
+// A schedule CSV is refused as soon as it passes its limits, not after it is held whole, and
+// every error about it names it. Was: a 100 MB CSV was refused for its ranks after 1.3 GB; the
+// deadlock of an imported CSV named no file.
+TEST(HostileInput, ScheduleCsvLimitsAreCheckedWhileReadingAndErrorsNameTheFile) {
+  const std::string dir = testing::TemporaryDirectory();
+  std::string tall;
+  for (int r = 0; r < 5000; ++r) tall += "0F0\n";
+  testing::WriteFile(dir + "/tall.csv", tall);
+  testing::CommandResult r = testing::RunPipetwin("schedule --import " + dir + "/tall.csv");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir + "/tall.csv: line 4097: more than 4096 ranks"), std::string::npos)
+      << r.err;
+  std::string wide = "0F0";
+  for (int c = 0; c < 4000000; ++c) wide += ",0F0";
+  testing::WriteFile(dir + "/wide.csv", wide + "\n");
+  r = testing::RunPipetwin("schedule --import " + dir + "/wide.csv");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir + "/wide.csv: line 1: more than 4000000 actions"), std::string::npos)
+      << r.err;
+  testing::WriteFile(dir + "/deadlock.csv", "0F0,0B0\n1B0,1F0\n");
+  r = testing::RunPipetwin("schedule --import " + dir + "/deadlock.csv");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind(dir + "/deadlock.csv: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("cannot complete"), std::string::npos) << r.err;
+}
+
 // Nothing a scenario replaces in a plan goes unsaid. Was: a plan's schedule and a planner's
 // micro-batch settings replaced the other's without a word.
 TEST(HostileInput, WhatAScenarioReplacesInAPlanIsSaid) {

@@ -155,14 +155,20 @@ int RunScheduleCommand(const Args& args) {
       throw InputError("pipetwin schedule: --import takes the schedule from the file; drop "
                        "--kind, --stages and --microbatches");
     schedule = ScheduleFromCsv(ReadTextFile(input), input);
-    CheckSchedule(schedule);
+    try {
+      CheckSchedule(schedule);
+    } catch (const InputError& e) {
+      if (!e.file().empty()) throw;
+      throw InputError(input, "", e.what());  // a deadlock of the file's lists
+    }
   } else {
     schedule = BuildSchedule(SpecFrom(vm));
     if (vm.count("check")) CheckSchedule(schedule);
   }
   const ReplayResult replay = ReplaySchedule(schedule, costs);
   if (!replay.completed)
-    throw InputError("pipetwin schedule: deadlock in the replay: " + replay.deadlock);
+    throw InputError(input.empty() ? "pipetwin schedule" : input, "",
+                     "deadlock in the replay: " + replay.deadlock);
 
   std::string text;
   if (format == "csv") text = ScheduleToCsv(schedule);

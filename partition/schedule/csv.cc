@@ -69,23 +69,39 @@ Action ParseAction(const std::string& cell, const std::string& file, int line) {
   return fail();
 }
 
+// The largest CSV read: 4,096 ranks and as many actions as the compute ops a schedule may hold
+// (4,000,000, schedule/build.h), some 200 MB once parsed.
+constexpr size_t kMaxRanks = 4096;
+constexpr size_t kMaxCells = 4'000'000;
+
 std::vector<std::vector<std::pair<Action, int>>> ParseRows(const std::string& text,
                                                            const std::string& file) {
   std::vector<std::vector<std::pair<Action, int>>> rows;  // (action, line)
-  std::istringstream in(text);
-  std::string line;
   int number = 0;
   std::vector<int> empty_lines;
-  while (std::getline(in, line)) {
+  size_t cells_read = 0;
+  // Cells are cut out of the text in place: no copy of a line or of the file is made.
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
     ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    size_t line_end = end;
+    if (line_end > start && text[line_end - 1] == '\r') --line_end;
     std::vector<std::pair<Action, int>> row;
-    std::stringstream cells(line);
-    std::string cell;
-    while (std::getline(cells, cell, ',')) {
-      cell = Trim(cell);
-      if (!cell.empty()) row.push_back({ParseAction(cell, file, number), number});
+    for (size_t c = start; c <= line_end;) {
+      const size_t comma =
+          std::find(text.begin() + c, text.begin() + line_end, ',') - text.begin();
+      const std::string cell = Trim(text.substr(c, comma - c));
+      c = comma + 1;
+      if (cell.empty()) continue;
+      // Refused as soon as it is seen, not after the whole file is held (kMaxCells).
+      if (++cells_read > kMaxCells)
+        throw InputError(file, "line " + std::to_string(number),
+                         "more than " + std::to_string(kMaxCells) +
+                             " actions (pipetwin's limit for a schedule CSV)");
+      row.push_back({ParseAction(cell, file, number), number});
     }
+    start = end + 1;
     if (row.empty()) {
       empty_lines.push_back(number);
       continue;
@@ -93,10 +109,13 @@ std::vector<std::vector<std::pair<Action, int>>> ParseRows(const std::string& te
     if (!empty_lines.empty())
       throw InputError(file, "line " + std::to_string(empty_lines.front()),
                        "a rank with no actions (every row must hold the rank's actions)");
+    if (rows.size() == kMaxRanks)
+      throw InputError(file, "line " + std::to_string(number),
+                       "more than " + std::to_string(kMaxRanks) +
+                           " ranks (pipetwin's limit for a schedule CSV)");
     rows.push_back(std::move(row));
   }
   if (rows.empty()) throw InputError(file, "", "no actions (expected one row per rank)");
-  if (rows.size() > 4096) throw InputError(file, "", "more than 4096 ranks");
   return rows;
 }
 

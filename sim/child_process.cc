@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 
 namespace pipetwin::sim {
 
@@ -31,6 +32,16 @@ void WriteAll(int fd, const std::string& text) {
     if (n <= 0) _exit(4);
     done += static_cast<size_t>(n);
   }
+}
+
+// Out of memory anywhere in the child, SimGrid's actors included (SimGrid aborts on an exception
+// an actor does not catch): the new-handler writes the prepared report and ends the child.
+int g_result_fd = -1;
+std::string* g_out_of_memory = nullptr;
+
+void ReportOutOfMemory() {
+  WriteAll(g_result_fd, *g_out_of_memory);
+  _exit(0);
 }
 
 }  // namespace
@@ -54,6 +65,12 @@ ChildProcess::ChildProcess(const std::function<std::string()>& work) {
     close(fd);
     return;
   }
+  g_result_fd = fd;
+  g_out_of_memory = new std::string(kRunError + std::string("out of memory while simulating ") +
+                                    DescribeInputsRead() +
+                                    " (the machine's memory or the address-space limit, "
+                                    "ulimit -v, ran out)");
+  std::set_new_handler(ReportOutOfMemory);
   std::string out;
   try {
     out = kResult + work();
@@ -61,8 +78,8 @@ ChildProcess::ChildProcess(const std::function<std::string()>& work) {
     out = kInputError + std::string(e.what());
   } catch (const RunError& e) {
     out = kRunError + std::string(e.what());
-  } catch (const std::bad_alloc& e) {
-    out = kRunError + std::string("out of memory (") + e.what() + ")";
+  } catch (const std::bad_alloc&) {
+    out = *g_out_of_memory;
   } catch (const std::exception& e) {
     out = kFault + std::string(e.what());
   }

@@ -442,5 +442,28 @@ TEST(HostileInput, TheSimulatorRunsUnderAnAddressSpaceLimit) {
             std::string::npos) << r.err;
 }
 
+// Out of memory is said in one line naming what the command was working on, also when it
+// happens inside a SimGrid actor. Was: "out of memory" naming nothing, or SimGrid's abort on
+// the uncaught bad_alloc (exit 134).
+TEST(HostileInput, OutOfMemoryNamesTheInput) {
+  if (!SimulatorBuilt()) GTEST_SKIP() << "the simulator is not built";
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string file = dir + "/s.json";
+  // Within the run-size limit, beyond 400 MB of address space (about 7 kB per iteration).
+  testing::WriteFile(file, R"({"workload": {"generator": "mlp", "layers": 4, "input": 784,
+      "width": 1024, "classes": 10, "batch": 32},
+    "cluster": {"device": {"name": "CPU", "memory_bytes": 8e9},
+                "levels": [{"count": 2, "bandwidth_gbps": 40, "latency_us": 20}]},
+    "plan": {"schedule": "flush", "stages": [{"first_layer": 0, "last_layer": 1},
+                                             {"first_layer": 2, "last_layer": 3}]},
+    "training": {"microbatch_size": 32, "microbatches": 8, "iterations": 80000}})");
+  const testing::CommandResult r =
+      testing::RunPipetwin("simulate " + file + " --no-timeline", "ulimit -v 400000; ");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  EXPECT_NE(r.err.find("pipetwin simulate: out of memory while working on " + file),
+            std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace pipetwin

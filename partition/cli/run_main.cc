@@ -5,7 +5,10 @@
 #include <iostream>
 #include <new>
 
+#include <unistd.h>
+
 #include "partition/util/error.h"
+#include "partition/util/files.h"
 
 namespace pipetwin::cli {
 
@@ -24,6 +27,24 @@ std::string FirstLine(const char* what) {
   std::string text = what;
   const size_t newline = text.find('\n');
   return newline == std::string::npos ? text : text.substr(0, newline);
+}
+
+// Out of memory anywhere, in a library's thread or a SimGrid actor included (SimGrid aborts on
+// an exception an actor does not catch): one line naming what the command was working on, exit
+// 1. The reserve is freed first so that the line can be built.
+char* g_reserve = nullptr;
+std::string g_command;
+
+void OnOutOfMemory() {
+  delete[] g_reserve;
+  g_reserve = nullptr;
+  std::set_new_handler(nullptr);
+  const std::string line = "pipetwin " + g_command + ": out of memory while working on " +
+                           DescribeInputsRead() +
+                           " (the machine's memory or the address-space limit, ulimit -v, ran "
+                           "out)\n";
+  if (write(STDERR_FILENO, line.data(), line.size()) < 0) _exit(1);
+  _exit(1);
 }
 
 int Fail(int status, const std::string& line) {
@@ -53,6 +74,9 @@ int RunMain(const Program& program, int argc, char** argv) {
     if (name != c.name) continue;
     // Commands are named as the user typed them: `pipetwin simulate` also in pipetwin-sim.
     const std::string prefix = "pipetwin " + name + ": ";
+    g_command = name;
+    g_reserve = new char[1 << 16];
+    std::set_new_handler(OnOutOfMemory);
     try {
       return c.run(Args(argv + 2, argv + argc));
     } catch (const InputError& e) {
@@ -60,7 +84,9 @@ int RunMain(const Program& program, int argc, char** argv) {
     } catch (const RunError& e) {
       return Fail(1, prefix + FirstLine(e.what()));
     } catch (const std::bad_alloc&) {
-      return Fail(1, prefix + "out of memory");
+      return Fail(1, prefix + "out of memory while working on " + DescribeInputsRead() +
+                         " (the machine's memory or the address-space limit, ulimit -v, ran "
+                         "out)");
     } catch (const std::exception& e) {
       const std::string context = program.context ? program.context() : "";
       return Fail(3, prefix + context + "internal error: " + FirstLine(e.what()));

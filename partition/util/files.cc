@@ -1,5 +1,7 @@
 #include "partition/util/files.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,7 +37,24 @@ std::string Folder(const std::string& path) {
 
 }  // namespace
 
+namespace {
+std::vector<std::string>& InputList() {
+  static std::vector<std::string> inputs;
+  return inputs;
+}
+}  // namespace
+
+const std::vector<std::string>& InputsRead() { return InputList(); }
+
+std::string DescribeInputsRead() {
+  std::string out;
+  for (const std::string& p : InputsRead()) out += (out.empty() ? "" : ", ") + p;
+  return out.empty() ? "its built-in inputs" : out;
+}
+
 std::string ReadTextFile(const std::string& path) {
+  std::vector<std::string>& inputs = InputList();
+  if (std::find(inputs.begin(), inputs.end(), path) == inputs.end()) inputs.push_back(path);
   struct stat st;
   if (stat(path.c_str(), &st) != 0)
     throw InputError(path, "", errno == ENOENT ? "no such file" : "cannot open file for reading");

@@ -25,6 +25,11 @@ constexpr int64_t kMaxInputBytes = int64_t{256} << 20;
 // Reads a whole text file; throws InputError when it is not a readable regular file of at most
 // kMaxInputBytes.
 std::string ReadTextFile(const std::string& path);
+// Every file ReadTextFile was asked for in this process, in order, each once: what a command
+// was working on when it ran out of memory ("out of memory while working on s.json").
+const std::vector<std::string>& InputsRead();
+// "s.json, w.json" (InputsRead), or "its built-in inputs" when it read none.
+std::string DescribeInputsRead();
 
 // Throws InputError unless `path` may be written: not a directory, not one of `inputs` (the same
 // file under any name), and not an existing file unless `force`. `option` is the command-line

@@ -188,7 +188,12 @@ int RunPlanCommand(const Args& args) {
   } catch (const InputError& e) {
     // The partitioner's rules name no file: what they refuse came from the profile.
     if (!e.file().empty() || std::string(e.what()).rfind("pipetwin plan:", 0) == 0) throw;
-    throw InputError(profile, "", e.what());
+    // The library names its setting; here the user sets it with an option.
+    std::string what = e.what();
+    const std::string setting = "(use_fewer_machines)";
+    if (const size_t at = what.find(setting); at != std::string::npos)
+      what.replace(at, setting.size(), "(--use-fewer-machines)");
+    throw InputError(profile, "", what);
   }
   return 0;
 }

@@ -66,7 +66,8 @@ std::string DescribeSpan(const AntichainLinearization& states, const Workload& w
                      std::to_string(options.levels[l].machines) + " machines but the model has " +
                      std::to_string(n) + " states)";
     throw InputError(who + "no configuration uses every machine: a straight pipeline needs one "
-                     "stage per machine" + level_text + "; use --use-fewer-machines");
+                     "stage per machine" + level_text +
+                     ": use fewer machines, or let some stay idle (use_fewer_machines)");
   }
   double low = options.memory_bytes_per_device, high = low;
   auto fits = [&](double memory) {

@@ -42,6 +42,9 @@ volatile sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int signal) { g_interrupted = signal; }
 
 std::string Describe(int status) {
+  if (WIFSTOPPED(status))
+    return std::string("stopped by signal ") + std::to_string(WSTOPSIG(status)) + " (" +
+           strsignal(WSTOPSIG(status)) + "), so it makes no progress";
   if (WIFSIGNALED(status))
     return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
            strsignal(WTERMSIG(status)) + ")";
@@ -75,7 +78,10 @@ bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 
 // Stops the workers still running: SIGTERM, then SIGKILL after a grace period.
 void StopAll(std::map<pid_t, int>& running) {
-  for (auto& [pid, rank] : running) ::kill(pid, SIGTERM);
+  for (auto& [pid, rank] : running) {
+    ::kill(pid, SIGTERM);
+    ::kill(pid, SIGCONT);  // a stopped worker acts on SIGTERM only once it runs again
+  }
   const auto deadline = std::chrono::steady_clock::now() + kGracePeriod;
   while (!running.empty() && std::chrono::steady_clock::now() < deadline) {
     int status = 0;
@@ -123,7 +129,9 @@ int LaunchLocalWorkers(int workers, const std::string& program,
   ::sigaction(SIGTERM, &action, nullptr);
   while (!running.empty()) {
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
+    // WUNTRACED: a worker stopped (SIGSTOP, SIGTSTP) is as lost as a dead one, found at once
+    // rather than when its peers' timeout runs out.
+    const pid_t pid = ::waitpid(-1, &status, WUNTRACED);
     if (pid < 0) {
       if (errno == EINTR && g_interrupted) {
         StopAll(running);
@@ -136,6 +144,15 @@ int LaunchLocalWorkers(int workers, const std::string& program,
     auto it = running.find(pid);
     if (it == running.end()) continue;
     int rank = it->second;
+    if (WIFSTOPPED(status)) {
+      const size_t others = running.size() - 1;
+      StopAll(running);
+      std::cerr << "pipetwin run: rank " << rank << " " << Describe(status);
+      if (others) std::cerr << "; stopped it and the other " << others << " worker"
+                            << (others > 1 ? "s" : "");
+      std::cerr << "\n";
+      return 1;
+    }
     running.erase(it);
     if (!Failed(status)) continue;
     // Peers of a dead worker fail too, a moment later: look briefly at who else ended, and name

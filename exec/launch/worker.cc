@@ -142,7 +142,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
 
   std::vector<std::vector<int>> replica_groups(job.schedule.stages);
   for (const auto& w : job.schedule.workers) replica_groups[w.stage].push_back(w.worker);
-  Communicator comm(env, options.timeout_s, replica_groups, Fingerprint(job));
+  Communicator comm(env, options.timeout_s, replica_groups, Fingerprint(job), options.verbose);
   // More workers than cores: every thread of the worker (c10d Gloo's too, started by now) under
   // SCHED_RR, so that no core idles while a worker waits to run (cpu_policy.h).
   if (oversubscribed && options.round_robin) {

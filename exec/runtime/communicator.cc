@@ -2,9 +2,13 @@
 #include "exec/runtime/communicator.h"
 #include "exec/launch/worker.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
+#include <cstdio>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -59,10 +63,24 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeGroup(const c10::intrusive_ptr<c10d::
 
 }  // namespace
 
-Communicator::Communicator(const ProcessEnv& env, double timeout_s,
-                           const std::vector<std::vector<int>>& replica_groups,
-                           const std::string& fingerprint)
-    : env_(env), timeout_s_(timeout_s) {
+void Communicator::Connect(const std::vector<std::vector<int>>& replica_groups,
+                           const std::string& fingerprint) {
+  const ProcessEnv& env = env_;
+  const double timeout_s = timeout_s_;
+  const auto started = std::chrono::steady_clock::now();
+  // "within 30 s" only when the time ran out (c10d says so, or the clock does); a refusal
+  // seconds in says when it came.
+  auto within = [&](const std::string& cause) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const bool timed_out = cause.find("timed out") != std::string::npos ||
+                           cause.find("Timed out") != std::string::npos ||
+                           cause.find("timeout") != std::string::npos;
+    if (timed_out || s >= 0.9 * timeout_s)
+      return "within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+    char text[32];
+    std::snprintf(text, sizeof text, "after %.1f s", s);
+    return std::string(text);
+  };
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   c10d::TCPStoreOptions options;
   options.port = static_cast<uint16_t>(env.master_port);
@@ -75,9 +93,9 @@ Communicator::Communicator(const ProcessEnv& env, double timeout_s,
   } catch (const std::exception& e) {
     if (options.isServer)
       throw RunError("rank 0 cannot host the store at " + where + ": " + OneLine(e.what()));
-    throw RunError("cannot reach the store at " + where + " within " + std::to_string(
-                   static_cast<int>(timeout_s)) + " s (is rank 0 running, and are MASTER_ADDR "
-                   "and MASTER_PORT right?): " + OneLine(e.what()));
+    throw RunError("cannot reach the store at " + where + " " + within(e.what()) +
+                   " (is rank 0 running, and are MASTER_ADDR and MASTER_PORT right?): " +
+                   OneLine(e.what()));
   }
   // Every worker must agree on the world size and on what it runs.
   const std::string agreed = std::to_string(env.world_size) + " " + fingerprint;
@@ -96,9 +114,8 @@ Communicator::Communicator(const ProcessEnv& env, double timeout_s,
   } catch (const RunError&) {
     throw;
   } catch (const std::exception& e) {
-    throw RunError("rank " + std::to_string(env.rank) + ": rank 0 never registered at the store " +
-                   where + " within " + std::to_string(static_cast<int>(timeout_s)) + " s: " +
-                   OneLine(e.what()));
+    throw RunError("rank " + std::to_string(env.rank) + ": rank 0 did not register at the store " +
+                   where + " " + within(e.what()) + ": " + OneLine(e.what()));
   }
   try {
     world_ = MakeGroup(store_, env.rank, env.world_size, env, timeout_s);
@@ -112,10 +129,45 @@ Communicator::Communicator(const ProcessEnv& env, double timeout_s,
                             static_cast<int>(group.size()), env, timeout_s);
     }
   } catch (const std::exception& e) {
-    throw RunError("rank " + std::to_string(env.rank) + ": the workers did not all meet within " +
-                   std::to_string(static_cast<int>(timeout_s)) + " s (a worker missing, or a "
-                   "wrong WORLD_SIZE?): " + OneLine(e.what()));
+    throw RunError("rank " + std::to_string(env.rank) + ": the workers did not all meet " +
+                   within(e.what()) + " (a worker missing, or a wrong WORLD_SIZE?): " +
+                   OneLine(e.what()));
   }
+}
+
+
+Communicator::Communicator(const ProcessEnv& env, double timeout_s,
+                           const std::vector<std::vector<int>>& replica_groups,
+                           const std::string& fingerprint, bool verbose)
+    : env_(env), timeout_s_(timeout_s) {
+  if (verbose) {
+    Connect(replica_groups, fingerprint);
+    return;
+  }
+  // c10d logs its socket retries and failures to stderr (3 to 33 lines for a port in use or a
+  // wrong MASTER_ADDR), whatever LibTorch's logging library: fd 2 goes to an unlinked temporary
+  // file while connecting; the RunError carries what matters in one line.
+  std::fflush(stderr);
+  std::cerr.flush();
+  char name[] = "/tmp/pipetwin-c10d-XXXXXX";
+  const int held = mkstemp(name);
+  const int saved = held >= 0 ? dup(STDERR_FILENO) : -1;
+  if (held >= 0) unlink(name);
+  if (saved >= 0) dup2(held, STDERR_FILENO);
+  auto restore = [&] {
+    if (saved < 0) return;
+    std::fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(held);
+  };
+  try {
+    Connect(replica_groups, fingerprint);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
 }
 
 Communicator::~Communicator() = default;

@@ -38,8 +38,11 @@ class Communicator {
   // Connects to the store (hosting it when this is rank 0 and no launcher hosts it), checks that
   // every worker was started with the same WORLD_SIZE and run fingerprint, and builds the groups.
   // `replica_groups` lists, per stage, the ranks of its replicas (the same list on every worker).
+  // What c10d prints to stderr while it connects (its socket retries, glog lines) is held back
+  // and folded into the one RunError line; `verbose` prints it as well.
   Communicator(const ProcessEnv& env, double timeout_s,
-               const std::vector<std::vector<int>>& replica_groups, const std::string& fingerprint);
+               const std::vector<std::vector<int>>& replica_groups, const std::string& fingerprint,
+               bool verbose = false);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -70,6 +73,7 @@ class Communicator {
 
   ProcessEnv env_;
   double timeout_s_;
+  void Connect(const std::vector<std::vector<int>>& replica_groups, const std::string& fingerprint);
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroup> world_;
   c10::intrusive_ptr<c10d::ProcessGroup> replicas_;  // null when the stage has one replica

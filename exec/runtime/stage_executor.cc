@@ -17,13 +17,16 @@ constexpr int kEvaluationMicrobatchBase = 1 << 24;
 
 int64_t Bytes(const std::vector<torch::Tensor>& tensors) { return TensorBytes(tensors); }
 
-// PIPETWIN_EXEC_FAIL_AT=RANK:OP makes worker RANK kill itself (SIGKILL) at its OP-th op: the
-// fault tests' way to lose a worker mid-run.
-int FailAtOp(int rank) {
+// PIPETWIN_EXEC_FAIL_AT=RANK:OP makes worker RANK kill itself (SIGKILL) at its OP-th op, and
+// RANK:OP:stop stop itself (SIGSTOP: alive, making no progress): the fault tests' way to lose a
+// worker mid-run.
+int FailAtOp(int rank, int* signal) {
   const char* spec = std::getenv("PIPETWIN_EXEC_FAIL_AT");
   if (!spec) return -1;
   int r = -1, op = -1;
-  if (std::sscanf(spec, "%d:%d", &r, &op) != 2 || r != rank) return -1;
+  char how[8] = "";
+  if (std::sscanf(spec, "%d:%d:%7s", &r, &op, how) < 2 || r != rank) return -1;
+  *signal = std::string(how) == "stop" ? SIGSTOP : SIGKILL;
   return op;
 }
 
@@ -63,7 +66,7 @@ StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& progra
   } else {
     for (const auto& p : weights_.Current()) gradient_sum_.push_back(torch::zeros_like(p));
   }
-  fail_at_op_ = FailAtOp(comm.rank());
+  fail_at_op_ = FailAtOp(comm.rank(), &fail_signal_);
   DumpWeights();
 }
 
@@ -109,7 +112,7 @@ void StageExecutor::PostReceivesAhead(size_t from) {
 }
 
 void StageExecutor::Execute(const Op& op) {
-  if (op_counter_++ == fail_at_op_) ::kill(::getpid(), SIGKILL);
+  if (op_counter_++ == fail_at_op_) ::kill(::getpid(), fail_signal_);
   const int mb = op.microbatch;
   const int version = op.weight_version;
   OpRecord record;

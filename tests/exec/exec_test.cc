@@ -826,6 +826,38 @@ TEST(ExecFaults, ADeadWorkerStopsTheRunAndIsNamed) {
   EXPECT_NE(r.err.find("pipetwin run: rank 1 died (killed by signal 9"), std::string::npos) << r.err;
 }
 
+// A worker that stops making progress (SIGSTOP: alive, not dead) is found at once and named,
+// and every rank ends well within 30 s. Was: found by its peers' 30 s timeout, then a 3 s grace
+// before SIGKILL (33.5 s).
+TEST(ExecFaults, AStoppedWorkerStopsTheRunAndIsNamed) {
+  ScenarioSpec s;
+  s.stages = {{0, 1}, {2, 2}, {3, 3}};
+  s.iterations = 50;
+  const Result r =
+      Exec("run '" + WriteScenario(s) + "' --timeout 30", "PIPETWIN_EXEC_FAIL_AT=1:30:stop");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LT(r.seconds, 10);
+  EXPECT_NE(r.err.find("pipetwin run: rank 1 stopped by signal 19"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("so it makes no progress; stopped it and the other 2 workers"),
+            std::string::npos) << r.err;
+}
+
+// Communication-library noise is folded into one line; --verbose shows it. Was: 3 to 33 lines
+// of c10d and glog output for a port in use or a wrong MASTER_ADDR.
+TEST(ExecFaults, CommunicationLibraryNoiseIsOneLineUnlessVerbose) {
+  const std::string scenario = WriteScenario(ScenarioSpec());
+  const std::string env = "RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(FreePort());
+  Result r = Exec("run '" + scenario + "' --timeout 2", env);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  EXPECT_EQ(r.err.find("within 30 s"), std::string::npos) << r.err;
+  r = Exec("run '" + scenario + "' --timeout 2 --verbose", env);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot reach the store"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[c10d]"), std::string::npos) << "the library's own lines: " << r.err;
+}
+
 TEST(ExecFaults, TorchrunStyleWorkersExitNamingTheLostRank) {
   ScenarioSpec s;
   s.stages = {{0, 1}, {2, 2}, {3, 3}};

@@ -47,6 +47,8 @@ inline po::options_description RunOptionsDescription() {
       ("default-scheduler", "keep workers under SCHED_OTHER where they outnumber the cores "
        "(else SCHED_RR, which the simulator models)")
       ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer")
+      ("verbose", "also print the communication library's own messages (c10d, Gloo), which "
+       "are otherwise folded into pipetwin's one line")
       ("dump-weights", po::value<std::string>(), "write every weight version to DIR (tests)")
       ("check", "only check that the executor can run the scenario (exit 0) or say why not (2)")
       ("rank-prefix", po::value<std::string>(),
@@ -84,6 +86,7 @@ struct RunOptions {
   int threads = 0;              // 0: cores / local workers
   bool round_robin = true;      // SCHED_RR where the workers outnumber the cores (cpu_policy.h)
   double timeout_s = 30;
+  bool verbose = false;         // the communication library's own messages too
   std::string dump_weights_dir;
   std::vector<std::string> rank_prefix;  // the words before each worker's command (launcher.h)
 };
@@ -109,6 +112,7 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
   if (vm.count("threads")) o.threads = vm["threads"].as<int>();
   o.round_robin = vm.count("default-scheduler") == 0;
   o.timeout_s = vm["timeout"].as<double>();
+  o.verbose = vm.count("verbose") > 0;
   if (vm.count("dump-weights")) o.dump_weights_dir = vm["dump-weights"].as<std::string>();
   if (vm.count("rank-prefix")) {
     std::istringstream words(vm["rank-prefix"].as<std::string>());

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# An ASan+UBSan build of the core with clang (build-sanitize/, or $PIPETWIN_SANITIZE_DIR): the core's
-# test suite runs under the sanitizers (any finding is fatal), and the libFuzzer targets of
-# tests/fuzz/ are built for scripts/fuzz.sh. Incremental; ccache keeps a fresh clone cheap.
+# An ASan+UBSan build of the core and the simulator with clang (build-sanitize/, or
+# $PIPETWIN_SANITIZE_DIR): their test suites run under the sanitizers (any finding is fatal), and
+# the libFuzzer targets of tests/fuzz/ are built for scripts/fuzz.sh. SimGrid's actors run as
+# threads there (sim/platform.h), so ASan sees no stack switching. Incremental; ccache keeps a
+# fresh clone cheap.
 #   scripts/sanitize.sh [--build-only]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -11,7 +13,7 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER=clang++ -DPIPETWIN_SANITIZE=address,undefined -DPIPETWIN_FUZZ=ON \
-    -DPIPETWIN_WITH_SIM=OFF -DPIPETWIN_WITH_EXEC=OFF \
+    -DPIPETWIN_WITH_SIM=ON -DPIPETWIN_WITH_EXEC=OFF \
     >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; exit 1; }
 fi
 start=$(date +%s)

@@ -461,10 +461,8 @@ void WorkerActors::WorkerMain(int w) {
 }
 
 SimulationRecord WorkerActors::Run() {
-  int argc = 1;
-  char name[] = "pipetwin-sim";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
+  EngineArguments args("pipetwin-sim");
+  sg4::Engine engine(&args.argc, args.argv.data());
   xbt_log_control_set("root.thresh:critical");
   ConfigureNetwork(setup_.cluster);
   // At most three actors per worker: its own, its communication stream and a data loader.

@@ -22,12 +22,11 @@ namespace sg4 = simgrid::s4u;
 namespace {
 
 double RunBare(const SimulationSetup& setup, long long activities) {
-  int argc = 1;
-  char name[] = "pipetwin-sim-bench";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
+  EngineArguments args("pipetwin-sim-bench");
+  sg4::Engine engine(&args.argc, args.argv.data());
   xbt_log_control_set("root.thresh:critical");
   ConfigureNetwork(setup.cluster);
+  ConfigureActorStacks(setup.schedule.WorkerCount());
   const Platform platform = BuildPlatform(setup.cluster);
   const int workers = setup.schedule.WorkerCount();
   // Each round is one execution and one message per actor.

@@ -42,7 +42,21 @@ std::string Megabytes(long long bytes) { return std::to_string(bytes >> 20) + " 
 
 }  // namespace
 
+EngineArguments::EngineArguments(const char* program) : words_{program} {
+#if defined(__SANITIZE_ADDRESS__) || defined(PIPETWIN_ASAN)
+  words_.push_back("--log=xbt_cfg.thresh:critical");  // no "Configuration change" line
+  words_.push_back("--cfg=contexts/factory:thread");
+#endif
+  for (std::string& w : words_) argv.push_back(w.data());
+  argc = static_cast<int>(argv.size());
+  argv.push_back(nullptr);
+}
+
 long ConfigureActorStacks(long actors) {
+#if defined(__SANITIZE_ADDRESS__) || defined(PIPETWIN_ASAN)
+  sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kSanitizerStackKiB));
+  return kSanitizerStackKiB;
+#endif
   long kib = kPreferredStackKiB;
   rlimit limit{};
   if (actors > 0 && getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {

@@ -17,6 +17,7 @@
 //   p.hosts[5];                         // device 5
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <simgrid/s4u/Host.hpp>
@@ -46,8 +47,22 @@ void ConfigureNetwork(const Cluster& cluster);
 // to kMinimumStackKiB, and a RunError naming the limit and how to raise it when even that does
 // not fit. Stacks take at most half of what is left; the simulation's own records need the rest.
 // Must be called after the Engine is created and before the first actor. Returns the KiB set.
+// Under AddressSanitizer (scripts/sanitize.sh) actors run as threads (contexts/factory:thread):
+// ASan cannot follow SimGrid's own stack switching, and warns on every switch; a thread's stack
+// it knows. Its frames are larger, so the stacks get kSanitizerStackKiB.
+// The arguments an Engine is created with: the context factory is chosen then, not later.
+struct EngineArguments {
+  explicit EngineArguments(const char* program);
+  int argc = 0;
+  std::vector<char*> argv;
+
+ private:
+  std::vector<std::string> words_;
+};
+
 constexpr long kPreferredStackKiB = 256;
 constexpr long kMinimumStackKiB = 64;
+constexpr long kSanitizerStackKiB = 2048;
 long ConfigureActorStacks(long actors);
 
 struct Platform {

@@ -429,6 +429,9 @@ TEST(HostileInput, InputsMustBeRegularFilesOfBoundedSize) {
 // under any limit up to 16 GB: 8 MiB of stack per actor.
 TEST(HostileInput, TheSimulatorRunsUnderAnAddressSpaceLimit) {
   if (!SimulatorBuilt()) GTEST_SKIP() << "the simulator is not built";
+#ifdef PIPETWIN_ASAN
+  GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow: no ulimit -v under it";
+#endif
   const std::string scenario = std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/sim-gpt3-1024.json";
   testing::CommandResult r =
       testing::RunPipetwin("simulate " + scenario + " --no-timeline", "ulimit -v 4000000; ");
@@ -447,6 +450,9 @@ TEST(HostileInput, TheSimulatorRunsUnderAnAddressSpaceLimit) {
 // the uncaught bad_alloc (exit 134).
 TEST(HostileInput, OutOfMemoryNamesTheInput) {
   if (!SimulatorBuilt()) GTEST_SKIP() << "the simulator is not built";
+#ifdef PIPETWIN_ASAN
+  GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow: no ulimit -v under it";
+#endif
   const std::string dir = testing::TemporaryDirectory();
   const std::string file = dir + "/s.json";
   // Within the run-size limit, beyond 400 MB of address space (about 7 kB per iteration).

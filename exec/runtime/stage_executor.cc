@@ -18,15 +18,15 @@ constexpr int kEvaluationMicrobatchBase = 1 << 24;
 int64_t Bytes(const std::vector<torch::Tensor>& tensors) { return TensorBytes(tensors); }
 
 // PIPETWIN_EXEC_FAIL_AT=RANK:OP makes worker RANK kill itself (SIGKILL) at its OP-th op, and
-// RANK:OP:stop stop itself (SIGSTOP: alive, making no progress): the fault tests' way to lose a
-// worker mid-run.
+// RANK:OP:stop stop itself (SIGSTOP: alive, making no progress), RANK:OP:hang wait forever (a
+// running process that never answers): the fault tests' way to lose a worker mid-run.
 int FailAtOp(int rank, int* signal) {
   const char* spec = std::getenv("PIPETWIN_EXEC_FAIL_AT");
   if (!spec) return -1;
   int r = -1, op = -1;
   char how[8] = "";
   if (std::sscanf(spec, "%d:%d:%7s", &r, &op, how) < 2 || r != rank) return -1;
-  *signal = std::string(how) == "stop" ? SIGSTOP : SIGKILL;
+  *signal = std::string(how) == "stop" ? SIGSTOP : std::string(how) == "hang" ? 0 : SIGKILL;
   return op;
 }
 
@@ -112,7 +112,10 @@ void StageExecutor::PostReceivesAhead(size_t from) {
 }
 
 void StageExecutor::Execute(const Op& op) {
-  if (op_counter_++ == fail_at_op_) ::kill(::getpid(), fail_signal_);
+  if (op_counter_++ == fail_at_op_) {
+    while (fail_signal_ == 0) ::pause();  // hung: alive and running, making no progress
+    ::kill(::getpid(), fail_signal_);
+  }
   const int mb = op.microbatch;
   const int version = op.weight_version;
   OpRecord record;

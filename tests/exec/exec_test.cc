@@ -842,6 +842,19 @@ TEST(ExecFaults, AStoppedWorkerStopsTheRunAndIsNamed) {
             std::string::npos) << r.err;
 }
 
+// A worker that hangs (running, never answering) is found by its peers' --timeout and named
+// by them; the run ends just after it (the default, 25 s, keeps the whole within 30 s).
+TEST(ExecFaults, AHungWorkerIsNamedByItsPeersWithinTheTimeout) {
+  ScenarioSpec s;
+  s.stages = {{0, 1}, {2, 2}, {3, 3}};
+  s.iterations = 50;
+  const Result r =
+      Exec("run '" + WriteScenario(s) + "' --timeout 4", "PIPETWIN_EXEC_FAIL_AT=1:30:hang");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LT(r.seconds, 4 + 4);  // the timeout, start-up and the shutdown
+  EXPECT_NE(r.err.find("lost rank 1"), std::string::npos) << r.err;
+}
+
 // Communication-library noise is folded into one line; --verbose shows it. Was: 3 to 33 lines
 // of c10d and glog output for a port in use or a wrong MASTER_ADDR.
 TEST(ExecFaults, CommunicationLibraryNoiseIsOneLineUnlessVerbose) {

@@ -62,7 +62,8 @@ inline po::options_description CompareOptionsDescription() {
        "run the executor N times and compare with the run of median throughput (all N rates "
        "are reported)")
       ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
-      ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer");
+      ("timeout", po::value<double>()->default_value(25),
+       "seconds a worker waits for a peer (25: a lost or hung worker ends the run within 30 s)");
   return desc;
 }
 
@@ -85,7 +86,7 @@ struct CompareOptions {
   int warmup = 1, repeats = 20, runs = 1;
   double profile_seconds = 2;
   int threads = 0;                                  // 0: the executor's default
-  double timeout_s = 30;
+  double timeout_s = 25;
 
   bool Timelines() const { return !trace_file.empty() || !svg_file.empty(); }
 };

@@ -46,7 +46,8 @@ inline po::options_description RunOptionsDescription() {
       ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
       ("default-scheduler", "keep workers under SCHED_OTHER where they outnumber the cores "
        "(else SCHED_RR, which the simulator models)")
-      ("timeout", po::value<double>()->default_value(30), "seconds a worker waits for a peer")
+      ("timeout", po::value<double>()->default_value(25),
+       "seconds a worker waits for a peer (25: a lost or hung worker ends the run within 30 s)")
       ("verbose", "also print the communication library's own messages (c10d, Gloo), which "
        "are otherwise folded into pipetwin's one line")
       ("dump-weights", po::value<std::string>(), "write every weight version to DIR (tests)")
@@ -85,7 +86,7 @@ struct RunOptions {
   bool weight_stashing = true;
   int threads = 0;              // 0: cores / local workers
   bool round_robin = true;      // SCHED_RR where the workers outnumber the cores (cpu_policy.h)
-  double timeout_s = 30;
+  double timeout_s = 25;
   bool verbose = false;         // the communication library's own messages too
   std::string dump_weights_dir;
   std::vector<std::string> rank_prefix;  // the words before each worker's command (launcher.h)

@@ -54,9 +54,10 @@ EngineArguments::EngineArguments(const char* program) : words_{program} {
 
 long ConfigureActorStacks(long actors) {
 #if defined(__SANITIZE_ADDRESS__) || defined(PIPETWIN_ASAN)
+  (void)actors;  // no address-space limit under ASan
   sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kSanitizerStackKiB));
   return kSanitizerStackKiB;
-#endif
+#else
   long kib = kPreferredStackKiB;
   rlimit limit{};
   if (actors > 0 && getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
@@ -75,6 +76,7 @@ long ConfigureActorStacks(long actors) {
   }
   sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kib));
   return kib;
+#endif
 }
 
 namespace {

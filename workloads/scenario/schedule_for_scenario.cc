@@ -31,21 +31,24 @@ std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const 
                     scenario.file + ": schedule) replaces the plan's " +
                     ScheduleKindName(plan.schedule) + " (" + at + "schedule)");
   if (plan.IsHandWritten()) return notes;
-  const nlohmann::json& training = scenario.source.contains("training")
-                                       ? scenario.source["training"] : nlohmann::json::object();
-  const std::pair<const char*, const char*> pairs[] = {
-      {"microbatch_size", "microbatch_size"}, {"microbatches", "microbatches_per_update"}};
-  for (const auto& [key, plan_key] : pairs) {
-    if (!training.is_object() || !training.contains(key)) continue;
-    const int mine = key == std::string("microbatches") ? scenario.training.microbatches
-                                                         : scenario.training.microbatch_size;
-    const int theirs = key == std::string("microbatches") ? plan.microbatches_per_update
-                                                           : plan.microbatch_size;
-    if (mine != theirs)
-      notes.push_back("the " + plan.planner + " plan's " + plan_key + " " +
-                      std::to_string(theirs) + " (" + at + plan_key + ") replaces the scenario's " +
-                      std::to_string(mine) + " (" + scenario.file + ": training." + key + ")");
-  }
+  struct Setting {
+    const char* key;       // under the scenario's "training"
+    const char* plan_key;  // the plan's
+    int scenario_value, plan_value;
+  };
+  const Setting settings[] = {
+      {"microbatch_size", "microbatch_size", scenario.training.microbatch_size,
+       plan.microbatch_size},
+      {"microbatches", "microbatches_per_update", scenario.training.microbatches,
+       plan.microbatches_per_update}};
+  const auto training = scenario.source.find("training");
+  if (training == scenario.source.end() || !training->is_object()) return notes;
+  for (const Setting& s : settings)
+    if (training->contains(s.key) && s.scenario_value != s.plan_value)
+      notes.push_back("the " + plan.planner + " plan's " + s.plan_key + " " +
+                      std::to_string(s.plan_value) + " (" + at + s.plan_key +
+                      ") replaces the scenario's " + std::to_string(s.scenario_value) + " (" +
+                      scenario.file + ": training." + s.key + ")");
   return notes;
 }
 

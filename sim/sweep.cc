@@ -1,5 +1,7 @@
 #include "sim/sweep.h"
 
+#include <cstdio>
+
 #include <map>
 #include <memory>
 #include <sstream>
@@ -86,7 +88,19 @@ Variation ParseVariation(const std::string& text) {
   return v;
 }
 
+// The most points a sweep runs: each is a simulation of its own, and the points are listed
+// before the first runs (a few --vary lists multiply fast: ten of ten values are 10^10).
+constexpr double kMaxSweepPoints = 100'000;
+
 std::vector<SweepPoint> CartesianProduct(const std::vector<Variation>& variations) {
+  double count = 1;
+  for (const Variation& v : variations) count *= static_cast<double>(v.values.size());
+  if (count > kMaxSweepPoints) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", count);
+    throw InputError("pipetwin sweep: the --vary lists make " + std::string(text) +
+                     " points, more than pipetwin's limit of 100000 for one sweep");
+  }
   std::vector<SweepPoint> points = {{}};
   for (const Variation& v : variations) {
     std::vector<SweepPoint> next;

@@ -237,6 +237,18 @@ TEST(HostileInput, ExtremeFiniteValuesAndCountsOfWorkAreRefused) {
   r = testing::RunPipetwin("sweep " + dir + "/s.json --vary training.microbatches=4 --jobs -1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--jobs must be from 0"), std::string::npos) << r.err;
+  if (SimulatorBuilt()) {
+    // Was: six --vary lists of ten values listed 10^6 points before the first ran.
+    std::string vary;
+    for (const char* path : {"training.microbatches", "training.iterations",
+                             "training.microbatch_size", "training.allreduce_buckets",
+                             "training.chunks", "training.learning_rate"})
+      vary += std::string(" --vary ") + path + "=1,2,3,4,5,6,7,8,9,10";
+    r = testing::RunPipetwin("sweep " + dir + "/s.json" + vary);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("the --vary lists make 1e+06 points, more than pipetwin's limit"),
+              std::string::npos) << r.err;
+  }
   r = testing::RunPipetwin("plan --profile " + std::string(PIPETWIN_FIXTURES_DIR) +
                            "/pipedream/chain4/graph.txt --workers 2 --bandwidth 1e9 --bench "
                            "1000000000");

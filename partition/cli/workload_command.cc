@@ -169,6 +169,9 @@ int RunWorkloadCommand(const Args& args) {
     if (words.size() != 2) throw InputError("pipetwin workload show: expected one FILE");
     w = LoadAnyWorkloadFile(words[1]);
   } else {
+    if (words[0] == "megatron")
+      throw InputError("pipetwin workload: megatron workloads come from a scenario "
+                       "(pipetwin from-megatron writes one from Megatron-LM's arguments)");
     bool known = false;
     for (const auto& g : GeneratorNames()) known = known || g == words[0];
     if (!known)
@@ -179,7 +182,7 @@ int RunWorkloadCommand(const Args& args) {
     nlohmann::json spec = GeneratorSpec(words[0], vm);
     try {
       w = WorkloadFromSource(JsonReader(spec, kCommandLine),
-                             ClusterPreset(vm["device"].as<std::string>(), 1).device, "");
+                             ClusterPreset(vm["device"].as<std::string>(), 1), "");
     } catch (const InputError& e) {
       if (e.file() != kCommandLine) throw;
       throw InputError(AsOptionError(e, words[0]));

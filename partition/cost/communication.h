@@ -89,6 +89,17 @@ LinearCost RingAllReduceCost(const Cluster& cluster, const std::vector<int>& dev
 std::vector<LinearCost> ConcurrentRingAllReduceCosts(const Cluster& cluster,
                                                      const std::vector<std::vector<int>>& groups);
 
+// The collectives of a tensor-parallel group (Shoeybi et al. 2019, Megatron-LM section 3;
+// Korthikanti et al. 2022 section 4.2.2): the `group` devices of one server, in a ring on its
+// level-0 links at the level's collective bus bandwidth (collective_bandwidth_gbps, else the
+// link's). On S bytes (the whole tensor: each rank's input of an all-reduce or a
+// reduce-scatter, each rank's output of an all-gather) an all-reduce takes 2(g-1) steps and
+// moves 2(g-1)/g S per rank, an all-gather or a reduce-scatter g-1 steps and (g-1)/g S
+// (Patarasuk and Yuan, JPDC 2009); a step pays the level's latency and the per-message
+// overhead. Free for a group of one.
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter };
+LinearCost TensorParallelCollectiveCost(const Cluster& cluster, int group, CollectiveKind kind);
+
 // Per link direction, how long it is busy (ms) carrying some traffic alone at its bandwidth.
 using LinkWork = std::map<LinkDirection, double>;
 // Per link direction, a number of flows crossing it at once.

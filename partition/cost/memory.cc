@@ -58,7 +58,8 @@ MemoryCategories WorkerMemory(const WorkerMemoryInputs& in) {
 double ModelStateBytes(const Workload& workload, double optimizer_bytes_per_parameter) {
   WorkerMemoryInputs in;
   in.parameters = workload.TotalParameters();
-  in.parameter_dtype_bytes = in.gradient_dtype_bytes = workload.parameter_dtype_bytes;
+  in.parameter_dtype_bytes = workload.parameter_dtype_bytes;
+  in.gradient_dtype_bytes = workload.GradientDtypeBytes();
   in.optimizer_bytes_per_parameter = optimizer_bytes_per_parameter;
   in.stashed_microbatches = 0;
   return WorkerMemory(in).Total();

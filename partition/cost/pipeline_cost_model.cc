@@ -92,7 +92,9 @@ PipelineCostModel::PipelineCostModel(const Workload& workload, const Cluster& cl
   parameter_dtype_bytes_ = settings.parameter_dtype_bytes > 0 ? settings.parameter_dtype_bytes
                                                               : workload.parameter_dtype_bytes;
   gradient_dtype_bytes_ =
-      settings.gradient_dtype_bytes > 0 ? settings.gradient_dtype_bytes : parameter_dtype_bytes_;
+      settings.gradient_dtype_bytes > 0   ? settings.gradient_dtype_bytes
+      : workload.gradient_dtype_bytes > 0 ? workload.gradient_dtype_bytes
+                                          : parameter_dtype_bytes_;
   samples_per_reference_ = workload.reference.batch_size;
   load_ms_per_sample_ = LoadMs(workload, 1);
 

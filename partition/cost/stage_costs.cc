@@ -48,10 +48,10 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
       cost.stash_bytes += w.StashBytes(i) * per_sample;
       cost.parameters += parameters;
       cost.layer_backward_ms.push_back(layer.backward_ms * per_ms);
-      cost.layer_gradient_bytes.push_back(parameters * w.parameter_dtype_bytes);
+      cost.layer_gradient_bytes.push_back(parameters * w.GradientDtypeBytes());
     }
     cost.weight_bytes = cost.parameters * w.parameter_dtype_bytes;
-    cost.gradient_bytes = cost.weight_bytes;
+    cost.gradient_bytes = cost.parameters * w.GradientDtypeBytes();
     cost.optimizer_bytes = cost.parameters * optimizer_bytes_per_parameter;
     cost.input_bytes = s.first_layer > 0 ? cut[s.first_layer - 1] * b : 0;
     cost.output_bytes = cut[s.last_layer] * b;

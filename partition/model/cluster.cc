@@ -43,12 +43,6 @@ double SpeedOverReference(const Cluster& cluster, const std::string& reference_d
 
 namespace {
 
-DeviceSpec V100(double memory_bytes) {
-  // V100 SXM2: 125 TFLOP/s fp16 tensor-core peak, 900 GB/s HBM2 (NVIDIA V100 datasheet).
-  return {"V100-" + std::to_string(static_cast<int>(memory_bytes / 1e9)) + "GB", memory_bytes, 1.0,
-          125e12, 0.5, 900e9};
-}
-
 Cluster TwoLevel(const std::string& name, DeviceSpec device, int per_server, double server_gbps,
                  const std::string& server_link, int servers, double network_gbps,
                  const std::string& network_link) {
@@ -60,10 +54,73 @@ Cluster TwoLevel(const std::string& name, DeviceSpec device, int per_server, dou
   return c;
 }
 
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// A GPU from its datasheet; relative_speed is over a V100 (the PipeDream profiles' device).
+DeviceSpec Gpu(const std::string& name, double memory_bytes, double relative_speed,
+               double peak_flops, double peak_flops_fp8, double bandwidth_bytes_per_s,
+               int multiprocessors, double gemm_efficiency, double memory_efficiency) {
+  DeviceSpec d;
+  d.name = name;
+  d.memory_bytes = memory_bytes;
+  d.relative_speed = relative_speed;
+  d.peak_flops = peak_flops;
+  d.flops_efficiency = 0.5;
+  d.memory_bandwidth_bytes_per_s = bandwidth_bytes_per_s;
+  d.peak_flops_fp8 = peak_flops_fp8;
+  d.multiprocessors = multiprocessors;
+  d.gemm_efficiency = gemm_efficiency;
+  d.memory_bandwidth_efficiency = memory_efficiency;
+  return d;
+}
+
+// The GEMM shares: the largest bf16 matmul throughput `mamf-finder.py` found over shapes
+// (S. Bekman, "Machine Learning Engineering", compute/accelerator, "Maximum Achievable Matmul
+// FLOPS comparison table"): A100 SXM 267.9 of 312 TFLOP/s (85.9%), H100 SXM 792.1 of 989
+// (80.1%); the H200 shares the H100's SMs and clocks. Memory-bound kernels: 88% of HBM
+// bandwidth, what a streaming kernel reached on an A100-80GB SXM by CUDA events and Nsight
+// Compute alike (1.80 of 2.04 TB/s, NVIDIA developer forum, "Trouble to reach peak bandwidth of
+// A100", 2025), taken for the other GPUs too (not measured on them).
+DeviceSpec GpuPreset(const std::string& name) {
+  // V100 SXM2: 125 TFLOP/s fp16 tensor-core peak, 900 GB/s HBM2 (NVIDIA V100 datasheet).
+  if (name == "V100-16GB") return Gpu(name, 16e9, 1.0, 125e12, 0, 900e9, 80, 0, 1);
+  // A100 SXM4: 312 TFLOP/s dense bf16/fp16, no fp8; 40 GB HBM2 at 1,555 GB/s or 80 GB HBM2e
+  // at 2,039 GB/s; 108 SMs (NVIDIA A100 datasheet and architecture whitepaper).
+  if (name == "A100-40GB") return Gpu(name, 40 * kGiB, 2.5, 312e12, 0, 1555e9, 108, 0.859, 0.88);
+  if (name == "A100-80GB") return Gpu(name, 80 * kGiB, 2.5, 312e12, 0, 2039e9, 108, 0.859, 0.88);
+  // H100 SXM5: 989 TFLOP/s dense bf16/fp16, 1,979 dense fp8, 80 GB HBM3 at 3.35 TB/s, 132 SMs;
+  // H200 SXM: the same compute, 141 GB HBM3e at 4.8 TB/s (NVIDIA H100 and H200 datasheets).
+  if (name == "H100-SXM-80GB")
+    return Gpu(name, 80 * kGiB, 6.0, 989e12, 1979e12, 3350e9, 132, 0.801, 0.88);
+  if (name == "H200") return Gpu(name, 141e9, 6.0, 989e12, 1979e12, 4800e9, 132, 0.801, 0.88);
+  std::string names;
+  for (const auto& n : DevicePresetNames()) names += (names.empty() ? "" : ", ") + n;
+  throw InputError("unknown device preset \"" + name + "\" (expected one of " + names + ")");
+}
+
+// A DGX server: 8 GPUs on NVSwitch, each with its own NIC (rail-optimised, as Selene). The
+// level-0 collective bandwidth: nccl-tests' all_reduce busbw on 8 A100 SXM over NVSwitch, about
+// 200 GB/s of the links' 300 (NVIDIA/nccl-tests issues #149 and #178); the same two-thirds of
+// NVLink 4's 450 GB/s is assumed for the H100 and H200 (not measured here).
+Cluster Dgx(const std::string& name, const std::string& gpu, double nvlink_gbps, double nic_gbps,
+            int servers) {
+  Cluster c = TwoLevel(name, GpuPreset(gpu), 8, nvlink_gbps, "nvlink", servers, 8 * nic_gbps,
+                       "infiniband");
+  c.levels[0].collective_bandwidth_gbps = nvlink_gbps * 2 / 3;
+  return c;
+}
+
 }  // namespace
 
+DeviceSpec DevicePreset(const std::string& name) { return GpuPreset(name); }
+
+std::vector<std::string> DevicePresetNames() {
+  return {"V100-16GB", "A100-40GB", "A100-80GB", "H100-SXM-80GB", "H200"};
+}
+
 std::vector<std::string> ClusterPresetNames() {
-  return {"cluster-a", "cluster-b", "p3.16xlarge", "dgx-a100", "dgx-h100"};
+  return {"cluster-a", "cluster-b", "p3.16xlarge", "dgx-a100", "dgx-a100-40gb", "dgx-h100",
+          "dgx-h200"};
 }
 
 Cluster ClusterPreset(const std::string& preset, int servers) {
@@ -71,23 +128,18 @@ Cluster ClusterPreset(const std::string& preset, int servers) {
   // PipeDream (SOSP'19) section 5.1: Cluster-A has 4 V100 per server on PCIe and 10 Gbps
   // Ethernet between servers; Cluster-B has 8 V100 per server with NVLink and 25 Gbps.
   if (preset == "cluster-a")
-    return TwoLevel("cluster-a", V100(16e9), 4, 100, "pcie", servers, 10, "ethernet");
+    return TwoLevel("cluster-a", GpuPreset("V100-16GB"), 4, 100, "pcie", servers, 10, "ethernet");
   if (preset == "cluster-b")
-    return TwoLevel("cluster-b", V100(16e9), 8, 1200, "nvlink", servers, 25, "ethernet");
+    return TwoLevel("cluster-b", GpuPreset("V100-16GB"), 8, 1200, "nvlink", servers, 25, "ethernet");
   // PipeDream-2BW (ICML'21) section 5: AWS p3.16xlarge, 8 V100-16GB with NVLink, 25 Gbps.
   if (preset == "p3.16xlarge")
-    return TwoLevel("p3.16xlarge", V100(16e9), 8, 1200, "nvlink", servers, 25, "ethernet");
-  if (preset == "dgx-a100") {
-    // A100-80GB: 312 TFLOP/s bf16, 2,039 GB/s; NVLink 3 300 GB/s per direction; 8x200 Gb/s IB.
-    return TwoLevel("dgx-a100", {"A100-80GB", 80e9, 2.5, 312e12, 0.5, 2039e9}, 8, 2400,
-                    "nvlink", servers, 1600, "infiniband");
-  }
-  if (preset == "dgx-h100") {
-    // H100 SXM 80GB: 989 TFLOP/s dense bf16, 3,350 GB/s; NVLink 4 450 GB/s per direction;
-    // 8x400 Gb/s IB.
-    return TwoLevel("dgx-h100", {"H100-80GB", 80e9, 6.0, 989e12, 0.5, 3350e9}, 8, 3600,
-                    "nvlink", servers, 3200, "infiniband");
-  }
+    return TwoLevel("p3.16xlarge", GpuPreset("V100-16GB"), 8, 1200, "nvlink", servers, 25, "ethernet");
+  // DGX A100 (Selene's servers): NVLink 3, 300 GB/s per direction; 8 x 200 Gb/s HDR IB.
+  if (preset == "dgx-a100") return Dgx(preset, "A100-80GB", 2400, 200, servers);
+  if (preset == "dgx-a100-40gb") return Dgx(preset, "A100-40GB", 2400, 200, servers);
+  // DGX H100 / H200: NVLink 4, 450 GB/s per direction; 8 x 400 Gb/s NDR IB.
+  if (preset == "dgx-h100") return Dgx(preset, "H100-SXM-80GB", 3600, 400, servers);
+  if (preset == "dgx-h200") return Dgx(preset, "H200", 3600, 400, servers);
   std::string names;
   for (const auto& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
   throw InputError("unknown cluster preset \"" + preset + "\" (expected one of " + names + ")");
@@ -96,6 +148,10 @@ Cluster ClusterPreset(const std::string& preset, int servers) {
 namespace {
 
 void ReadDevice(JsonReader& r, DeviceSpec& d) {
+  if (r.Has("preset")) {
+    const std::string preset = r.Choice("preset", DevicePresetNames());
+    d = GpuPreset(preset);
+  }
   d.name = r.OptionalString("name", d.name);
   d.memory_bytes = r.OptionalPositiveNumber("memory_bytes", d.memory_bytes);
   d.relative_speed = r.OptionalPositiveNumber("relative_speed", d.relative_speed);
@@ -104,6 +160,15 @@ void ReadDevice(JsonReader& r, DeviceSpec& d) {
   if (d.flops_efficiency > 1) r.FailAt("flops_efficiency", "expected a number in (0, 1]");
   d.memory_bandwidth_bytes_per_s =
       r.OptionalPositiveNumber("memory_bandwidth_bytes_per_s", d.memory_bandwidth_bytes_per_s);
+  d.peak_flops_fp8 = r.OptionalNonNegativeNumber("peak_flops_fp8", d.peak_flops_fp8);
+  d.gemm_efficiency = r.OptionalNonNegativeNumber("gemm_efficiency", d.gemm_efficiency);
+  if (d.gemm_efficiency > 1) r.FailAt("gemm_efficiency", "expected a number in [0, 1]");
+  if (r.Has("multiprocessors"))
+    d.multiprocessors = r.OptionalInteger("multiprocessors", 0, kMaxCount, d.multiprocessors);
+  d.memory_bandwidth_efficiency =
+      r.OptionalPositiveNumber("memory_bandwidth_efficiency", d.memory_bandwidth_efficiency);
+  if (d.memory_bandwidth_efficiency > 1)
+    r.FailAt("memory_bandwidth_efficiency", "expected a number in (0, 1]");
   r.Finish();
 }
 
@@ -136,6 +201,10 @@ void ReadLevel(JsonReader& r, ClusterLevel& l) {
   l.latency_us = r.OptionalNonNegativeNumber("latency_us", l.latency_us);
   l.link = r.OptionalChoice("link", {"nvlink", "pcie", "ethernet", "infiniband", "loopback"},
                             l.link);
+  l.collective_bandwidth_gbps =
+      r.OptionalNonNegativeNumber("collective_bandwidth_gbps", l.collective_bandwidth_gbps);
+  if (l.collective_bandwidth_gbps > kMaxBandwidthGbps)
+    r.FailAt("collective_bandwidth_gbps", "expected at most 1e+06 Gbit/s (pipetwin's limit)");
   if (auto a = r.OptionalMember("allreduce")) ReadAllReduceTable(*a, l.allreduce);
   r.Finish();
 }
@@ -200,6 +269,8 @@ nlohmann::json ClusterToJson(const Cluster& c) {
                       {"bandwidth_gbps", l.bandwidth_gbps},
                       {"latency_us", l.latency_us},
                       {"link", l.link}});
+    if (l.collective_bandwidth_gbps > 0)
+      levels.back()["collective_bandwidth_gbps"] = l.collective_bandwidth_gbps;
     if (!l.allreduce.empty())
       levels.back()["allreduce"] = {{"ranks", l.allreduce.ranks},
                                     {"bytes", l.allreduce.bytes},
@@ -217,11 +288,33 @@ nlohmann::json ClusterToJson(const Cluster& c) {
           {"network_model", c.network_model},
           {"launch_overhead_us", c.launch_overhead_us},
           {"communication_overhead_us", c.communication_overhead_us}};
+  nlohmann::json& device = out["device"];
+  if (c.device.peak_flops_fp8 > 0) device["peak_flops_fp8"] = c.device.peak_flops_fp8;
+  if (c.device.gemm_efficiency > 0) device["gemm_efficiency"] = c.device.gemm_efficiency;
+  if (c.device.multiprocessors > 0) device["multiprocessors"] = c.device.multiprocessors;
+  if (c.device.memory_bandwidth_efficiency != 1)
+    device["memory_bandwidth_efficiency"] = c.device.memory_bandwidth_efficiency;
   if (c.shared_cores > 0) out["shared_cores"] = c.shared_cores;
   if (c.oversubscribed_message_us > 0)
     out["oversubscribed_message_us"] = c.oversubscribed_message_us;
   if (!c.calibration.is_null()) out["calibration"] = c.calibration;
   return out;
+}
+
+Cluster TensorParallelView(const Cluster& cluster, int tensor, const std::string& file) {
+  if (tensor <= 1) return cluster;
+  const int per_server = cluster.levels.empty() ? 1 : cluster.levels[0].count;
+  if (per_server % tensor != 0)
+    throw InputError(file, "cluster.levels[0].count",
+                     "a tensor-parallel group of " + std::to_string(tensor) +
+                         " devices must fit in one server (Megatron places it there, on the "
+                         "server's links), but a server here has " + std::to_string(per_server) +
+                         " devices: use a tensor-parallel size that divides it");
+  Cluster view = cluster;
+  view.name = cluster.name + " (tensor-parallel groups of " + std::to_string(tensor) + ")";
+  view.levels[0].count = per_server / tensor;
+  for (size_t l = 1; l < view.levels.size(); ++l) view.levels[l].bandwidth_gbps /= tensor;
+  return view;
 }
 
 Cluster LoadClusterFile(const std::string& path) {

@@ -39,6 +39,11 @@ struct ClusterLevel {
   double latency_us = 1;         // per-message latency of one hop at this level
   std::string link = "nvlink";   // "nvlink", "pcie", "ethernet", "infiniband", "loopback"
   AllReduceTable allreduce;      // measured; empty: all-reduces are rings over the links
+  // The bus bandwidth a collective reaches among the devices of one unit of this level, in
+  // Gbit/s (nccl-tests' busbw: an all-reduce of S bytes over g ranks takes 2(g-1)/g S / busbw);
+  // 0: the link's bandwidth. Tensor-parallel collectives are charged at it
+  // (TensorParallelCollectiveCost).
+  double collective_bandwidth_gbps = 0;
 
   double bandwidth_bytes_per_s() const { return bandwidth_gbps * 1e9 / 8; }
 };
@@ -52,6 +57,15 @@ struct DeviceSpec {
   double peak_flops = 125e12;
   double flops_efficiency = 0.5;
   double memory_bandwidth_bytes_per_s = 900e9;
+  // The operation-dependent model of the Megatron-style transformers (workloads/megatron):
+  double peak_flops_fp8 = 0;             // dense fp8 tensor-core peak; 0 where there is none
+  // Large GEMMs' achieved share of peak_flops at their best shape (a GEMM benchmark's maximum
+  // over shapes, as `mamf-finder` measures it); smaller GEMMs lose tiles and waves to it
+  // (GemmEfficiency). 0: flops_efficiency, with no shape dependence.
+  double gemm_efficiency = 0;
+  int multiprocessors = 0;               // SMs: the wave size of a GEMM; 0: no wave quantisation
+  // The share of memory_bandwidth_bytes_per_s that memory-bound kernels reach.
+  double memory_bandwidth_efficiency = 1;
 
   // The roofline time in ms of an operation doing `flops` FLOPs and moving `bytes` bytes of
   // memory: the longer of its FLOPs at the achieved rate and its traffic at the memory
@@ -101,12 +115,21 @@ class Cluster {
 // device model; `pipetwin profile` on the machine itself), else the device's relative_speed.
 double SpeedOverReference(const Cluster& cluster, const std::string& reference_device);
 
+// The GPUs the presets are built of, from their datasheets (cluster.cc says which):
+// "V100-16GB", "A100-40GB", "A100-80GB", "H100-SXM-80GB", "H200". Throws InputError naming them.
+DeviceSpec DevicePreset(const std::string& name);
+std::vector<std::string> DevicePresetNames();
+
 // Presets for the papers' clusters. `servers` is the number of servers (level-1 units).
 //   cluster-a:   PipeDream Cluster-A, servers of 4 V100 on PCIe, 10 Gbps between servers
 //   cluster-b:   PipeDream Cluster-B, servers of 8 V100 with NVLink, 25 Gbps
 //   p3.16xlarge: PipeDream-2BW's AWS p3.16xlarge, 8 V100-16GB with NVLink, 25 Gbps
 //   dgx-a100:    8 A100-80GB, NVLink (300 GB/s each way), 8x200 Gbps InfiniBand (1,600 Gbps)
 //   dgx-h100:    8 H100-80GB, NVLink (450 GB/s each way), 8x400 Gbps InfiniBand (3,200 Gbps)
+//   dgx-h200:    8 H200 (141 GB), otherwise as dgx-h100
+//   dgx-a100-40gb: dgx-a100 with A100-40GB
+// The DGX presets' level 1 is the server's 8 NICs together; each GPU has one of them (Selene's
+// rail-optimised fabric), which the tensor-parallel view of a cluster relies on.
 Cluster ClusterPreset(const std::string& preset, int servers);
 std::vector<std::string> ClusterPresetNames();
 
@@ -119,6 +142,16 @@ std::vector<std::string> ClusterPresetNames();
 // InputError naming `file` when it cannot be shaped so.
 Cluster ShapeCalibratedMachine(const Cluster& calibrated, const std::string& file, int devices,
                                int hosts = 1, double link_gbps = 0, double link_latency_us = 0);
+
+// The cluster as one rank of each tensor-parallel group sees it (Megatron-LM's placement:
+// ranks numbered tensor-parallel innermost, so a group is `tensor` consecutive devices of one
+// server; Narayanan et al. SC'21, section 3.3): a server of n devices holds n / t groups, each
+// a device here with a device's memory and its own level-0 links; every level above carries
+// 1 / t of its bandwidth, the share of one rank's traffic (each rank of a group sends its own
+// shard of the pipeline's activations and all-reduces its own shard of the gradients, all t at
+// once). Throws InputError naming `file` and cluster.levels[0].count when a group does not fit
+// in a server. t = 1: the cluster unchanged.
+Cluster TensorParallelView(const Cluster& cluster, int tensor, const std::string& file);
 
 // JSON. Accepts a full description or {"preset": NAME, "servers": N, ...overrides}. Throws
 // InputError naming `file` and the JSON path (e.g. "cluster.levels[1].bandwidth_gbps").

@@ -211,7 +211,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     j["inputs"] = inputs;
     layers.push_back(j);
   }
-  return {{"name", w.name},
+  nlohmann::json out = {{"name", w.name},
           {"reference",
            {{"batch_size", w.reference.batch_size},
             {"device", w.reference.device},
@@ -219,6 +219,9 @@ nlohmann::json WorkloadToJson(const Workload& w) {
           {"parameter_dtype_bytes", w.parameter_dtype_bytes},
           {"data_loading_ms", w.data_loading_ms},
           {"layers", layers}};
+  if (w.gradient_dtype_bytes > 0) out["gradient_dtype_bytes"] = w.gradient_dtype_bytes;
+  if (w.tensor_parallel > 1) out["tensor_parallel"] = w.tensor_parallel;
+  return out;
 }
 
 Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
@@ -234,6 +237,9 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
   }
   w.parameter_dtype_bytes = root.OptionalPositiveNumber("parameter_dtype_bytes", 4);
   w.data_loading_ms = root.OptionalNonNegativeNumber("data_loading_ms", 0);
+  w.gradient_dtype_bytes = root.OptionalNonNegativeNumber("gradient_dtype_bytes", 0);
+  if (root.Has("tensor_parallel"))
+    w.tensor_parallel = root.OptionalInteger("tensor_parallel", 1, kMaxDevices, 1);
   std::vector<JsonReader> entries = root.Array("layers");
   if (entries.empty()) root.FailAt("layers", "expected at least one layer, got none");
   if (entries.size() > static_cast<size_t>(kMaxLayers.max))

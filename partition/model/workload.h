@@ -50,11 +50,21 @@ class Workload {
   std::string name;
   ReferencePoint reference;
   double parameter_dtype_bytes = 4;  // bytes per parameter (fp32 by default)
+  // Bytes per gradient element (mixed precision keeps fp32 gradients of bf16 weights: 4);
+  // 0: parameter_dtype_bytes.
+  double gradient_dtype_bytes = 0;
+  // The devices of one tensor-parallel group each layer is split over (workloads/megatron):
+  // the layers' times, parameters and activations are one rank's share, and a scenario runs
+  // the workload on its cluster's tensor-parallel view (TensorParallelView). 1: not split.
+  int tensor_parallel = 1;
   // Host time to load one reference batch, not part of any layer (cost/data_loading.h).
   double data_loading_ms = 0;
   std::vector<Layer> layers;
 
   int LayerCount() const { return static_cast<int>(layers.size()); }
+  double GradientDtypeBytes() const {
+    return gradient_dtype_bytes > 0 ? gradient_dtype_bytes : parameter_dtype_bytes;
+  }
   // True when every layer but the first has exactly the previous layer as its only input.
   bool IsChain() const;
   double TotalForwardMs() const;

@@ -108,7 +108,9 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
   root.Accept("workload");
   root.Finish();
   // Generators time their layers on the cluster's device.
-  s.workload = WorkloadFromSource(root.Member("workload"), s.cluster.device, base_dir);
+  s.workload = WorkloadFromSource(root.Member("workload"), s.cluster, base_dir);
+  // A tensor-parallel workload's layers are one rank's share: the plan places groups.
+  s.cluster = TensorParallelView(s.cluster, s.workload.tensor_parallel, file);
   if (s.plan) {
     // The scenario's schedule governs; without one, the plan's own.
     s.notes = OverriddenPlanSettings(s, *s.plan, plan_file, plan_path);

@@ -3,11 +3,14 @@
 #include "workloads/networks/network.h"
 #include "workloads/analytic/analytic.h"
 #include "workloads/import/pipedream_profile.h"
+#include "workloads/megatron/megatron_spec.h"
+#include "workloads/megatron/megatron_workload.h"
 
 namespace pipetwin {
 
 const std::vector<std::string>& GeneratorNames() {
-  static const std::vector<std::string> names = {"gpt", "bert", "vgg16", "resnet50", "mlp"};
+  static const std::vector<std::string> names = {"gpt", "bert", "vgg16", "resnet50", "mlp",
+                                                  "megatron"};
   return names;
 }
 
@@ -62,6 +65,9 @@ CnnConfig CnnConfigFromSpec(JsonReader& spec) {
 GeneratorSpec ReadGeneratorSpec(JsonReader& spec) {
   GeneratorSpec g;
   g.generator = spec.Choice("generator", GeneratorNames());
+  if (g.generator == "megatron")
+    spec.FailAt("generator", "the megatron generator models GPUs for plan, simulate and sweep; "
+                             "the executor builds gpt, bert, vgg16, resnet50 and mlp");
   if (g.generator == "mlp") g.mlp = MlpConfigFromSpec(spec);
   else if (g.generator == "gpt" || g.generator == "bert")
     g.transformer = TransformerConfigFromSpec(spec, g.generator);
@@ -78,6 +84,18 @@ Network DescribeNetwork(const GeneratorSpec& g) {
 
 namespace {
 
+Workload FromMegatron(JsonReader& spec, const Cluster& cluster) {
+  spec.Accept("generator");
+  const MegatronSpec m = ReadMegatronSpec(spec);
+  spec.Finish();
+  try {
+    return MegatronWorkload(m.model, m.parallel, cluster);
+  } catch (const InputError& e) {
+    if (!e.file().empty()) throw;
+    spec.Fail(e.what());  // a model's rule, placed at this spec's JSON path
+  }
+}
+
 Workload FromGenerator(JsonReader& spec, const DeviceSpec& device) {
   const GeneratorSpec generator = ReadGeneratorSpec(spec);
   spec.Finish();
@@ -91,12 +109,15 @@ Workload FromGenerator(JsonReader& spec, const DeviceSpec& device) {
 
 }  // namespace
 
-Workload WorkloadFromSource(JsonReader spec, const DeviceSpec& device,
+Workload WorkloadFromSource(JsonReader spec, const Cluster& cluster,
                             const std::string& base_dir) {
   if (!spec.value().is_object())
     spec.Fail("expected an object (generator, file or inline layers), got " +
               DescribeJson(spec.value()));
-  if (spec.Has("generator")) return FromGenerator(spec, device);
+  if (spec.Has("generator")) {
+    if (spec.value()["generator"] == "megatron") return FromMegatron(spec, cluster);
+    return FromGenerator(spec, cluster.device);
+  }
   if (spec.Has("file")) {
     std::string path = spec.String("file");
     spec.Finish();

@@ -16,17 +16,18 @@
 
 namespace pipetwin {
 
-// Builds the workload `spec` describes; generators time layers on `device` (the analytic model,
-// workloads/analytic/analytic.h). Relative file paths are resolved against `base_dir`. Throws
-// InputError naming the file and JSON path.
-Workload WorkloadFromSource(JsonReader spec, const DeviceSpec& device,
+// Builds the workload `spec` describes; generators time layers on the cluster's device (the
+// analytic model, workloads/analytic/analytic.h), the megatron generator on its device and its
+// servers' links (workloads/megatron). Relative file paths are resolved against `base_dir`.
+// Throws InputError naming the file and JSON path.
+Workload WorkloadFromSource(JsonReader spec, const Cluster& cluster,
                             const std::string& base_dir);
 
 // Loads a workload file of either format (JSON or PipeDream graph.txt), telling them apart by
 // content.
 Workload LoadAnyWorkloadFile(const std::string& path);
 
-// The names generators answer to: gpt, bert, vgg16, resnet50, mlp.
+// The names generators answer to: gpt, bert, vgg16, resnet50, mlp, megatron.
 const std::vector<std::string>& GeneratorNames();
 
 // A generator and its settings, as a workload source names them.

@@ -1,0 +1,190 @@
+// The Megatron-LM transformer model (workloads/megatron) against published parameter counts,
+// the closed forms of its papers, and hand computations.
+#include <gtest/gtest.h>
+
+#include "partition/cost/communication.h"
+#include "partition/model/cluster.h"
+#include "partition/util/error.h"
+#include "workloads/megatron/layer_work.h"
+#include "workloads/megatron/megatron_workload.h"
+#include "workloads/megatron/model.h"
+
+namespace pipetwin {
+namespace {
+
+double Total(const MegatronModel& m) { return CountParameters(m, m.vocabulary).total; }
+
+// Published counts: Hugging Face's model cards and configs (exact), GPT-3's paper (rounded).
+TEST(MegatronModel, ParameterCountsMatchPublishedSizes) {
+  EXPECT_EQ(Total(LlamaModel(32, 4096, 11008, 32, 32, 4096, 32000)), 6738415616.0);   // Llama-2 7B
+  EXPECT_EQ(Total(LlamaModel(80, 8192, 28672, 64, 8, 4096, 32000)), 68976648192.0);   // Llama-2 70B
+  EXPECT_EQ(Total(LlamaModel(32, 4096, 14336, 32, 8, 8192, 128256)), 8030261248.0);   // Llama-3 8B
+  EXPECT_EQ(Total(LlamaModel(80, 8192, 28672, 64, 8, 8192, 128256)), 70553706496.0);  // Llama-3 70B
+  EXPECT_EQ(Total(LlamaModel(126, 16384, 53248, 128, 8, 8192, 128256)), 405853388800.0);  // 405B
+  // GPT-3 175B (Brown et al. 2020, table 2.1: 175.0B): 12 l h^2 + 13 l h + V h + s h + 2h.
+  EXPECT_NEAR(Total(GptModel(96, 12288, 96, 2048, 50257)) / 175.0e9, 1.0, 0.005);
+  EXPECT_EQ(CountParameters(GptModel(96, 12288, 96, 2048, 50257), 50257).block,
+            12.0 * 12288 * 12288 + 13.0 * 12288);
+}
+
+TEST(MegatronModel, VocabularyIsPaddedAsMegatronPadsIt) {
+  EXPECT_EQ(PaddedVocabulary(50257, 1), 50304);  // GPT-2's padded vocabulary in Megatron-LM
+  EXPECT_EQ(PaddedVocabulary(50257, 8), 51200);  // Korthikanti et al. 2022: "vocabulary 51,200"
+  EXPECT_EQ(PaddedVocabulary(51200, 8), 51200);
+}
+
+TEST(MegatronModel, PerRankParametersSplitTheMatricesAndReplicateTheNorms) {
+  const MegatronModel gpt = GptModel(2, 1024, 16, 128, 1000);
+  const double h = 1024, t = 4;
+  // QKV 3h^2 + 3h and MLP-in 4h^2 + 4h split; projection h^2 and MLP-out 4h^2 split, their
+  // biases h + h and the norms 4h replicated.
+  EXPECT_DOUBLE_EQ(BlockParametersPerRank(gpt, 4), (12 * h * h + 7 * h) / t + 2 * h + 4 * h);
+  EXPECT_DOUBLE_EQ(BlockParametersPerRank(gpt, 1), CountParameters(gpt, 1000).block);
+}
+
+TEST(MegatronModel, InconsistentSettingsAreNamed) {
+  MegatronParallel p;
+  p.tensor = 7;
+  try {
+    ValidateMegatron(GptModel(96, 12288, 96, 2048, 50257), p);
+    FAIL() << "accepted 96 heads over 7 ranks";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "heads (96) must be divisible by tensor_parallel (7)");
+  }
+  p.tensor = 16;
+  EXPECT_THROW(ValidateMegatron(LlamaModel(32, 4096, 14336, 32, 8, 8192, 128256), p), InputError);
+}
+
+// Narayanan et al. SC'21, section 5.1, for GPT-3 175B, B = 64, V = 51,200 (by hand).
+TEST(MegatronModel, NarayananFlopFormula) {
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  EXPECT_NEAR(NarayananModelFlops(gpt3, 64, 51200) / 1.4109153109947186e17, 1, 1e-12);
+  EXPECT_NEAR(NarayananHardwareFlopsFullRecompute(gpt3, 64, 51200) / 1.879571147217961e17, 1, 1e-12);
+}
+
+double GemmFlops(const std::vector<Kernel>& kernels) {
+  double f = 0;
+  for (const Kernel& k : kernels)
+    if (k.kind == KernelKind::kGemm) f += k.flops;
+  return f;
+}
+
+// The op lists' GEMMs, forward and backward, add up to the paper's model FLOPs: its formula
+// counts exactly these matrix products (3 x the forward).
+TEST(MegatronWork, GemmFlopsAddUpToNarayanansFormula) {
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  for (int t : {1, 8}) {
+    MegatronParallel p;
+    p.tensor = t;
+    const LayerWork block = BlockWork(gpt3, p), output = OutputWork(gpt3, p);
+    const double per_microbatch =
+        t * (96 * (GemmFlops(block.forward) + GemmFlops(block.backward)) +
+             GemmFlops(output.forward) + GemmFlops(output.backward));
+    EXPECT_NEAR(per_microbatch * 64 / NarayananModelFlops(gpt3, 64, RunVocabulary(gpt3, t)), 1,
+                1e-9) << "t " << t;
+  }
+}
+
+// Korthikanti et al. 2022, Table 2: activation bytes per layer, 16-bit, with dropout.
+TEST(MegatronWork, StashIsKorthikantisTable2) {
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
+  MegatronParallel p;
+  p.tensor = 8;
+  EXPECT_NEAR(BlockWork(gpt3, p).stash_bytes, sbh * (10 + 24 / t + 5 * a * s / (h * t)), 1);
+  p.sequence_parallel = true;
+  EXPECT_NEAR(BlockWork(gpt3, p).stash_bytes, sbh / t * (34 + 5 * a * s / h), 1);
+  p.recompute = Recompute::kSelective;
+  EXPECT_NEAR(BlockWork(gpt3, p).stash_bytes, sbh * 34 / t, 1);
+  p.sequence_parallel = false;
+  EXPECT_NEAR(BlockWork(gpt3, p).stash_bytes, sbh * (10 + 24 / t), 1);
+  p.tensor = 1;
+  p.recompute = Recompute::kNone;
+  EXPECT_NEAR(BlockWork(gpt3, p).stash_bytes, sbh * (34 + 5 * a * s / h), 1);  // section 4.1
+}
+
+// Shoeybi et al. 2019: 2 all-reduces of b s h forward and 2 backward per block; Korthikanti et
+// al. 2022: sequence parallelism replaces each by an all-gather and a reduce-scatter.
+TEST(MegatronWork, TensorParallelCollectivesPerBlock) {
+  const MegatronModel gpt = GptModel(4, 4096, 32, 2048, 51200);
+  MegatronParallel p;
+  p.tensor = 8;
+  p.microbatch = 2;
+  const double bytes = 2.0 * 2048 * 2 * 4096;
+  LayerWork w = BlockWork(gpt, p);
+  ASSERT_EQ(w.forward_collectives.size(), 2u);
+  ASSERT_EQ(w.backward_collectives.size(), 2u);
+  for (const auto* list : {&w.forward_collectives, &w.backward_collectives})
+    for (const Collective& c : *list) {
+      EXPECT_EQ(c.kind, CollectiveKind::kAllReduce);
+      EXPECT_DOUBLE_EQ(c.bytes, bytes);
+    }
+  p.sequence_parallel = true;
+  w = BlockWork(gpt, p);
+  int gathers = 0, scatters = 0;
+  for (const Collective& c : w.forward_collectives) {
+    gathers += c.kind == CollectiveKind::kAllGather;
+    scatters += c.kind == CollectiveKind::kReduceScatter;
+  }
+  EXPECT_EQ(gathers, 2);
+  EXPECT_EQ(scatters, 2);
+}
+
+// Ring collectives over 8 GPUs at nccl-tests' 200 GB/s bus bandwidth, 1 us per step, by hand.
+TEST(MegatronWork, TensorParallelCollectiveCost) {
+  const Cluster dgx = ClusterPreset("dgx-a100", 1);
+  const LinearCost ar = TensorParallelCollectiveCost(dgx, 8, CollectiveKind::kAllReduce);
+  EXPECT_NEAR(ar.Ms(100e6), 14 * 1e-3 + 100e6 * 2 * 7 / 8 / 200e9 * 1e3, 1e-9);
+  const LinearCost ag = TensorParallelCollectiveCost(dgx, 8, CollectiveKind::kAllGather);
+  EXPECT_NEAR(ag.Ms(100e6), 7 * 1e-3 + 100e6 * 7 / 8 / 200e9 * 1e3, 1e-9);
+  EXPECT_EQ(TensorParallelCollectiveCost(dgx, 1, CollectiveKind::kAllReduce).Ms(1e9), 0);
+}
+
+// Tile and wave quantisation: 6912 x 16384 (the A100's best mamf-finder shape) fills 32 waves of
+// 108 tiles of 128 x 256 exactly; 2048 x 4608 fills 288 of 324 tile slots.
+TEST(MegatronDevice, GemmEfficiencyLosesTilesAndWaves) {
+  const DeviceSpec a100 = DevicePreset("A100-80GB");
+  EXPECT_DOUBLE_EQ(GemmEfficiency(Gemm("best", 6912, 16384, 2048, 1, 2), a100), 0.859);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(Gemm("qkv", 2048, 4608, 12288, 1, 2), a100), 0.859 * 288 / 324);
+  // 100 x 100 uses 10,000 of a 128 x 256 tile's 32,768 cells, one tile of 108 SMs.
+  EXPECT_DOUBLE_EQ(GemmEfficiency(Gemm("tiny", 100, 100, 64, 1, 2), a100),
+                   0.859 * 10000 / 32768 / 108);
+  const Kernel big = Gemm("big", 8192, 8192, 8192, 1, 2);
+  EXPECT_NEAR(KernelMs(big, a100), 1e3 * big.flops / (312e12 * 0.859 * 64 * 32 / (19 * 108)), 1e-9);
+}
+
+TEST(MegatronCluster, TensorParallelViewPlacesGroupsInsideServers) {
+  const Cluster dgx = ClusterPreset("dgx-a100", 4);
+  const Cluster view = TensorParallelView(dgx, 8, "s.json");
+  EXPECT_EQ(view.DeviceCount(), 4);
+  EXPECT_DOUBLE_EQ(view.levels[1].bandwidth_gbps, 200);  // one rank's NIC
+  EXPECT_DOUBLE_EQ(view.device.memory_bytes, dgx.device.memory_bytes);
+  EXPECT_EQ(TensorParallelView(dgx, 2, "s.json").DeviceCount(), 16);
+  try {
+    TensorParallelView(dgx, 16, "s.json");
+    FAIL() << "a group of 16 on servers of 8";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "s.json");
+    EXPECT_NE(std::string(e.what()).find("cluster.levels[0].count"), std::string::npos);
+  }
+}
+
+TEST(MegatronWorkload, LayersAreOneRanksShare) {
+  MegatronParallel p;
+  p.tensor = 8;
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  const Workload w = MegatronWorkload(gpt3, p, ClusterPreset("dgx-a100", 1));
+  ASSERT_EQ(w.LayerCount(), 98);
+  EXPECT_EQ(w.tensor_parallel, 8);
+  EXPECT_DOUBLE_EQ(w.layers[1].parameters, BlockParametersPerRank(gpt3, 8));
+  EXPECT_DOUBLE_EQ(w.layers[1].activation_bytes, 2.0 * 2048 * 12288 / 8);
+  // The backward does twice the forward's GEMM work plus its collectives: more than the forward.
+  EXPECT_GT(w.layers[1].backward_ms, 1.5 * w.layers[1].forward_ms);
+  p.recompute = Recompute::kSelective;
+  const Workload selective = MegatronWorkload(gpt3, p, ClusterPreset("dgx-a100", 1));
+  EXPECT_GT(selective.layers[1].backward_ms, w.layers[1].backward_ms);  // the core rerun
+  EXPECT_LT(*selective.layers[1].stash_bytes, *w.layers[1].stash_bytes);
+}
+
+}  // namespace
+}  // namespace pipetwin

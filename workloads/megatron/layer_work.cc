@@ -1,0 +1,221 @@
+// The kernels, collectives and stash of each layer (layer_work.h gives the sizes' names).
+#include "workloads/megatron/layer_work.h"
+
+namespace pipetwin {
+
+Kernel Gemm(const std::string& name, double m, double n, double k, double batch, double dtype) {
+  Kernel g;
+  g.name = name;
+  g.kind = KernelKind::kGemm;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.batch = batch;
+  g.flops = 2 * m * n * k * batch;
+  g.bytes = dtype * batch * (m * k + k * n + m * n);
+  return g;
+}
+
+std::vector<Kernel> GemmBackward(const Kernel& f) {
+  const double dtype = f.bytes / (f.batch * (f.m * f.k + f.k * f.n + f.m * f.n));
+  return {Gemm(f.name + " input grad", f.m, f.k, f.n, f.batch, dtype),
+          Gemm(f.name + " weight grad", f.k, f.n, f.m, f.batch, dtype)};
+}
+
+namespace {
+
+Kernel Elementwise(const std::string& name, double bytes) {
+  Kernel e;
+  e.name = name;
+  e.kind = KernelKind::kMemoryBound;
+  e.bytes = bytes;
+  return e;
+}
+
+// The sizes of one block's tensors on one rank.
+struct Sizes {
+  double s, b, h, a, t, d, g, f, f_in, D;
+  double N;      // s b h
+  double Nrep;   // N' (norms, dropouts, residuals): N / t under sequence parallelism
+  bool sp;
+  Sizes(const MegatronModel& m, const MegatronParallel& p)
+      : s(m.sequence), b(p.microbatch), h(m.hidden), a(m.heads), t(p.tensor), d(m.HeadDim()),
+        g(m.QueryGroups()), f(m.FfnHidden()), f_in(m.swiglu ? 2.0 * m.FfnHidden() : m.FfnHidden()),
+        D(p.DtypeBytes()), N(s * b * h), Nrep(p.sequence_parallel ? N / t : N),
+        sp(p.sequence_parallel && p.tensor > 1) {}
+};
+
+// Backward of an element-wise kernel: it reads the output gradient and what the forward kept,
+// and writes the input gradient: taken as twice the forward's traffic.
+Kernel ElementwiseBackward(const Kernel& f) { return Elementwise(f.name + " grad", 2 * f.bytes); }
+
+// Adds `k` to the forward and its backward kernels to the backward.
+void Add(LayerWork& w, const Kernel& k) {
+  w.forward.push_back(k);
+  if (k.kind == KernelKind::kGemm) {
+    for (const Kernel& b : GemmBackward(k)) w.backward.push_back(b);
+  } else if (k.kind == KernelKind::kFlashAttention) {
+    // FlashAttention-2's backward runs 5 matrix products to the forward's 2 (Dao 2023, sec. 3.2).
+    Kernel b = k;
+    b.name += " grad";
+    b.flops *= 2.5;
+    b.bytes *= 2;
+    w.backward.push_back(b);
+  } else {
+    w.backward.push_back(ElementwiseBackward(k));
+  }
+}
+
+// Where a tensor-parallel region opens (before a column-parallel linear) and closes (after a
+// row-parallel one), Megatron's f and g operators (Shoeybi et al. 2019, figure 3): without
+// sequence parallelism f is the identity forward and an all-reduce backward, g an all-reduce
+// forward; with it f all-gathers forward and reduce-scatters backward, g the reverse
+// (Korthikanti et al. 2022, figure 5).
+void OpenRegion(LayerWork& w, const Sizes& z, const std::string& name, const std::string& gemm) {
+  if (z.t <= 1) return;
+  if (z.sp) {
+    w.forward_collectives.push_back({name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, ""});
+    // The backward all-gathers the kept shard again for the weight gradient, beside the input
+    // gradient GEMM, and reduce-scatters the input gradient beside the weight gradient GEMM.
+    w.backward_collectives.push_back(
+        {name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, gemm + " input grad"});
+    w.backward_collectives.push_back(
+        {name + " reduce-scatter", CollectiveKind::kReduceScatter, z.D * z.N, gemm + " weight grad"});
+  } else {
+    w.backward_collectives.push_back(
+        {name + " all-reduce", CollectiveKind::kAllReduce, z.D * z.N, gemm + " weight grad"});
+  }
+}
+
+void CloseRegion(LayerWork& w, const Sizes& z, const std::string& name) {
+  if (z.t <= 1) return;
+  if (z.sp) {
+    w.forward_collectives.push_back(
+        {name + " reduce-scatter", CollectiveKind::kReduceScatter, z.D * z.N, ""});
+    w.backward_collectives.push_back({name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, ""});
+  } else {
+    w.forward_collectives.push_back({name + " all-reduce", CollectiveKind::kAllReduce, z.D * z.N, ""});
+  }
+}
+
+}  // namespace
+
+LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
+  const Sizes z(m, p);
+  const double tokens = z.s * z.b;
+  const double q_cols = z.h / z.t, kv_cols = z.g * z.d / z.t;  // per rank
+  const double heads = z.a / z.t;
+  const bool flash = p.flash_attention;
+  const double scores = z.a * z.s * z.s * z.b / z.t;  // elements of the s x s scores, per rank
+  LayerWork w;
+  w.parameters = BlockParametersPerRank(m, p.tensor);
+  w.output_bytes = z.D * z.N / z.t;
+
+  // Attention.
+  Add(w, Elementwise("input norm", 2 * z.D * z.Nrep));
+  OpenRegion(w, z, "attention", "qkv");
+  Add(w, Gemm("qkv", tokens, q_cols + 2 * kv_cols, z.h, 1, z.D));
+  if (!m.learned_positions)  // rotary embedding of Q and K: read and write them
+    Add(w, Elementwise("rotary", 2 * z.D * tokens * (q_cols + kv_cols)));
+  std::vector<Kernel> core;
+  if (flash) {
+    Kernel fa;
+    fa.name = "flash attention";
+    fa.kind = KernelKind::kFlashAttention;
+    fa.flops = 4 * z.b * heads * z.s * z.s * z.d;  // Q K^T and P V
+    fa.bytes = z.D * tokens * (2 * q_cols + 2 * kv_cols);  // Q, K, V read, output written
+    core.push_back(fa);
+  } else {
+    // Grouped-query attention: each query head reads its group's K and V; the products are
+    // those of full attention.
+    core.push_back(Gemm("scores", z.s, z.s, z.d, z.b * heads, z.D));
+    core.push_back(Elementwise("scale-mask-softmax", 2 * z.D * scores));
+    if (m.dropout) core.push_back(Elementwise("attention dropout", (2 * z.D + 1) * scores));
+    core.push_back(Gemm("context", z.s, z.d, z.s, z.b * heads, z.D));
+  }
+  for (const Kernel& k : core) Add(w, k);
+  if (p.recompute == Recompute::kSelective && !flash) w.recomputed = core;
+  Add(w, Gemm("projection", tokens, z.h, z.h / z.t, 1, z.D));
+  CloseRegion(w, z, "attention");
+  const double residual = m.dropout ? 3 * z.D + 1 : 3 * z.D;  // x, residual in; out (+ mask)
+  Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep));
+
+  // MLP.
+  Add(w, Elementwise("post-attention norm", 2 * z.D * z.Nrep));
+  OpenRegion(w, z, "mlp", "mlp in");
+  Add(w, Gemm("mlp in", tokens, z.f_in / z.t, z.h, 1, z.D));
+  Add(w, Elementwise(m.swiglu ? "swiglu" : "bias-gelu",
+                     z.D * tokens * (z.f_in + z.f) / z.t));  // read f_in, write f
+  Add(w, Gemm("mlp out", tokens, z.h, z.f / z.t, 1, z.D));
+  CloseRegion(w, z, "mlp");
+  Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep));
+
+  // The stash (layer_work.h).
+  const double mask = m.dropout ? 1 : 0;
+  double stash = 2 * z.D * z.Nrep                         // the two norms' inputs
+                 + z.D * z.Nrep                            // QKV input
+                 + z.D * tokens * (q_cols + kv_cols)       // Q and K
+                 + z.D * tokens * kv_cols                  // V
+                 + z.D * z.N / z.t                         // projection input
+                 + mask * z.Nrep                           // attention dropout mask
+                 + z.D * z.Nrep                            // MLP input
+                 + z.D * tokens * (z.f_in + z.f) / z.t     // activation input and output
+                 + mask * z.Nrep;                          // MLP dropout mask
+  if (flash) stash += 4 * heads * z.s * z.b;  // softmax statistics in fp32
+  else if (p.recompute != Recompute::kSelective)
+    stash += (m.dropout ? 2 * z.D + 1 : z.D) * scores;  // softmax out (+ mask, dropout out)
+  w.stash_bytes = stash;
+  return w;
+}
+
+LayerWork EmbeddingWork(const MegatronModel& m, const MegatronParallel& p) {
+  const Sizes z(m, p);
+  const double v = RunVocabulary(m, p.tensor);
+  LayerWork w;
+  w.parameters = v / z.t * z.h + (m.learned_positions ? double(m.Positions()) * z.h : 0);
+  w.output_bytes = z.D * z.N / z.t;
+  // Each rank gathers the rows it holds (masking the others) and writes N partial sums.
+  w.forward.push_back(Elementwise("word embedding lookup", 2 * z.D * z.N));
+  // The backward scatters the output gradient into the rank's rows (read, read-modify-write).
+  w.backward.push_back(Elementwise("word embedding grad", 3 * z.D * z.N));
+  if (z.t > 1) {
+    if (z.sp) {
+      w.forward_collectives.push_back({"embedding reduce-scatter", CollectiveKind::kReduceScatter, z.D * z.N, ""});
+      w.backward_collectives.push_back({"embedding all-gather", CollectiveKind::kAllGather, z.D * z.N, ""});
+    } else {
+      w.forward_collectives.push_back({"embedding all-reduce", CollectiveKind::kAllReduce, z.D * z.N, ""});
+    }
+  }
+  if (m.learned_positions) Add(w, Elementwise("position embedding add", 3 * z.D * z.Nrep));
+  if (m.dropout) Add(w, Elementwise("embedding dropout", (2 * z.D + 1) * z.Nrep));
+  w.stash_bytes = m.dropout ? z.Nrep : 0;  // the dropout mask
+  return w;
+}
+
+LayerWork OutputWork(const MegatronModel& m, const MegatronParallel& p) {
+  const Sizes z(m, p);
+  const double v = RunVocabulary(m, p.tensor);
+  const double tokens = z.s * z.b, logits = tokens * v / z.t;
+  LayerWork w;
+  // Untied: the output layer's own V / t rows; tied: the last stage's copy of the embedding's
+  // (Megatron all-reduces the two copies' gradients after every iteration).
+  w.parameters = v / z.t * z.h + (m.rms_norm ? z.h : 2 * z.h);
+  w.output_bytes = 0;
+  Add(w, Elementwise("final norm", 2 * z.D * z.Nrep));
+  OpenRegion(w, z, "output", "logits");
+  Add(w, Gemm("logits", tokens, v / z.t, z.h, 1, z.D));
+  // Vocabulary-parallel cross-entropy in fp32 (megatron/core/tensor_parallel/cross_entropy.py):
+  // cast to fp32 (2 read, 4 written), subtract the max (4 + 4), exp (4 + 4), sum (4), divide
+  // (4 + 4): 34 bytes per logit; the backward, softmax minus one-hot and the cast back (4 + 4,
+  // 4 + 2): 14. Its all-reduces of the max, the sum and the target logit are s b floats each.
+  w.forward.push_back(Elementwise("cross-entropy", 34 * logits));
+  w.backward.push_back(Elementwise("cross-entropy grad", 14 * logits));
+  if (z.t > 1)
+    for (const char* what : {"max", "sum", "target"})
+      w.forward_collectives.push_back({std::string("cross-entropy ") + what + " all-reduce",
+                                       CollectiveKind::kAllReduce, 4 * tokens, ""});
+  w.stash_bytes = 2 * z.D * z.Nrep /* norm input, logits input */ + 4 * logits /* softmax */;
+  return w;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,132 @@
+#include "workloads/megatron/megatron_workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "partition/util/error.h"
+
+namespace pipetwin {
+
+namespace {
+
+constexpr double kTileRows = 128, kTileColumns = 256;
+constexpr double kFlashForwardShare = 0.73, kFlashBackwardShare = 0.63;
+
+double MemoryBytesPerS(const DeviceSpec& d) {
+  return d.memory_bandwidth_bytes_per_s * d.memory_bandwidth_efficiency;
+}
+
+}  // namespace
+
+double GemmEfficiency(const Kernel& g, const DeviceSpec& device) {
+  if (device.gemm_efficiency <= 0) return device.flops_efficiency;
+  const double row_tiles = std::ceil(g.m / kTileRows), column_tiles = std::ceil(g.n / kTileColumns);
+  const double tiles = g.batch * row_tiles * column_tiles;
+  const double tile_share = g.m * g.n / (row_tiles * kTileRows * column_tiles * kTileColumns);
+  double wave_share = 1;
+  if (device.multiprocessors > 0) {
+    const double sms = device.multiprocessors;
+    wave_share = tiles / (std::ceil(tiles / sms) * sms);
+  }
+  return device.gemm_efficiency * tile_share * wave_share;
+}
+
+double KernelMs(const Kernel& k, const DeviceSpec& device, double launch_overhead_us) {
+  double seconds = 0;
+  switch (k.kind) {
+    case KernelKind::kGemm:
+      seconds = std::max(k.flops / (device.peak_flops * GemmEfficiency(k, device)),
+                         k.bytes / MemoryBytesPerS(device));
+      break;
+    case KernelKind::kFlashAttention: {
+      const bool backward = k.name.size() > 5 && k.name.compare(k.name.size() - 5, 5, " grad") == 0;
+      const double share = backward ? kFlashBackwardShare : kFlashForwardShare;
+      seconds = std::max(0.5 * k.flops / (device.peak_flops * share), k.bytes / MemoryBytesPerS(device));
+      break;
+    }
+    case KernelKind::kMemoryBound:
+      seconds = k.bytes / MemoryBytesPerS(device);
+      break;
+  }
+  return 1e3 * seconds + 1e-3 * launch_overhead_us;
+}
+
+PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
+  const DeviceSpec& device = cluster.device;
+  PassMs out;
+  for (const Kernel& k : w.forward) out.forward += KernelMs(k, device, cluster.launch_overhead_us);
+  for (const Collective& c : w.forward_collectives) {
+    const double ms = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
+    out.forward += ms;
+    out.forward_communication += ms;
+  }
+  std::map<std::string, double> kernel_ms;
+  for (const Kernel& k : w.backward) {
+    const double ms = KernelMs(k, device, cluster.launch_overhead_us);
+    kernel_ms[k.name] = ms;
+    out.backward += ms;
+  }
+  for (const Kernel& k : w.recomputed) out.backward += KernelMs(k, device, cluster.launch_overhead_us);
+  for (const Collective& c : w.backward_collectives) {
+    double ms = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
+    if (!c.beside.empty() && kernel_ms.count(c.beside)) ms = std::max(0.0, ms - kernel_ms[c.beside]);
+    out.backward += ms;
+    out.backward_communication += ms;
+  }
+  return out;
+}
+
+namespace {
+
+Layer ToLayer(const std::string& id, const std::string& description, const LayerWork& w,
+              const Cluster& cluster, const MegatronParallel& p, int input) {
+  Layer layer;
+  layer.id = id;
+  layer.description = description;
+  const PassMs ms = LayerPassMs(w, cluster, p.tensor);
+  layer.forward_ms = ms.forward;
+  layer.backward_ms = ms.backward;
+  double flops = 0;
+  for (const Kernel& k : w.forward) flops += k.flops;
+  layer.forward_flops = flops;
+  layer.parameters = w.parameters;
+  layer.parameter_bytes = w.parameters * p.DtypeBytes();
+  layer.activation_bytes = w.output_bytes;
+  layer.stash_bytes = w.stash_bytes;
+  const double step_bytes_per_parameter = p.precision == "fp32" ? 28 : 30;
+  layer.update_ms = 1e3 * w.parameters * step_bytes_per_parameter / MemoryBytesPerS(cluster.device);
+  if (input >= 0) layer.inputs = {input};
+  return layer;
+}
+
+}  // namespace
+
+Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, const Cluster& cluster) {
+  ValidateMegatron(m, p);
+  Workload w;
+  w.name = m.architecture + "-" + std::to_string(m.layers) + "x" + std::to_string(m.hidden) +
+           (p.tensor > 1 ? "-tp" + std::to_string(p.tensor) : "");
+  w.reference.batch_size = p.microbatch;
+  w.reference.device = cluster.device.name;
+  w.reference.source = "analytic";
+  w.parameter_dtype_bytes = p.DtypeBytes();
+  w.gradient_dtype_bytes = 4;  // Megatron accumulates fp32 main gradients (bf16 and fp16 too)
+  w.tensor_parallel = p.tensor;
+  const std::string split = p.tensor > 1 ? " (one of " + std::to_string(p.tensor) + " ranks)" : "";
+  w.layers.push_back(ToLayer("embedding", "word" + std::string(m.learned_positions ? " + position" : "") +
+                                              " embedding" + split,
+                             EmbeddingWork(m, p), cluster, p, -1));
+  const LayerWork block = BlockWork(m, p);
+  for (int i = 0; i < m.layers; ++i)
+    w.layers.push_back(ToLayer("block" + std::to_string(i),
+                               (m.architecture == "gpt" ? "GPT block" : "Llama block") + split,
+                               block, cluster, p, i));
+  w.layers.push_back(ToLayer("output", std::string("final norm + ") +
+                                           (m.untied ? "output layer" : "tied output layer") +
+                                           " + cross-entropy" + split,
+                             OutputWork(m, p), cluster, p, m.layers));
+  return w;
+}
+
+}  // namespace pipetwin

@@ -120,6 +120,11 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
   const std::vector<double> ends = IterationEnds(setup, record);
   FinishReport(SteadyStateWindow(ends, setup.options.warmup_iterations, IsAsynchronous(s.kind)),
                r);
+  if (setup.model_flops_per_sample > 0 && r.samples_per_s > 0) {
+    const double gpus = static_cast<double>(r.worker_count) * setup.gpus_per_worker;
+    r.tflops_per_gpu = setup.model_flops_per_sample * r.samples_per_s / gpus / 1e12;
+    r.mfu = r.tflops_per_gpu * 1e12 / setup.cluster.device.peak_flops;
+  }
   if (r.over_capacity) r.warnings.push_back(CapacityWarning(r));
   r.communication = record.communication;
   r.warnings.insert(r.warnings.end(), setup.warnings.begin(), setup.warnings.end());

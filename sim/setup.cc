@@ -63,6 +63,8 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
 
   SimulationSetup setup;
   setup.scenario_name = scenario.name;
+  setup.model_flops_per_sample = scenario.workload.model_flops_per_sample;
+  setup.gpus_per_worker = scenario.workload.tensor_parallel;
   setup.planner = scenario.planner ? PlannerKindName(*scenario.planner) : plan.planner;
   setup.cluster = cluster;
   setup.plan = plan;

@@ -60,6 +60,10 @@ struct SimulationSetup {
   double load_s = 0;
   DataLoading data_loading = DataLoading::kOverlapped;
   std::vector<std::string> warnings;
+  // The workload's model FLOPs per sample and the GPUs each worker stands for (its
+  // tensor-parallel group), for the report's TFLOP/s per GPU and MFU.
+  double model_flops_per_sample = 0;
+  int gpus_per_worker = 1;
 
   // Seconds a compute op occupies its device (launch overhead included).
   double ComputeSeconds(const Op& op) const;

@@ -17,6 +17,8 @@ const std::vector<Command>& Commands() {
       {"calibrate", "measure this machine (cores, loopback, Gloo) as a cluster file",
        RunCalibrateCommand},
       {"compare", "predicted against measured for one scenario", RunCompareCommand},
+      {"from-megatron", "the scenario of a Megatron-LM launch line (its arguments)",
+       RunFromMegatronCommand},
   };
   return commands;
 }

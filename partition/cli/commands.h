@@ -21,5 +21,6 @@ int RunRunCommand(const Args& args);       // handover_commands.cc: to pipetwin-
 int RunProfileCommand(const Args& args);
 int RunCalibrateCommand(const Args& args);
 int RunCompareCommand(const Args& args);   // compare/
+int RunFromMegatronCommand(const Args& args);
 
 }  // namespace pipetwin::cli

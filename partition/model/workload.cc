@@ -221,6 +221,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
           {"layers", layers}};
   if (w.gradient_dtype_bytes > 0) out["gradient_dtype_bytes"] = w.gradient_dtype_bytes;
   if (w.tensor_parallel > 1) out["tensor_parallel"] = w.tensor_parallel;
+  if (w.model_flops_per_sample > 0) out["model_flops_per_sample"] = w.model_flops_per_sample;
   return out;
 }
 
@@ -238,6 +239,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
   w.parameter_dtype_bytes = root.OptionalPositiveNumber("parameter_dtype_bytes", 4);
   w.data_loading_ms = root.OptionalNonNegativeNumber("data_loading_ms", 0);
   w.gradient_dtype_bytes = root.OptionalNonNegativeNumber("gradient_dtype_bytes", 0);
+  w.model_flops_per_sample = root.OptionalNonNegativeNumber("model_flops_per_sample", 0);
   if (root.Has("tensor_parallel"))
     w.tensor_parallel = root.OptionalInteger("tensor_parallel", 1, kMaxDevices, 1);
   std::vector<JsonReader> entries = root.Array("layers");

@@ -57,6 +57,10 @@ class Workload {
   // the layers' times, parameters and activations are one rank's share, and a scenario runs
   // the workload on its cluster's tensor-parallel view (TensorParallelView). 1: not split.
   int tensor_parallel = 1;
+  // Model FLOPs of one sample, forward and backward, all ranks together, recomputation not
+  // counted (Narayanan et al. SC'21, section 5.1); 0: not known. Reports derive TFLOP/s per
+  // GPU and the model FLOPs utilisation from it.
+  double model_flops_per_sample = 0;
   // Host time to load one reference batch, not part of any layer (cost/data_loading.h).
   double data_loading_ms = 0;
   std::vector<Layer> layers;

@@ -119,6 +119,8 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
           {"samples_per_iteration", r.samples_per_iteration},
           {"samples_per_s", r.samples_per_s},
           {"iteration_s", r.iteration_s},
+          {"tflops_per_gpu", r.tflops_per_gpu},
+          {"mfu", r.mfu},
           {"measurement", r.measurement},
           {"makespan_s", r.makespan_s},
           {"bubble_fraction", r.bubble_fraction},
@@ -212,6 +214,8 @@ Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
   r.iterations = Int(root, "iterations");
   r.samples_per_iteration = root.OptionalNonNegativeNumber("samples_per_iteration", 0);
   r.samples_per_s = root.NonNegativeNumber("samples_per_s");
+  r.tflops_per_gpu = root.OptionalNonNegativeNumber("tflops_per_gpu", 0);
+  r.mfu = root.OptionalNonNegativeNumber("mfu", 0);
   r.iteration_s = root.NonNegativeNumber("iteration_s");
   r.measurement = Text(root, "measurement");
   r.makespan_s = root.OptionalNonNegativeNumber("makespan_s", 0);

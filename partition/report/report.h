@@ -93,6 +93,11 @@ struct Report {
 
   double samples_per_s = 0;
   double iteration_s = 0;
+  // Where the workload states its model FLOPs (Workload::model_flops_per_sample): what each
+  // GPU achieves of them, and that over the device's peak (model FLOPs utilisation, MFU, as
+  // Megatron-LM's tables give it); 0 otherwise.
+  double tflops_per_gpu = 0;
+  double mfu = 0;
   std::string measurement;  // how iteration_s was measured ("steady state over iterations 2..4")
   double makespan_s = 0;
   double bubble_fraction = 0;          // sum idle / (workers x makespan)

@@ -40,6 +40,10 @@ std::string ReportToText(const Report& r) {
       << r.network_model << " network)\n\n";
   out << "throughput   " << Fixed(r.samples_per_s, 2) << " samples/s, iteration "
       << Fixed(r.iteration_s * 1e3, 3) << " ms (" << r.measurement << ")\n";
+  if (r.tflops_per_gpu > 0)
+    out << "model FLOPs  " << Fixed(r.tflops_per_gpu, 1) << " TFLOP/s per GPU, MFU "
+        << Fixed(100 * r.mfu, 1) << "% (Narayanan et al. SC'21 section 5.1, no recomputation "
+        << "counted)\n";
   out << "bubble       " << Fixed(100 * r.bubble_fraction, 1)
       << "% of worker time; exposed communication up to "
       << Fixed(r.exposed_communication_s * 1e3, 3) << " ms per worker\n";

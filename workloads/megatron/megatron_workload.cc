@@ -122,6 +122,16 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
     w.layers.push_back(ToLayer("block" + std::to_string(i),
                                (m.architecture == "gpt" ? "GPT block" : "Llama block") + split,
                                block, cluster, p, i));
+  // Model FLOPs: every matrix product forward, and twice over backward (the GEMMs' and the
+  // attention core's), on all t ranks: Narayanan's formula for GPT (tests/megatron_test.cc).
+  auto matrix_flops = [](const LayerWork& work) {
+    double f = 0;
+    for (const Kernel& k : work.forward)
+      if (k.kind != KernelKind::kMemoryBound) f += k.flops;
+    return f;
+  };
+  const double forward_flops = m.layers * matrix_flops(block) + matrix_flops(OutputWork(m, p));
+  w.model_flops_per_sample = 3 * forward_flops * p.tensor / p.microbatch;
   w.layers.push_back(ToLayer("output", std::string("final norm + ") +
                                            (m.untied ? "output layer" : "tied output layer") +
                                            " + cross-entropy" + split,

@@ -1,0 +1,331 @@
+// `pipetwin from-megatron [--cluster PRESET] [--nodes N] -- MEGATRON-LM ARGUMENTS...`: the
+// scenario of a Megatron-LM run (pretrain_gpt.py's arguments), on standard output, for plan,
+// simulate and sweep; its shape and per-GPU memory on standard error.
+#include <cmath>
+#include <iostream>
+#include <regex>
+
+#include "partition/cli/commands.h"
+#include "partition/cli/parse.h"
+#include "partition/model/cluster.h"
+#include "partition/util/error.h"
+#include "partition/util/json_writer.h"
+#include "workloads/megatron/megatron_memory.h"
+#include "workloads/megatron/megatron_spec.h"
+
+namespace pipetwin::cli {
+
+namespace {
+
+const char* kUsage = "[--cluster PRESET] [--nodes N] [--iterations K] -- MEGATRON-ARGS...";
+const char* kDescription =
+    "Write the scenario of a Megatron-LM training run, given the arguments of its launch line\n"
+    "(pretrain_gpt.py's --num-layers, --hidden-size, --tensor-model-parallel-size, ...), on\n"
+    "standard output; plan, simulate and sweep take it. Ranks are placed as Megatron orders\n"
+    "them: tensor-parallel innermost (inside a server), then data-parallel, then pipeline.\n"
+    "An argument it does not model is named in a warning on standard error, with the run's\n"
+    "shape and the first stage's per-GPU memory against the device's.";
+
+// The Megatron-LM arguments modelled; every other one is warned about.
+po::options_description MegatronOptions() {
+  po::options_description m("Megatron-LM arguments");
+  m.add_options()
+      ("num-layers", po::value<int>(), "transformer layers")
+      ("hidden-size", po::value<int>(), "")
+      ("ffn-hidden-size", po::value<int>(), "")
+      ("num-attention-heads", po::value<int>(), "")
+      ("num-query-groups", po::value<int>(), "")
+      ("group-query-attention", "")
+      ("seq-length", po::value<int>(), "")
+      ("max-position-embeddings", po::value<int>(), "")
+      ("vocab-size", po::value<int>(), "")
+      ("padded-vocab-size", po::value<int>(), "")
+      ("make-vocab-size-divisible-by", po::value<int>(), "")
+      ("micro-batch-size", po::value<int>(), "")
+      ("global-batch-size", po::value<int>(), "")
+      ("tensor-model-parallel-size", po::value<int>(), "")
+      ("pipeline-model-parallel-size", po::value<int>(), "")
+      ("num-layers-per-virtual-pipeline-stage", po::value<int>(), "")
+      ("virtual-pipeline-model-parallel-size", po::value<int>(), "")
+      ("sequence-parallel", "")
+      ("recompute-granularity", po::value<std::string>(), "")
+      ("recompute-method", po::value<std::string>(), "")
+      ("recompute-num-layers", po::value<int>(), "")
+      ("recompute-activations", "")
+      ("use-distributed-optimizer", "")
+      ("bf16", "")
+      ("fp16", "")
+      ("swiglu", "")
+      ("normalization", po::value<std::string>(), "")
+      ("position-embedding-type", po::value<std::string>(), "")
+      ("disable-bias-linear", "")
+      ("untie-embeddings-and-output-weights", "")
+      ("attention-dropout", po::value<double>(), "")
+      ("hidden-dropout", po::value<double>(), "")
+      ("overlap-grad-reduce", "")
+      ("use-flash-attn", "");
+  return m;
+}
+
+// ValidateMegatron names the scenario's keys; here the user wrote Megatron's flags.
+std::string InFlags(std::string message) {
+  static const std::pair<const char*, const char*> names[] = {
+      {"padded_vocabulary", "--padded-vocab-size"}, {"vocabulary", "--vocab-size"},
+      {"tensor_parallel", "--tensor-model-parallel-size"}, {"heads", "--num-attention-heads"},
+      {"query_groups", "--num-query-groups"}, {"ffn_hidden", "--ffn-hidden-size"},
+      {"hidden", "--hidden-size"}, {"sequence", "--seq-length"},
+      {"max_position_embeddings", "--max-position-embeddings"}, {"layers", "--num-layers"}};
+  for (const auto& [key, flag] : names)
+    message = std::regex_replace(message, std::regex(std::string("\\b") + key + "\\b"), flag);
+  return message;
+}
+
+[[noreturn]] void Fail(const std::string& what) {
+  throw InputError("pipetwin from-megatron: " + what);
+}
+
+int Required(const po::variables_map& vm, const char* flag) {
+  if (!vm.count(flag)) Fail(std::string("--") + flag + " is required");
+  const int v = vm[flag].as<int>();
+  if (v < 1) Fail(std::string("--") + flag + ": expected an integer >= 1, got " + std::to_string(v));
+  return v;
+}
+
+int Optional(const po::variables_map& vm, const char* flag, int fallback) {
+  if (!vm.count(flag)) return fallback;
+  const int v = vm[flag].as<int>();
+  if (v < 1) Fail(std::string("--") + flag + ": expected an integer >= 1, got " + std::to_string(v));
+  return v;
+}
+
+std::string GiB(double bytes) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << bytes / (1024.0 * 1024 * 1024) << " GiB";
+  return out.str();
+}
+
+}  // namespace
+
+int RunFromMegatronCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("cluster", po::value<std::string>()->default_value("dgx-a100"),
+       "cluster preset whose servers the run uses (dgx-a100, dgx-h100, dgx-h200, ...)")
+      ("nodes", po::value<int>(), "servers (default: the fewest holding one model replica)")
+      ("iterations", po::value<int>()->default_value(2), "training iterations to simulate");
+  // Ours before "--", Megatron's after.
+  Args own, megatron;
+  bool after = false;
+  for (const std::string& a : args) {
+    if (!after && a == "--") after = true;
+    else (after ? megatron : own).push_back(a);
+  }
+  po::variables_map vm = ParseCommandLine("from-megatron", desc, {}, own);
+  if (vm.count("help")) {
+    PrintUsage(std::cout, "from-megatron", kUsage, kDescription, desc);
+    return 0;
+  }
+  po::variables_map mv;
+  std::vector<std::string> ignored;
+  const po::options_description megatron_options = MegatronOptions();  // outlives `parsed`
+  try {
+    po::parsed_options parsed =
+        po::command_line_parser(megatron).options(megatron_options).allow_unregistered().run();
+    ignored = po::collect_unrecognized(parsed.options, po::include_positional);
+    po::store(parsed, mv);
+  } catch (const po::error& e) {
+    Fail(std::string("in Megatron-LM's arguments: ") + e.what());
+  }
+
+  MegatronSpec spec;
+  MegatronModel& m = spec.model;
+  MegatronParallel& p = spec.parallel;
+  const bool llama_like = mv.count("swiglu") > 0;
+  if (llama_like) m = LlamaModel(1, 1, 0, 1, 0, 1, 1);  // the flags below set every size
+  m.layers = Required(mv, "num-layers");
+  m.hidden = Required(mv, "hidden-size");
+  m.heads = Required(mv, "num-attention-heads");
+  m.sequence = Required(mv, "seq-length");
+  m.ffn_hidden = Optional(mv, "ffn-hidden-size", 0);
+  if (llama_like && m.ffn_hidden == 0) Fail("--swiglu needs --ffn-hidden-size");
+  m.swiglu = llama_like;
+  m.query_groups = mv.count("group-query-attention") ? Optional(mv, "num-query-groups", 1) : 0;
+  m.max_position_embeddings = Optional(mv, "max-position-embeddings", 0);
+  if (mv.count("padded-vocab-size")) {
+    m.padded_vocabulary = Required(mv, "padded-vocab-size");
+    m.vocabulary = Optional(mv, "vocab-size", m.padded_vocabulary);
+  } else if (mv.count("vocab-size")) {
+    m.vocabulary = Required(mv, "vocab-size");
+  } else {
+    Fail("--vocab-size or --padded-vocab-size is required (the tokenizer's vocabulary)");
+  }
+  if (mv.count("normalization")) {
+    const std::string n = mv["normalization"].as<std::string>();
+    if (n != "LayerNorm" && n != "RMSNorm") Fail("--normalization: expected LayerNorm or RMSNorm, got " + n);
+    m.rms_norm = n == "RMSNorm";
+  }
+  if (mv.count("position-embedding-type")) {
+    const std::string t = mv["position-embedding-type"].as<std::string>();
+    if (t != "learned_absolute" && t != "rope") Fail("--position-embedding-type: expected learned_absolute or rope, got " + t);
+    m.learned_positions = t == "learned_absolute";
+  }
+  if (mv.count("disable-bias-linear")) m.bias = false;
+  m.untied = m.untied || mv.count("untie-embeddings-and-output-weights") > 0;
+  if (mv.count("attention-dropout") || mv.count("hidden-dropout"))
+    m.dropout = (mv.count("attention-dropout") ? mv["attention-dropout"].as<double>() : 0.1) > 0 ||
+                (mv.count("hidden-dropout") ? mv["hidden-dropout"].as<double>() : 0.1) > 0;
+  m.architecture = m.swiglu || m.rms_norm || !m.learned_positions ? "llama" : "gpt";
+
+  p.tensor = Optional(mv, "tensor-model-parallel-size", 1);
+  const int pipeline = Optional(mv, "pipeline-model-parallel-size", 1);
+  p.sequence_parallel = mv.count("sequence-parallel") > 0 && p.tensor > 1;
+  p.flash_attention = mv.count("use-flash-attn") > 0;
+  p.microbatch = Required(mv, "micro-batch-size");
+  p.precision = mv.count("bf16") ? "bf16" : mv.count("fp16") ? "fp16" : "fp32";
+  p.distributed_optimizer = mv.count("use-distributed-optimizer") > 0;
+  std::string granularity = mv.count("recompute-activations") ? "selective" : "";
+  if (mv.count("recompute-granularity")) granularity = mv["recompute-granularity"].as<std::string>();
+  if (!granularity.empty() && granularity != "full" && granularity != "selective")
+    Fail("--recompute-granularity: expected full or selective, got " + granularity);
+  p.recompute = granularity == "full" ? Recompute::kFull
+                : granularity == "selective" ? Recompute::kSelective : Recompute::kNone;
+  if (mv.count("recompute-method") || mv.count("recompute-num-layers")) {
+    const std::string method = mv.count("recompute-method") ? mv["recompute-method"].as<std::string>() : "uniform";
+    const int n = Optional(mv, "recompute-num-layers", 1);
+    if (p.recompute != Recompute::kFull) Fail("--recompute-method and --recompute-num-layers need --recompute-granularity full");
+    if (method != "uniform" || n != 1)
+      std::cerr << "pipetwin from-megatron: warning: --recompute-method " << method
+                << " --recompute-num-layers " << n
+                << " is modelled as every layer recomputed (uniform, 1 layer per checkpoint)\n";
+  }
+  try {
+    ValidateMegatron(m, p);
+  } catch (const InputError& e) {
+    Fail(InFlags(e.what()));
+  }
+  if (m.layers % pipeline != 0)
+    Fail("--num-layers (" + std::to_string(m.layers) + ") must be divisible by "
+         "--pipeline-model-parallel-size (" + std::to_string(pipeline) + ")");
+  int chunks = 1;
+  if (mv.count("num-layers-per-virtual-pipeline-stage")) {
+    const int per = Required(mv, "num-layers-per-virtual-pipeline-stage");
+    if ((m.layers / pipeline) % per != 0)
+      Fail("--num-layers-per-virtual-pipeline-stage (" + std::to_string(per) +
+           ") must divide the layers per pipeline stage (" + std::to_string(m.layers / pipeline) + ")");
+    chunks = m.layers / pipeline / per;
+  } else if (mv.count("virtual-pipeline-model-parallel-size")) {
+    chunks = Required(mv, "virtual-pipeline-model-parallel-size");
+    if ((m.layers / pipeline) % chunks != 0)
+      Fail("--virtual-pipeline-model-parallel-size (" + std::to_string(chunks) +
+           ") must divide the layers per pipeline stage (" + std::to_string(m.layers / pipeline) + ")");
+  }
+  if (chunks > 1 && pipeline < 2) Fail("an interleaved schedule needs --pipeline-model-parallel-size >= 2");
+
+  const std::string preset = vm["cluster"].as<std::string>();
+  Cluster cluster;
+  try {
+    cluster = ClusterPreset(preset, 1);
+  } catch (const InputError& e) {
+    Fail(std::string("--cluster: ") + e.what());
+  }
+  const int per_server = cluster.levels[0].count;
+  if (per_server % p.tensor != 0)
+    Fail("--tensor-model-parallel-size (" + std::to_string(p.tensor) + ") must divide the " +
+         std::to_string(per_server) + " GPUs of a " + preset + " server: Megatron keeps a "
+         "tensor-parallel group inside one server");
+  const int model_gpus = p.tensor * pipeline;
+  const int nodes = vm.count("nodes") ? vm["nodes"].as<int>() : (model_gpus + per_server - 1) / per_server;
+  if (nodes < 1) Fail("--nodes: expected an integer >= 1");
+  const long long gpus = static_cast<long long>(nodes) * per_server;
+  if (gpus % model_gpus != 0)
+    Fail(std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " nodes of " +
+         std::to_string(per_server) + ") are not divisible by --tensor-model-parallel-size x "
+         "--pipeline-model-parallel-size = " + std::to_string(p.tensor) + " x " + std::to_string(pipeline));
+  p.data_parallel = static_cast<int>(gpus / model_gpus);
+  const int global = Required(mv, "global-batch-size");
+  if (global % (p.microbatch * p.data_parallel) != 0)
+    Fail("--global-batch-size (" + std::to_string(global) + ") must be divisible by "
+         "--micro-batch-size x data-parallel size (" + std::to_string(p.microbatch) + " x " +
+         std::to_string(p.data_parallel) + ")");
+  const int microbatches = global / (p.microbatch * p.data_parallel);
+  if (chunks > 1 && microbatches % pipeline != 0)
+    Fail("the interleaved schedule needs the micro-batches per pipeline (" + std::to_string(microbatches) +
+         ") divisible by --pipeline-model-parallel-size (" + std::to_string(pipeline) + "), as Megatron-LM does");
+
+  // The plan: p x v chunks of equal blocks, the embedding with the first, the output with the
+  // last; the devices in Megatron's order (data-parallel replicas of a stage side by side).
+  nlohmann::json stages = nlohmann::json::array();
+  const int per_chunk = m.layers / (pipeline * chunks), positions = pipeline * chunks;
+  int first = 0;
+  for (int c = 0; c < positions; ++c) {
+    const int last = first + per_chunk - 1 + (c == 0) + (c == positions - 1);
+    stages.push_back({{"first_layer", first}, {"last_layer", last}, {"replicas", p.data_parallel}});
+    first = last + 1;
+  }
+  for (int s = 0; s < pipeline; ++s) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (int r = 0; r < p.data_parallel; ++r) devices.push_back(s * p.data_parallel + r);
+    stages[s]["devices"] = devices;
+  }
+  const bool full = p.recompute == Recompute::kFull;
+  MegatronSpec workload = spec;
+  if (full) workload.parallel.recompute = Recompute::kNone;  // the schedule's recompute
+  nlohmann::json training = {{"microbatch_size", p.microbatch},
+                             {"microbatches", microbatches},
+                             {"iterations", vm["iterations"].as<int>()},
+                             {"recompute", full},
+                             {"optimizer", "adam"},
+                             // fp32 main weights and two moments; sharded by the distributed optimizer
+                             {"optimizer_bytes_per_parameter",
+                              (p.precision == "fp32" ? 8.0 : 12.0) /
+                                  (p.distributed_optimizer ? p.data_parallel : 1)}};
+  if (chunks > 1) training["chunks"] = chunks;
+  if (mv.count("overlap-grad-reduce") && p.data_parallel > 1) {
+    // Megatron's gradient buckets: max(40M, 1M x d) parameters (--ddp-bucket-size's default).
+    const double stage_parameters = BlockParametersPerRank(m, p.tensor) * m.layers / pipeline;
+    training["allreduce_buckets"] = std::max(1, static_cast<int>(std::ceil(
+        stage_parameters / std::max(4e7, 1e6 * p.data_parallel))));
+  }
+  const std::string shape = "TP " + std::to_string(p.tensor) + " x PP " + std::to_string(pipeline) +
+                            " x DP " + std::to_string(p.data_parallel);
+  nlohmann::json scenario = {
+      {"name", "from-megatron: " + m.architecture + " " + std::to_string(m.layers) + " x " +
+                   std::to_string(m.hidden) + ", " + shape + " on " + std::to_string(nodes) + " " +
+                   preset + " servers"},
+      {"workload", MegatronSpecToJson(workload)},
+      {"cluster", {{"preset", preset}, {"servers", nodes}}},
+      {"plan", {{"planner", "manual"}, {"stages", stages}}},
+      {"schedule", chunks > 1 ? "interleaved" : "flush"},
+      {"training", training}};
+
+  const ScheduleKind kind = chunks > 1 ? ScheduleKind::kInterleaved : ScheduleKind::kFlush;
+  const MegatronMemory memory = FirstStageMemory(m, p, pipeline, chunks, microbatches, kind);
+  const int vocabulary = RunVocabulary(m, p.tensor);
+  std::cerr << "pipetwin from-megatron: " << m.architecture << ", "
+            << CountParameters(m, vocabulary).total / 1e9 << "e9 parameters (vocabulary padded to "
+            << vocabulary << "); " << gpus << " GPUs = " << shape << "; " << microbatches
+            << " micro-batches of " << p.microbatch << " per pipeline"
+            << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "") << "\n"
+            << "pipetwin from-megatron: memory per GPU of stage 0: weights " << GiB(memory.weights)
+            << ", gradients " << GiB(memory.gradients) << ", optimizer " << GiB(memory.optimizer)
+            << ", activations " << GiB(memory.activations) << " (" << memory.microbatches_in_flight
+            << " micro-batches in flight, recompute " << RecomputeName(p.recompute) << "): "
+            << GiB(memory.Total()) << " of " << GiB(cluster.device.memory_bytes) << ", "
+            << (memory.Total() <= cluster.device.memory_bytes ? "fits" : "does not fit") << "\n";
+  // An unknown flag and the values after it, as one warning.
+  std::vector<std::string> unknown;
+  for (const std::string& word : ignored)
+    if (word.rfind("--", 0) == 0 || unknown.empty()) unknown.push_back(word);
+    else unknown.back() += " " + word;
+  for (const std::string& words : unknown)
+    std::cerr << "pipetwin from-megatron: warning: " << words << " is not modelled and is ignored\n";
+  for (const char* flag : {"overlap-grad-reduce"})
+    if (mv.count(flag) && p.data_parallel == 1)
+      std::cerr << "pipetwin from-megatron: warning: --" << flag << " has no effect without data parallelism\n";
+  std::cout << JsonText(scenario, 1) << "\n";
+  return 0;
+}
+
+}  // namespace pipetwin::cli

@@ -1,0 +1,106 @@
+// `pipetwin from-megatron`: Megatron-LM's launch arguments in, a scenario out (good and bad
+// argument sets).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+#include "workloads/scenario/scenario.h"
+
+namespace pipetwin {
+namespace {
+
+using testing::RunPipetwin;
+
+const char* kGpt3 =
+    "--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+    "--max-position-embeddings 2048 --vocab-size 51200 --micro-batch-size 1 "
+    "--global-batch-size 64 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+    "--bf16 ";
+
+TEST(FromMegatron, WritesAScenarioThePlannersAndSimulatorTake) {
+  const auto r = RunPipetwin(std::string("from-megatron --nodes 8 -- ") + kGpt3 +
+                             "--num-layers-per-virtual-pipeline-stage 4 --sequence-parallel "
+                             "--recompute-activations --lr 1e-4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_EQ(s.workload.tensor_parallel, 8);
+  EXPECT_EQ(s.workload.LayerCount(), 98);            // embedding, 96 blocks, output
+  EXPECT_EQ(s.cluster.DeviceCount(), 8);              // 64 GPUs in groups of 8
+  ASSERT_TRUE(s.plan);
+  EXPECT_EQ(s.plan->StageCount(), 24);                // 8 stages x 3 chunks
+  EXPECT_EQ(s.plan->stages[0].last_layer, 4);         // the embedding and 4 blocks
+  EXPECT_EQ(s.training.chunks, 3);
+  EXPECT_EQ(s.training.microbatches, 64);
+  EXPECT_FALSE(s.training.recompute);                 // selective: in the layers' times
+  EXPECT_EQ(s.source["workload"]["recompute"], "selective");
+  EXPECT_TRUE(s.source["workload"]["sequence_parallel"].get<bool>());
+  EXPECT_NE(r.err.find("64 GPUs = TP 8 x PP 8 x DP 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("of 80.0 GiB, fits"), std::string::npos) << r.err;
+  // An argument it does not model is named, never dropped silently.
+  EXPECT_NE(r.err.find("warning: --lr 1e-4 is not modelled and is ignored"), std::string::npos)
+      << r.err;
+}
+
+TEST(FromMegatron, FullRecomputationIsTheSchedulesAndDataParallelismFollowsTheNodes) {
+  const auto r = RunPipetwin(std::string("from-megatron --nodes 16 -- ") + kGpt3 +
+                             "--recompute-granularity full --use-distributed-optimizer");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_TRUE(s.training.recompute);
+  EXPECT_EQ(s.plan->stages[0].replicas, 2);        // 128 GPUs / (8 x 8)
+  EXPECT_EQ(s.training.microbatches, 32);          // 64 / (1 x 2)
+  EXPECT_DOUBLE_EQ(s.training.optimizer_bytes_per_parameter, 6);  // 12 / d (ZeRO-1)
+  EXPECT_EQ(s.schedule, ScheduleKind::kFlush);
+}
+
+TEST(FromMegatron, LlamaArgumentsGiveLlama) {
+  const auto r = RunPipetwin(
+      "from-megatron --cluster dgx-h100 --nodes 8 -- --num-layers 80 --hidden-size 8192 "
+      "--ffn-hidden-size 28672 --num-attention-heads 64 --group-query-attention "
+      "--num-query-groups 8 --seq-length 8192 --max-position-embeddings 8192 "
+      "--padded-vocab-size 128256 --swiglu --normalization RMSNorm --position-embedding-type "
+      "rope --disable-bias-linear --untie-embeddings-and-output-weights --attention-dropout 0 "
+      "--hidden-dropout 0 --micro-batch-size 1 --global-batch-size 64 "
+      "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --bf16 --use-flash-attn");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("70.5537e9 parameters"), std::string::npos) << r.err;  // Llama-3 70B
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_EQ(s.source["workload"]["architecture"], "llama");
+  EXPECT_EQ(s.source["workload"]["query_groups"], 8);
+}
+
+TEST(FromMegatron, InconsistentArgumentsAreOneLineAndExit2) {
+  struct Case {
+    std::string args, expected;
+  } cases[] = {
+      {"--nodes 8 -- --num-layers 96 --hidden-size 12288 --num-attention-heads 96 "
+       "--seq-length 2048 --vocab-size 51200 --micro-batch-size 1 --global-batch-size 64 "
+       "--tensor-model-parallel-size 5",
+       "--num-attention-heads (96) must be divisible by --tensor-model-parallel-size (5)"},
+      {"--nodes 3 -- " + std::string(kGpt3), "24 GPUs (3 nodes of 8) are not divisible by"},
+      {"-- --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 --vocab-size 51200 "
+       "--micro-batch-size 1 --global-batch-size 64",
+       "--num-layers is required"},
+      {"-- " + std::string(kGpt3) + "--tensor-model-parallel-size 16",
+       "cannot be specified more than once"},
+      {"--nodes 16 -- --num-layers 96 --hidden-size 12288 --num-attention-heads 96 "
+       "--seq-length 2048 --vocab-size 51200 --micro-batch-size 1 --global-batch-size 63 "
+       "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8",
+       "--global-batch-size (63) must be divisible by"},
+      {"--cluster dgx-a100 -- --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+       "--seq-length 2048 --vocab-size 51200 --micro-batch-size 1 --global-batch-size 8 "
+       "--tensor-model-parallel-size 16",
+       "must divide the 8 GPUs of a dgx-a100 server"},
+  };
+  for (const Case& c : cases) {
+    const auto r = RunPipetwin("from-megatron " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
+}  // namespace
+}  // namespace pipetwin

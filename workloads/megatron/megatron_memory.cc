@@ -1,0 +1,36 @@
+#include "workloads/megatron/megatron_memory.h"
+
+#include <algorithm>
+
+#include "partition/cost/memory.h"
+
+namespace pipetwin {
+
+MegatronMemory FirstStageMemory(const MegatronModel& m, const MegatronParallel& p, int pipeline,
+                                int chunks, int microbatches, ScheduleKind schedule) {
+  const LayerWork block = BlockWork(m, p), embedding = EmbeddingWork(m, p);
+  const LayerWork output = OutputWork(m, p);
+  const double blocks = static_cast<double>(m.layers) / pipeline;
+  double parameters = blocks * block.parameters + embedding.parameters;
+  if (pipeline == 1) parameters += output.parameters;
+  MegatronMemory out;
+  const bool fp32 = p.precision == "fp32";
+  out.weights = parameters * (fp32 ? 4 : 2);
+  out.gradients = parameters * 4;
+  const double state = fp32 ? 8 : 12;
+  out.optimizer = parameters * (p.distributed_optimizer ? state / p.data_parallel : state);
+
+  out.microbatches_in_flight = StashedMicrobatches(schedule, 0, pipeline, microbatches, chunks);
+  const double per_chunk_blocks = blocks / chunks;
+  const double layer_input = p.DtypeBytes() * m.sequence * p.microbatch * m.hidden /
+                             (p.sequence_parallel ? p.tensor : 1);
+  const double per_block = p.recompute == Recompute::kFull ? layer_input : block.stash_bytes;
+  // Chunk 0's micro-batches also hold the embedding's stash; at most every micro-batch in flight.
+  out.activations = out.microbatches_in_flight * (per_chunk_blocks * per_block) +
+                    std::min(out.microbatches_in_flight, microbatches) * embedding.stash_bytes;
+  if (p.recompute == Recompute::kFull) out.activations += block.stash_bytes;
+  if (pipeline == 1) out.activations += output.stash_bytes;
+  return out;
+}
+
+}  // namespace pipetwin

@@ -103,7 +103,7 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                              {"allreduce_bytes", c.allreduce_bytes},
                              {"bytes", c.Bytes()},
                              {"messages", c.messages}});
-  return {{"source", r.source},
+  nlohmann::json out = {{"source", r.source},
           {"scenario", r.scenario},
           {"schedule", r.schedule},
           {"recompute", r.recompute},
@@ -119,8 +119,6 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
           {"samples_per_iteration", r.samples_per_iteration},
           {"samples_per_s", r.samples_per_s},
           {"iteration_s", r.iteration_s},
-          {"tflops_per_gpu", r.tflops_per_gpu},
-          {"mfu", r.mfu},
           {"measurement", r.measurement},
           {"makespan_s", r.makespan_s},
           {"bubble_fraction", r.bubble_fraction},
@@ -133,6 +131,11 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
           {"communication", communication},
           {"warnings", r.warnings},
           {"details", r.details}};
+  if (r.tflops_per_gpu > 0) {  // a workload that states its model FLOPs
+    out["tflops_per_gpu"] = r.tflops_per_gpu;
+    out["mfu"] = r.mfu;
+  }
+  return out;
 }
 
 namespace {

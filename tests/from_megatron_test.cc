@@ -104,3 +104,29 @@ TEST(FromMegatron, InconsistentArgumentsAreOneLineAndExit2) {
 
 }  // namespace
 }  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+TEST(FromMegatron, SearchRanksWhatFitsAndWritesTheBest) {
+  const auto r = testing::RunPipetwin(
+      "from-megatron --search --simulate 0 --top 5 --nodes 128 -- --num-layers 96 "
+      "--hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+      "--max-position-embeddings 2048 --vocab-size 50257 --global-batch-size 1536 --bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rank  TP  PP   DP"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("writing rank 1 (the fastest estimate)"), std::string::npos) << r.err;
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_EQ(s.workload.tensor_parallel, 8);
+  // Layout flags are the search's to choose.
+  const auto refused = testing::RunPipetwin(
+      "from-megatron --search --nodes 128 -- --num-layers 96 --hidden-size 12288 "
+      "--num-attention-heads 96 --seq-length 2048 --vocab-size 50257 --global-batch-size 1536 "
+      "--tensor-model-parallel-size 8");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--search chooses --tensor-model-parallel-size"), std::string::npos)
+      << refused.err;
+}
+
+}  // namespace
+}  // namespace pipetwin

@@ -8,6 +8,7 @@
 #include "workloads/megatron/layer_work.h"
 #include "workloads/megatron/megatron_workload.h"
 #include "workloads/megatron/model.h"
+#include "workloads/megatron/search.h"
 
 namespace pipetwin {
 namespace {
@@ -184,6 +185,63 @@ TEST(MegatronWorkload, LayersAreOneRanksShare) {
   const Workload selective = MegatronWorkload(gpt3, p, ClusterPreset("dgx-a100", 1));
   EXPECT_GT(selective.layers[1].backward_ms, w.layers[1].backward_ms);  // the core rerun
   EXPECT_LT(*selective.layers[1].stash_bytes, *w.layers[1].stash_bytes);
+}
+
+}  // namespace
+}  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+// The search for the newcomer's question (GPT-3 175B on 1,024 A100, global batch 1,536).
+TEST(MegatronSearch, FindsWhatAMegatronUserWouldRunAndOnlyWhatFits) {
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  const Cluster server = ClusterPreset("dgx-a100", 1);
+  const MegatronSearch found = SearchMegatron(gpt3, "bf16", false, server, 1024, 1536);
+  ASSERT_FALSE(found.fitting.empty());
+  EXPECT_EQ(found.over_memory + static_cast<int>(found.fitting.size()), found.considered);
+  EXPECT_GT(found.over_memory, 0);  // data parallelism alone, for one, cannot hold 175B
+  for (size_t i = 0; i < found.fitting.size(); ++i) {
+    const MegatronCandidate& c = found.fitting[i];
+    EXPECT_LE(c.memory.Total(), server.device.memory_bytes);
+    EXPECT_EQ(c.parallel.tensor * c.pipeline * c.parallel.data_parallel, 1024);
+    EXPECT_EQ(c.parallel.microbatch * c.microbatches * c.parallel.data_parallel, 1536);
+    if (c.chunks > 1) EXPECT_EQ(c.parallel.data_parallel, 1);
+    if (i > 0) EXPECT_LE(found.fitting[i - 1].iteration_s, c.iteration_s);
+  }
+  // Tensor parallelism fills a server, the pipeline crosses servers (Narayanan et al. SC'21
+  // section 3.3's guideline, which the search is not told).
+  EXPECT_EQ(found.fitting[0].parallel.tensor, 8);
+  EXPECT_GT(found.fitting[0].pipeline, 1);
+  // A device of 4 GiB holds none of them (at most 256-way model parallelism: 0.68e9 parameters
+  // per GPU, 9 bytes each with the optimizer sharded 4 ways).
+  Cluster small = server;
+  small.device.memory_bytes = 4.0 * (1 << 30);
+  EXPECT_TRUE(SearchMegatron(gpt3, "bf16", false, small, 1024, 1536).fitting.empty());
+  EXPECT_THROW(SearchMegatron(gpt3, "bf16", false, server, 1020, 1536), InputError);
+}
+
+// Interleaving shortens the bubble from (p - 1) to (p - 1) / v micro-batch times (SC'21
+// section 2.2.2): with everything else equal, T(v = 1) - T(v = 2) = (p - 1) / 2 x (F + B), and
+// T = (m + (p - 1) / v) (F + B) + U gives the same U from both.
+TEST(MegatronSearch, InterleavingShortensTheBubbleAsTheClosedFormSays) {
+  const MegatronModel gpt = GptModel(32, 4096, 32, 2048, 51200);
+  const MegatronSearch found = SearchMegatron(gpt, "bf16", false, ClusterPreset("dgx-a100", 1),
+                                              64, 64);
+  const MegatronCandidate* v1 = nullptr;
+  const MegatronCandidate* v2 = nullptr;
+  for (const MegatronCandidate& c : found.fitting)
+    if (c.parallel.tensor == 8 && c.pipeline == 8 && c.parallel.microbatch == 1 &&
+        c.parallel.recompute == Recompute::kSelective) {
+      if (c.chunks == 1) v1 = &c;
+      if (c.chunks == 2) v2 = &c;
+    }
+  ASSERT_TRUE(v1 && v2);
+  const double m = v1->microbatches, p = 8;
+  const double stage = (v1->iteration_s - v2->iteration_s) / ((p - 1) / 2);
+  EXPECT_GT(stage, 0);
+  EXPECT_NEAR(v1->iteration_s - (m + p - 1) * stage, v2->iteration_s - (m + (p - 1) / 2) * stage,
+              1e-9);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // VGG-16 0.24 s, ResNet-50 3.3 s on 16 machines and 21 s on 4 x 4, GNMT 0.54 s), and on a
 // GPT-3-shaped chain over 1,024 GPUs; NASNet-A mobile and Inception-v3, whose antichains exceed
 // the exact search, on the same topologies (128 servers of 8); and PipeDream-2BW's full search for
-// GPT 3.8B on 64 V100 (8 x p3.16xlarge), target under 50 ms. Profiles are read from
+// GPT 3.8B on 64 V100 (8 x p3.16xlarge), target under 50 ms; the Megatron-LM search for GPT-3
+// 175B on 1,024 A100, target under 10 s. Profiles are read from
 // $PIPETWIN_SHARED_DIR/profiles/pipedream (default: ../shared beside the checkout); a missing one
 // is reported as skipped.
 #include <benchmark/benchmark.h>
@@ -20,6 +21,7 @@
 #include "workloads/import/pipedream_profile.h"
 #include "workloads/networks/network.h"
 #include "partition/planners/settings.h"
+#include "workloads/megatron/search.h"
 
 namespace pipetwin {
 namespace {
@@ -110,6 +112,20 @@ BENCHMARK_CAPTURE(PlanProfile, inception_v3_4x4_paper, "inception_v3",
 BENCHMARK_CAPTURE(PlanGpt, gpt96_1024gpus_paper, kPaper)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(PlanGpt, gpt96_1024gpus_compat, kCompat)->Unit(benchmark::kMillisecond);
 BENCHMARK(Plan2BWGpt38B)->Name("2bw_gpt3.8b_64gpus")->Unit(benchmark::kMillisecond);
+
+// The Megatron-LM search (workloads/megatron/search.h) for GPT-3 175B on 1,024 A100 (128 DGX
+// servers), global batch 1,536: every (t, p, d, micro-batch, v, recomputation) estimated;
+// target under 10 s (issue: "GPT-3 175B on 1,024 A100 planned in under 10 s").
+void SearchMegatronGpt3(benchmark::State& state) {
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  const Cluster server = ClusterPreset("dgx-a100", 1);
+  for (auto _ : state) {
+    MegatronSearch found = SearchMegatron(gpt3, "bf16", false, server, 1024, 1536);
+    benchmark::DoNotOptimize(found.fitting.data());
+  }
+}
+BENCHMARK(SearchMegatronGpt3)->Name("megatron_search_gpt3_175b_1024gpus")
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pipetwin

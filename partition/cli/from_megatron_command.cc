@@ -2,6 +2,8 @@
 // scenario of a Megatron-LM run (pretrain_gpt.py's arguments), on standard output, for plan,
 // simulate and sweep; its shape and per-GPU memory on standard error.
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 #include <iostream>
 #include <regex>
 
@@ -12,6 +14,11 @@
 #include "partition/util/json_writer.h"
 #include "workloads/megatron/megatron_memory.h"
 #include "workloads/megatron/megatron_spec.h"
+#include "workloads/megatron/search.h"
+#include "partition/cli/compare/work_directory.h"
+#include "partition/cli/handover.h"
+#include "partition/util/files.h"
+#include "partition/util/json_reader.h"
 
 namespace pipetwin::cli {
 
@@ -106,42 +113,17 @@ std::string GiB(double bytes) {
   return out.str();
 }
 
-}  // namespace
-
-int RunFromMegatronCommand(const Args& args) {
-  po::options_description desc("options");
-  desc.add_options()
-      ("cluster", po::value<std::string>()->default_value("dgx-a100"),
-       "cluster preset whose servers the run uses (dgx-a100, dgx-h100, dgx-h200, ...)")
-      ("nodes", po::value<int>(), "servers (default: the fewest holding one model replica)")
-      ("iterations", po::value<int>()->default_value(2), "training iterations to simulate");
-  // Ours before "--", Megatron's after.
-  Args own, megatron;
-  bool after = false;
-  for (const std::string& a : args) {
-    if (!after && a == "--") after = true;
-    else (after ? megatron : own).push_back(a);
-  }
-  po::variables_map vm = ParseCommandLine("from-megatron", desc, {}, own);
-  if (vm.count("help")) {
-    PrintUsage(std::cout, "from-megatron", kUsage, kDescription, desc);
-    return 0;
-  }
-  po::variables_map mv;
-  std::vector<std::string> ignored;
-  const po::options_description megatron_options = MegatronOptions();  // outlives `parsed`
-  try {
-    po::parsed_options parsed =
-        po::command_line_parser(megatron).options(megatron_options).allow_unregistered().run();
-    ignored = po::collect_unrecognized(parsed.options, po::include_positional);
-    po::store(parsed, mv);
-  } catch (const po::error& e) {
-    Fail(std::string("in Megatron-LM's arguments: ") + e.what());
-  }
-
+// A Megatron-LM run as its arguments describe it, before it becomes a scenario.
+struct MegatronRun {
   MegatronSpec spec;
-  MegatronModel& m = spec.model;
-  MegatronParallel& p = spec.parallel;
+  int pipeline = 1, chunks = 1, nodes = 1, microbatches = 1, iterations = 2;
+  std::string preset;
+  Cluster server;  // one server of the preset
+  bool overlap_grad_reduce = false;
+};
+
+// The model's arguments (sizes, architecture), precision and flash attention.
+void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& p) {
   const bool llama_like = mv.count("swiglu") > 0;
   if (llama_like) m = LlamaModel(1, 1, 0, 1, 0, 1, 1);  // the flags below set every size
   m.layers = Required(mv, "num-layers");
@@ -178,12 +160,19 @@ int RunFromMegatronCommand(const Args& args) {
                 (mv.count("hidden-dropout") ? mv["hidden-dropout"].as<double>() : 0.1) > 0;
   m.architecture = m.swiglu || m.rms_norm || !m.learned_positions ? "llama" : "gpt";
 
-  p.tensor = Optional(mv, "tensor-model-parallel-size", 1);
-  const int pipeline = Optional(mv, "pipeline-model-parallel-size", 1);
-  p.sequence_parallel = mv.count("sequence-parallel") > 0 && p.tensor > 1;
-  p.flash_attention = mv.count("use-flash-attn") > 0;
-  p.microbatch = Required(mv, "micro-batch-size");
   p.precision = mv.count("bf16") ? "bf16" : mv.count("fp16") ? "fp16" : "fp32";
+  p.flash_attention = mv.count("use-flash-attn") > 0;
+}
+
+// The parallel layout and recomputation as the arguments give them.
+void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronRun& run) {
+  MegatronParallel& p = run.spec.parallel;
+  int& pipeline = run.pipeline;
+  int& chunks = run.chunks;
+  p.tensor = Optional(mv, "tensor-model-parallel-size", 1);
+  pipeline = Optional(mv, "pipeline-model-parallel-size", 1);
+  p.sequence_parallel = mv.count("sequence-parallel") > 0 && p.tensor > 1;
+  p.microbatch = Required(mv, "micro-batch-size");
   p.distributed_optimizer = mv.count("use-distributed-optimizer") > 0;
   std::string granularity = mv.count("recompute-activations") ? "selective" : "";
   if (mv.count("recompute-granularity")) granularity = mv["recompute-granularity"].as<std::string>();
@@ -208,7 +197,6 @@ int RunFromMegatronCommand(const Args& args) {
   if (m.layers % pipeline != 0)
     Fail("--num-layers (" + std::to_string(m.layers) + ") must be divisible by "
          "--pipeline-model-parallel-size (" + std::to_string(pipeline) + ")");
-  int chunks = 1;
   if (mv.count("num-layers-per-virtual-pipeline-stage")) {
     const int per = Required(mv, "num-layers-per-virtual-pipeline-stage");
     if ((m.layers / pipeline) % per != 0)
@@ -223,20 +211,20 @@ int RunFromMegatronCommand(const Args& args) {
   }
   if (chunks > 1 && pipeline < 2) Fail("an interleaved schedule needs --pipeline-model-parallel-size >= 2");
 
-  const std::string preset = vm["cluster"].as<std::string>();
-  Cluster cluster;
-  try {
-    cluster = ClusterPreset(preset, 1);
-  } catch (const InputError& e) {
-    Fail(std::string("--cluster: ") + e.what());
-  }
-  const int per_server = cluster.levels[0].count;
+}
+
+// The cluster, the data-parallel width and the micro-batches, from --nodes and the batch.
+void ReadShape(const po::variables_map& vm, const po::variables_map& mv, MegatronRun& run) {
+  MegatronParallel& p = run.spec.parallel;
+  const int pipeline = run.pipeline, chunks = run.chunks;
+  const std::string& preset = run.preset;
+  const int per_server = run.server.levels[0].count;
   if (per_server % p.tensor != 0)
     Fail("--tensor-model-parallel-size (" + std::to_string(p.tensor) + ") must divide the " +
          std::to_string(per_server) + " GPUs of a " + preset + " server: Megatron keeps a "
          "tensor-parallel group inside one server");
   const int model_gpus = p.tensor * pipeline;
-  const int nodes = vm.count("nodes") ? vm["nodes"].as<int>() : (model_gpus + per_server - 1) / per_server;
+  const int nodes = run.nodes = vm.count("nodes") ? vm["nodes"].as<int>() : (model_gpus + per_server - 1) / per_server;
   if (nodes < 1) Fail("--nodes: expected an integer >= 1");
   const long long gpus = static_cast<long long>(nodes) * per_server;
   if (gpus % model_gpus != 0)
@@ -253,11 +241,19 @@ int RunFromMegatronCommand(const Args& args) {
     Fail("--global-batch-size (" + std::to_string(global) + ") must be divisible by "
          "--micro-batch-size x data-parallel size (" + std::to_string(p.microbatch) + " x " +
          std::to_string(p.data_parallel) + ")");
-  const int microbatches = global / (p.microbatch * p.data_parallel);
+  const int microbatches = run.microbatches = global / (p.microbatch * p.data_parallel);
   if (chunks > 1 && microbatches % pipeline != 0)
     Fail("the interleaved schedule needs the micro-batches per pipeline (" + std::to_string(microbatches) +
          ") divisible by --pipeline-model-parallel-size (" + std::to_string(pipeline) + "), as Megatron-LM does");
 
+}
+
+nlohmann::json ScenarioOf(const MegatronRun& run) {
+  const MegatronModel& m = run.spec.model;
+  const MegatronParallel& p = run.spec.parallel;
+  const int pipeline = run.pipeline, chunks = run.chunks, microbatches = run.microbatches;
+  const int nodes = run.nodes;
+  const std::string& preset = run.preset;
   // The plan: p x v chunks of equal blocks, the embedding with the first, the output with the
   // last; the devices in Megatron's order (data-parallel replicas of a stage side by side).
   nlohmann::json stages = nlohmann::json::array();
@@ -274,11 +270,11 @@ int RunFromMegatronCommand(const Args& args) {
     stages[s]["devices"] = devices;
   }
   const bool full = p.recompute == Recompute::kFull;
-  MegatronSpec workload = spec;
+  MegatronSpec workload = run.spec;
   if (full) workload.parallel.recompute = Recompute::kNone;  // the schedule's recompute
   nlohmann::json training = {{"microbatch_size", p.microbatch},
                              {"microbatches", microbatches},
-                             {"iterations", vm["iterations"].as<int>()},
+                             {"iterations", run.iterations},
                              {"recompute", full},
                              {"optimizer", "adam"},
                              // fp32 main weights and two moments; sharded by the distributed optimizer
@@ -286,7 +282,7 @@ int RunFromMegatronCommand(const Args& args) {
                               (p.precision == "fp32" ? 8.0 : 12.0) /
                                   (p.distributed_optimizer ? p.data_parallel : 1)}};
   if (chunks > 1) training["chunks"] = chunks;
-  if (mv.count("overlap-grad-reduce") && p.data_parallel > 1) {
+  if (run.overlap_grad_reduce && p.data_parallel > 1) {
     // Megatron's gradient buckets: max(40M, 1M x d) parameters (--ddp-bucket-size's default).
     const double stage_parameters = BlockParametersPerRank(m, p.tensor) * m.layers / pipeline;
     training["allreduce_buckets"] = std::max(1, static_cast<int>(std::ceil(
@@ -304,10 +300,20 @@ int RunFromMegatronCommand(const Args& args) {
       {"schedule", chunks > 1 ? "interleaved" : "flush"},
       {"training", training}};
 
+  return scenario;
+}
+
+void PrintShape(std::ostream& err, const MegatronRun& run) {
+  const MegatronModel& m = run.spec.model;
+  const MegatronParallel& p = run.spec.parallel;
+  const int pipeline = run.pipeline, chunks = run.chunks, microbatches = run.microbatches;
+  const long long gpus = static_cast<long long>(run.nodes) * run.server.levels[0].count;
+  const std::string shape = "TP " + std::to_string(p.tensor) + " x PP " + std::to_string(pipeline) +
+                            " x DP " + std::to_string(p.data_parallel);
   const ScheduleKind kind = chunks > 1 ? ScheduleKind::kInterleaved : ScheduleKind::kFlush;
   const MegatronMemory memory = FirstStageMemory(m, p, pipeline, chunks, microbatches, kind);
   const int vocabulary = RunVocabulary(m, p.tensor);
-  std::cerr << "pipetwin from-megatron: " << m.architecture << ", "
+  err << "pipetwin from-megatron: " << m.architecture << ", "
             << CountParameters(m, vocabulary).total / 1e9 << "e9 parameters (vocabulary padded to "
             << vocabulary << "); " << gpus << " GPUs = " << shape << "; " << microbatches
             << " micro-batches of " << p.microbatch << " per pipeline"
@@ -316,19 +322,145 @@ int RunFromMegatronCommand(const Args& args) {
             << ", gradients " << GiB(memory.gradients) << ", optimizer " << GiB(memory.optimizer)
             << ", activations " << GiB(memory.activations) << " (" << memory.microbatches_in_flight
             << " micro-batches in flight, recompute " << RecomputeName(p.recompute) << "): "
-            << GiB(memory.Total()) << " of " << GiB(cluster.device.memory_bytes) << ", "
-            << (memory.Total() <= cluster.device.memory_bytes ? "fits" : "does not fit") << "\n";
+            << GiB(memory.Total()) << " of " << GiB(run.server.device.memory_bytes) << ", "
+            << (memory.Total() <= run.server.device.memory_bytes ? "fits" : "does not fit") << "\n";
+}
+
+// `--search`: the fastest configurations that fit, the top ones simulated (search.h).
+int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun run) {
+  for (const char* flag : {"tensor-model-parallel-size", "pipeline-model-parallel-size",
+                           "num-layers-per-virtual-pipeline-stage",
+                           "virtual-pipeline-model-parallel-size", "micro-batch-size",
+                           "sequence-parallel", "recompute-granularity", "recompute-activations",
+                           "recompute-method", "recompute-num-layers", "use-distributed-optimizer"})
+    if (mv.count(flag)) Fail(std::string("--search chooses --") + flag + ": leave it out");
+  if (!vm.count("nodes")) Fail("--search needs --nodes (the GPUs to plan for)");
+  run.nodes = vm["nodes"].as<int>();
+  if (run.nodes < 1) Fail("--nodes: expected an integer >= 1");
+  const MegatronModel& m = run.spec.model;
+  const int global = Required(mv, "global-batch-size");
+  const int gpus = run.nodes * run.server.levels[0].count;
+  const MegatronSearch found =
+      SearchMegatron(m, run.spec.parallel.precision, run.spec.parallel.flash_attention,
+                     run.server, gpus, global);
+  std::cerr << "pipetwin from-megatron --search: " << found.considered << " configurations of "
+            << gpus << " GPUs divide evenly, " << found.over_memory << " do not fit "
+            << GiB(run.server.device.memory_bytes) << ", " << found.fitting.size() << " fit\n";
+  if (found.fitting.empty()) Fail("no configuration fits: more --nodes, or a smaller model or batch");
+  const int top = std::min<int>(vm["top"].as<int>(), static_cast<int>(found.fitting.size()));
+  const int simulate = std::min(vm["simulate"].as<int>(), top);
+  std::cerr << "rank  TP  PP   DP  micro  chunks  recompute  estimate s  memory GiB  simulated s\n";
+  std::vector<MegatronRun> runs;
+  std::vector<double> simulated;
+  const WorkDirectory work("");  // removed at the end
+  for (int i = 0; i < top; ++i) {
+    const MegatronCandidate& c = found.fitting[i];
+    MegatronRun r = run;
+    r.spec.parallel = c.parallel;
+    r.pipeline = c.pipeline;
+    r.chunks = c.chunks;
+    r.microbatches = c.microbatches;
+    r.iterations = 1;
+    double seconds = 0;
+    if (i < simulate) {
+      const std::string file = work.File("candidate" + std::to_string(i + 1) + ".json");
+      WriteTextFileAtomically(file, JsonText(ScenarioOf(r), 1) + "\n");
+      std::string out;
+      if (RunBackEnd("pipetwin-sim", {"simulate", file, "--json", "--no-timeline"}, &out) != 0)
+        throw RunError("pipetwin from-megatron: simulating candidate " + std::to_string(i + 1) + " failed");
+      seconds = ParseJsonText(out, file).value("iteration_s", 0.0);
+    }
+    runs.push_back(r);
+    simulated.push_back(seconds);
+    std::ostringstream row;  // its own stream: the table's formatting stays in the table
+    row << std::setw(4) << i + 1 << std::setw(4) << c.parallel.tensor << std::setw(4)
+        << c.pipeline << std::setw(5) << c.parallel.data_parallel << std::setw(7)
+        << c.parallel.microbatch << std::setw(8) << c.chunks << std::setw(11)
+        << RecomputeName(c.parallel.recompute) << std::fixed << std::setprecision(2)
+        << std::setw(12) << c.iteration_s << std::setprecision(1) << std::setw(12)
+        << c.memory.Total() / (1024.0 * 1024 * 1024) << std::setprecision(2);
+    if (i < simulate) row << std::setw(13) << seconds;
+    else row << std::setw(13) << "-";
+    std::cerr << row.str() << "\n";
+  }
+  // The best simulated (else the best estimate) becomes the scenario.
+  int best = 0;
+  for (int i = 1; i < simulate; ++i)
+    if (simulated[i] > 0 && simulated[i] < simulated[best]) best = i;
+  runs[best].iterations = vm["iterations"].as<int>();
+  std::cerr << "pipetwin from-megatron --search: writing rank " << best + 1
+            << (simulate > 0 ? " (the fastest simulated)" : " (the fastest estimate)") << "\n";
+  PrintShape(std::cerr, runs[best]);
+  std::cout << JsonText(ScenarioOf(runs[best]), 1) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunFromMegatronCommand(const Args& args) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("cluster", po::value<std::string>()->default_value("dgx-a100"),
+       "cluster preset whose servers the run uses (dgx-a100, dgx-h100, dgx-h200, ...)")
+      ("nodes", po::value<int>(), "servers (default: the fewest holding one model replica)")
+      ("iterations", po::value<int>()->default_value(2), "training iterations to simulate")
+      ("search", "choose TP, PP, DP, micro-batch, virtual stages and recomputation for --nodes "
+                 "and the global batch: the fastest that fit, ranked")
+      ("top", po::value<int>()->default_value(10), "with --search: configurations listed")
+      ("simulate", po::value<int>()->default_value(3),
+       "with --search: how many of the top ones to simulate (0: none)");
+  // Ours before "--", Megatron's after.
+  Args own, megatron;
+  bool after = false;
+  for (const std::string& a : args) {
+    if (!after && a == "--") after = true;
+    else (after ? megatron : own).push_back(a);
+  }
+  po::variables_map vm = ParseCommandLine("from-megatron", desc, {}, own);
+  if (vm.count("help")) {
+    PrintUsage(std::cout, "from-megatron", kUsage, kDescription, desc);
+    return 0;
+  }
+  if (vm["iterations"].as<int>() < 1) Fail("--iterations: expected an integer >= 1");
+  if (vm["top"].as<int>() < 1) Fail("--top: expected an integer >= 1");
+  if (vm["simulate"].as<int>() < 0) Fail("--simulate: expected an integer >= 0");
+  po::variables_map mv;
+  std::vector<std::string> ignored;
+  const po::options_description megatron_options = MegatronOptions();  // outlives `parsed`
+  try {
+    po::parsed_options parsed =
+        po::command_line_parser(megatron).options(megatron_options).allow_unregistered().run();
+    ignored = po::collect_unrecognized(parsed.options, po::include_positional);
+    po::store(parsed, mv);
+  } catch (const po::error& e) {
+    Fail(std::string("in Megatron-LM's arguments: ") + e.what());
+  }
   // An unknown flag and the values after it, as one warning.
   std::vector<std::string> unknown;
   for (const std::string& word : ignored)
     if (word.rfind("--", 0) == 0 || unknown.empty()) unknown.push_back(word);
     else unknown.back() += " " + word;
+
+  MegatronRun run;
+  run.preset = vm["cluster"].as<std::string>();
+  try {
+    run.server = ClusterPreset(run.preset, 1);
+  } catch (const InputError& e) {
+    Fail(std::string("--cluster: ") + e.what());
+  }
+  run.iterations = vm["iterations"].as<int>();
+  run.overlap_grad_reduce = mv.count("overlap-grad-reduce") > 0;
+  ReadModel(mv, run.spec.model, run.spec.parallel);
   for (const std::string& words : unknown)
     std::cerr << "pipetwin from-megatron: warning: " << words << " is not modelled and is ignored\n";
-  for (const char* flag : {"overlap-grad-reduce"})
-    if (mv.count(flag) && p.data_parallel == 1)
-      std::cerr << "pipetwin from-megatron: warning: --" << flag << " has no effect without data parallelism\n";
-  std::cout << JsonText(scenario, 1) << "\n";
+  if (vm.count("search")) return Search(vm, mv, run);
+  ReadParallel(mv, run.spec.model, run);
+  ReadShape(vm, mv, run);
+  PrintShape(std::cerr, run);
+  if (run.overlap_grad_reduce && run.spec.parallel.data_parallel == 1)
+    std::cerr << "pipetwin from-megatron: warning: --overlap-grad-reduce has no effect without "
+                 "data parallelism\n";
+  std::cout << JsonText(ScenarioOf(run), 1) << "\n";
   return 0;
 }
 

@@ -1,0 +1,118 @@
+#include "workloads/megatron/search.h"
+
+#include <algorithm>
+
+#include "partition/cost/communication.h"
+#include "partition/util/error.h"
+#include "workloads/megatron/megatron_workload.h"
+
+namespace pipetwin {
+
+namespace {
+
+std::vector<int> Divisors(int n, int at_most) {
+  std::vector<int> out;
+  for (int k = 1; k <= std::min(n, at_most); ++k)
+    if (n % k == 0) out.push_back(k);
+  return out;
+}
+
+// The closed-form iteration time of one candidate (search.h).
+double IterationSeconds(const MegatronModel& m, const MegatronCandidate& c, const Cluster& server) {
+  MegatronParallel p = c.parallel;
+  const bool full = p.recompute == Recompute::kFull;
+  if (full) p.recompute = Recompute::kNone;  // the forward rerun is added below
+  const PassMs block = LayerPassMs(BlockWork(m, p), server, p.tensor);
+  const PassMs embedding = LayerPassMs(EmbeddingWork(m, p), server, p.tensor);
+  const PassMs output = LayerPassMs(OutputWork(m, p), server, p.tensor);
+  const double blocks = static_cast<double>(m.layers) / c.pipeline;
+  const double recompute = full ? 1 : 0;
+  auto stage_ms = [&](const PassMs& extra) {
+    return blocks * (block.forward * (1 + recompute) + block.backward) + extra.forward * (1 + recompute) +
+           extra.backward;
+  };
+  double per_microbatch_ms = std::max(stage_ms(embedding), stage_ms(output));
+  if (c.pipeline == 1) per_microbatch_ms = stage_ms(embedding) + stage_ms(output) - stage_ms(PassMs{});
+  const double pipeline_ms =
+      (c.microbatches + static_cast<double>(c.pipeline - 1) / c.chunks) * per_microbatch_ms;
+  // Gradients (fp32) of the largest stage's rank, ring all-reduced over the d replicas, each
+  // rank on its share of its server's NIC (TensorParallelView's).
+  const LayerWork work = BlockWork(m, p);
+  const double parameters = blocks * work.parameters + EmbeddingWork(m, p).parameters;
+  double allreduce_ms = 0;
+  if (p.data_parallel > 1) {
+    const Cluster view = TensorParallelView(server, p.tensor, "");
+    const double nic_bytes_per_s = view.levels.back().bandwidth_bytes_per_s() /
+                                   std::max(1, view.levels[0].count);
+    const double d = p.data_parallel;
+    allreduce_ms = 1e3 * 2 * (d - 1) / d * parameters * 4 / nic_bytes_per_s +
+                   2 * (d - 1) * view.levels.back().latency_us * 1e-3;
+  }
+  const double step_bytes = (p.precision == "fp32" ? 28 : 30) *
+                            (p.distributed_optimizer ? parameters / p.data_parallel : parameters);
+  const double update_ms = 1e3 * step_bytes /
+      (server.device.memory_bandwidth_bytes_per_s * server.device.memory_bandwidth_efficiency);
+  return (pipeline_ms + allreduce_ms + update_ms) / 1e3;
+}
+
+}  // namespace
+
+MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precision,
+                              bool flash_attention, const Cluster& server, int gpus,
+                              int global_batch) {
+  const int per_server = server.levels.empty() ? 1 : server.levels[0].count;
+  if (gpus < 1 || gpus % per_server != 0)
+    throw InputError(std::to_string(gpus) + " GPUs are not whole servers of " +
+                     std::to_string(per_server));
+  MegatronSearch out;
+  for (int t : Divisors(per_server, per_server))
+    for (int p : Divisors(m.layers, m.layers)) {
+      if (gpus % (t * p) != 0) continue;
+      const int d = gpus / (t * p);
+      for (int b : {1, 2, 4, 8}) {
+        if (global_batch % (b * d) != 0) continue;
+        const int microbatches = global_batch / (b * d);
+        if (microbatches < p) continue;  // a pipeline of more stages than micro-batches idles
+        std::vector<int> chunk_counts = {1};
+        if (d == 1 && p > 1 && microbatches % p == 0)
+          for (int v : Divisors(m.layers / p, 8))
+            if (v > 1) chunk_counts.push_back(v);
+        for (int v : chunk_counts)
+          for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+            MegatronCandidate c;
+            c.parallel.tensor = t;
+            c.parallel.sequence_parallel = t > 1;
+            c.parallel.recompute = r;
+            c.parallel.flash_attention = flash_attention;
+            c.parallel.microbatch = b;
+            c.parallel.precision = precision;
+            c.parallel.data_parallel = d;
+            c.parallel.distributed_optimizer = d > 1;
+            c.pipeline = p;
+            c.chunks = v;
+            c.microbatches = microbatches;
+            try {
+              ValidateMegatron(m, c.parallel);
+            } catch (const InputError&) {
+              continue;  // heads, groups or the MLP not divisible by t, ...
+            }
+            ++out.considered;
+            c.memory = FirstStageMemory(m, c.parallel, p, v, microbatches,
+                                        v > 1 ? ScheduleKind::kInterleaved : ScheduleKind::kFlush);
+            if (c.memory.Total() > server.device.memory_bytes) {
+              ++out.over_memory;
+              continue;
+            }
+            c.iteration_s = IterationSeconds(m, c, server);
+            out.fitting.push_back(c);
+          }
+      }
+    }
+  std::stable_sort(out.fitting.begin(), out.fitting.end(),
+                   [](const MegatronCandidate& a, const MegatronCandidate& b) {
+                     return a.iteration_s < b.iteration_s;
+                   });
+  return out;
+}
+
+}  // namespace pipetwin

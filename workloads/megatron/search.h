@@ -1,0 +1,52 @@
+// A search over the ways to run a Megatron-LM model on a number of GPUs: tensor-parallel size t
+// (a divisor of the server's GPUs), pipeline depth p (a divisor of the layers), data-parallel
+// width d = GPUs / (t p), micro-batch size, virtual stages v, recomputation (none, selective,
+// full), sequence parallelism (on whenever t > 1: it never costs time and saves memory) and the
+// distributed optimizer (on whenever d > 1), for a global batch, keeping the configurations
+// whose first stage fits the device's memory (FirstStageMemory), ranked by a closed-form
+// iteration time:
+//
+//   T = (m + (p - 1) / v) (F + B) + A + U
+//
+// with m micro-batches per pipeline, F and B the slowest stage's forward and backward of one
+// micro-batch (all its chunks; a full recomputation's forward rerun in B), (p - 1) / v the
+// bubble of 1F1B and of interleaved 1F1B (Narayanan et al. SC'21, sections 2.2.1 and 2.2.2),
+// A the gradients' ring all-reduce over the d replicas on one rank's NIC share, after the
+// backward, and U the optimizer step. Interleaving is searched with d = 1 only (the simulator's
+// interleaved schedule takes no data parallelism), and needs m divisible by p, as Megatron-LM.
+//
+//   auto ranked = SearchMegatron(gpt3, "bf16", false, ClusterPreset("dgx-a100", 1), 1024, 1536);
+//   ranked[0].iteration_s;   // the fastest estimate that fits
+#pragma once
+
+#include <vector>
+
+#include "partition/model/cluster.h"
+#include "workloads/megatron/megatron_memory.h"
+#include "workloads/megatron/model.h"
+
+namespace pipetwin {
+
+struct MegatronCandidate {
+  MegatronParallel parallel;  // tensor, sequence_parallel, recompute, microbatch, data_parallel,
+                              // distributed_optimizer, precision, flash_attention
+  int pipeline = 1;
+  int chunks = 1;
+  int microbatches = 1;       // per pipeline
+  double iteration_s = 0;     // the closed form above
+  MegatronMemory memory;      // the first stage's rank
+};
+
+struct MegatronSearch {
+  std::vector<MegatronCandidate> fitting;  // fastest first
+  int considered = 0;                      // configurations that divide evenly
+  int over_memory = 0;                     // of those, how many do not fit
+};
+
+// `server` is one server of the cluster (its device, its links, its NIC); `gpus` a multiple of
+// its devices. Throws InputError when `gpus` is not.
+MegatronSearch SearchMegatron(const MegatronModel& model, const std::string& precision,
+                              bool flash_attention, const Cluster& server, int gpus,
+                              int global_batch);
+
+}  // namespace pipetwin

@@ -117,7 +117,7 @@ TEST(FromMegatron, SearchRanksWhatFitsAndWritesTheBest) {
   EXPECT_NE(r.err.find("rank  TP  PP   DP"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("writing rank 1 (the fastest estimate)"), std::string::npos) << r.err;
   const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
-  EXPECT_EQ(s.workload.tensor_parallel, 8);
+  EXPECT_GT(s.workload.tensor_parallel, 1);
   // Layout flags are the search's to choose.
   const auto refused = testing::RunPipetwin(
       "from-megatron --search --nodes 128 -- --num-layers 96 --hidden-size 12288 "

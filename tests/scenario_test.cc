@@ -79,7 +79,7 @@ TEST(Scenario, InterleavedPlanCountsWorkersNotChunks) {
     ADD_FAILURE() << "3 micro-batches on 2 workers were accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(dir + "/m.json: training.microbatches: schedule "
-                                                "interleaved: needs the micro-batch count",
+                                                "interleaved: needs each replica's micro-batch count",
                                           0),
               0u)
         << e.what();

@@ -177,6 +177,33 @@ TEST(ScheduleOrderTest, ZeroBubbleH1IsTorchZeroBubbleWithOneStagePerRank) {
     }
 }
 
+// Data parallelism replicates the whole pipeline (Megatron-LM): replica q of every stage runs the
+// unreplicated order over its own micro-batches q, q + d, q + 2d, ... (torch's order over m / d
+// micro-batches, each index j read as q + j d).
+Order OnReplica(const Order& order, int d, int q) {
+  Order out;
+  for (const std::string& a : order) {
+    const size_t digits = a.find_last_not_of("0123456789") + 1;
+    out.push_back(a.substr(0, digits) + std::to_string(q + std::stoi(a.substr(digits)) * d));
+  }
+  return out;
+}
+
+TEST(ScheduleOrderTest, ReplicatedInterleavedAndZeroBubbleRunTheOrderPerReplica) {
+  for (int p = 1; p <= 4; ++p)
+    for (int d = 2; d <= 3; ++d)
+      for (int v = 1; v <= 3; ++v) {
+        const int m = 2 * p * d;
+        const bool zb = v == 1;
+        PipelineSchedule s = Build(zb ? ScheduleKind::kZeroBubbleH1 : ScheduleKind::kInterleaved,
+                                   p, m, std::vector<int>(p, d), zb ? 1 : v);
+        for (const WorkerProgram& w : s.workers)
+          ASSERT_EQ(ComputeOrder(w),
+                    OnReplica(TorchInterleaved(p, v, m / d, w.stage, zb), d, w.replica))
+              << "p=" << p << " d=" << d << " v=" << v << " worker " << w.worker;
+      }
+}
+
 // A literal golden, p = 2 and m = 3, so the notation itself is pinned down.
 TEST(ScheduleOrderTest, LiteralOneFOneBForTwoStages) {
   PipelineSchedule s = Build(ScheduleKind::kFlush, 2, 3);
@@ -492,8 +519,8 @@ TEST(ScheduleRulesTest, ImpossibleCombinationsNameTheRule) {
   spec.worker_count = 3;
   EXPECT_NE(BuildError(spec).find("need 4 workers but there are 3"), std::string::npos);
   spec.worker_count = 0;
-  spec.kind = ScheduleKind::kZeroBubbleH1;
-  EXPECT_NE(BuildError(spec).find("replicated stages"), std::string::npos);
+  spec.kind = ScheduleKind::kZeroBubbleH1;  // data parallelism replicates the whole pipeline
+  EXPECT_NE(BuildError(spec).find("replicates the whole pipeline"), std::string::npos);
   spec.kind = ScheduleKind::kPipeDream;
   spec.vertical_sync = true;
   EXPECT_NE(BuildError(spec).find("same replica count"), std::string::npos);

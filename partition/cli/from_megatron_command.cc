@@ -232,10 +232,6 @@ void ReadShape(const po::variables_map& vm, const po::variables_map& mv, Megatro
          std::to_string(per_server) + ") are not divisible by --tensor-model-parallel-size x "
          "--pipeline-model-parallel-size = " + std::to_string(p.tensor) + " x " + std::to_string(pipeline));
   p.data_parallel = static_cast<int>(gpus / model_gpus);
-  if (chunks > 1 && p.data_parallel > 1)
-    Fail("virtual pipeline stages with data parallelism (" + std::to_string(p.data_parallel) +
-         " replicas) are not simulated yet: pipetwin's interleaved schedule takes one replica per "
-         "stage; drop --num-layers-per-virtual-pipeline-stage or use fewer --nodes");
   const int global = Required(mv, "global-batch-size");
   if (global % (p.microbatch * p.data_parallel) != 0)
     Fail("--global-batch-size (" + std::to_string(global) + ") must be divisible by "

@@ -164,21 +164,24 @@ void BuildTwoBW(PipelineSchedule& s) {
 // stages w, w+p, ..., w+(v-1)p. Forward k goes to chunk (k mod pv) div p, micro-batch
 // (k div pv) p + k mod p; backwards visit chunks in reverse. Warm-up: 2(p-w-1) + (v-1)p
 // forwards, capped at m v (torch ScheduleInterleaved1F1B._calculate_single_rank_operations and
-// Megatron forward_backward_pipelining_with_interleaving).
+// Megatron forward_backward_pipelining_with_interleaving). With data parallelism (every stage
+// replicated d times, as Megatron replicates the whole pipeline) each replica runs this order over
+// its own m / d micro-batches (k = r, r + d, ...).
 void BuildInterleaved(PipelineSchedule& s) {
-  const int p = s.stages, v = s.chunks, m = s.microbatches;
-  const int total = m * v;
+  const int p = s.stages, v = s.chunks;
   auto chunk_of = [&](int k, bool forward) {
     int c = (k % (p * v)) / p;
     return forward ? c : v - 1 - c;
   };
   auto microbatch_of = [&](int k) { return (k / (p * v)) * p + k % p; };
   for (auto& w : s.workers) {
+    const auto mine = MicrobatchesOf(s, w);
+    const int total = static_cast<int>(mine.size()) * v;
     const int warmup = std::min(2 * (p - w.stage - 1) + (v - 1) * p, total);
     auto push = [&](int k, bool forward) {
       const int c = chunk_of(k, forward);
       w.ops.push_back(MakeOp(forward ? OpKind::kForward : OpKind::kBackward, c * p + w.stage, c,
-                             microbatch_of(k)));
+                             mine[microbatch_of(k)]));
     };
     for (const Step& step : OneFOneB(total, warmup)) push(step.index, step.forward);
     AppendSync(s, w);
@@ -189,22 +192,25 @@ void BuildInterleaved(PipelineSchedule& s) {
 // with the backward split into I (input gradient) and W (weight gradient); stage s delays its W
 // passes by s micro-batches, so every stage holds p activations at most (1F1B's peak) and the W
 // passes fill the cool-down bubble. Same order as torch ScheduleInterleavedZeroBubble with one
-// stage per rank.
+// stage per rank. With data parallelism each replica runs it over its own micro-batches.
 void BuildZeroBubbleH1(PipelineSchedule& s) {
   for (auto& w : s.workers) {
-    const int m = s.microbatches;
+    const auto mine = MicrobatchesOf(s, w);
+    const int m = static_cast<int>(mine.size());
     const int lag = w.stage;
     int weights_done = 0;
     for (const Step& step : OneFOneB(m, s.stages - w.stage - 1)) {
       const int k = step.index;
       if (step.forward) {
-        w.ops.push_back(MakeOp(OpKind::kForward, w.stage, 0, k));
+        w.ops.push_back(MakeOp(OpKind::kForward, w.stage, 0, mine[k]));
         continue;
       }
-      w.ops.push_back(MakeOp(OpKind::kBackwardInput, w.stage, 0, k));
-      if (k >= lag) w.ops.push_back(MakeOp(OpKind::kBackwardWeight, w.stage, 0, weights_done++));
+      w.ops.push_back(MakeOp(OpKind::kBackwardInput, w.stage, 0, mine[k]));
+      if (k >= lag)
+        w.ops.push_back(MakeOp(OpKind::kBackwardWeight, w.stage, 0, mine[weights_done++]));
     }
-    while (weights_done < m) w.ops.push_back(MakeOp(OpKind::kBackwardWeight, w.stage, 0, weights_done++));
+    while (weights_done < m)
+      w.ops.push_back(MakeOp(OpKind::kBackwardWeight, w.stage, 0, mine[weights_done++]));
     AppendSync(s, w);
   }
 }
@@ -244,8 +250,11 @@ std::vector<int> CheckedReplicas(const ScheduleSpec& spec) {
                      std::to_string(spec.worker_count));
   const bool replicated = workers > spec.stages;
   const ScheduleKind k = spec.kind;
-  if (replicated && (k == ScheduleKind::kInterleaved || k == ScheduleKind::kZeroBubbleH1))
-    Broken(spec, "replicas", "replicated stages are supported by gpipe, flush, pipedream and 2bw only");
+  if (replicated && (k == ScheduleKind::kInterleaved || k == ScheduleKind::kZeroBubbleH1) &&
+      std::adjacent_find(replicas.begin(), replicas.end(), std::not_equal_to<int>()) !=
+          replicas.end())
+    Broken(spec, "replicas", "replicates the whole pipeline (every stage the same replica count, "
+                             "as Megatron-LM's data parallelism) or no stage");
   return replicas;
 }
 
@@ -258,9 +267,13 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
   if (kind == ScheduleKind::kInterleaved && spec.chunks < 2)
     Broken(spec, "chunks", "needs at least 2 model chunks per worker, got " +
                      std::to_string(spec.chunks));
-  if (kind == ScheduleKind::kInterleaved && m % p != 0)
-    Broken(spec, "microbatches", "needs the micro-batch count to be a multiple of the stage "
-                 "count (Megatron-LM), got m = " + std::to_string(m) + ", p = " + std::to_string(p));
+  if (kind == ScheduleKind::kInterleaved && m % (p * replicas[0]) != 0)
+    Broken(spec, "microbatches", "needs each replica's micro-batch count to be a multiple of the "
+                 "stage count (Megatron-LM), got m = " + std::to_string(m) + " over " +
+                 std::to_string(replicas[0]) + " replica(s), p = " + std::to_string(p));
+  if (kind == ScheduleKind::kZeroBubbleH1 && m % replicas[0] != 0)
+    Broken(spec, "microbatches", "needs the micro-batches divisible by the replicas, got m = " +
+                 std::to_string(m) + " over " + std::to_string(replicas[0]));
   if (spec.layer_count > 0 && p * spec.chunks > spec.layer_count)
     Broken(spec, "stages", "more stages (" + std::to_string(p * spec.chunks) + ") than layers (" +
                      std::to_string(spec.layer_count) + ")");

@@ -74,7 +74,7 @@ MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precisi
         const int microbatches = global_batch / (b * d);
         if (microbatches < p) continue;  // a pipeline of more stages than micro-batches idles
         std::vector<int> chunk_counts = {1};
-        if (d == 1 && p > 1 && microbatches % p == 0)
+        if (p > 1 && microbatches % p == 0)
           for (int v : Divisors(m.layers / p, 8))
             if (v > 1) chunk_counts.push_back(v);
         for (int v : chunk_counts)

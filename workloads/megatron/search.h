@@ -12,8 +12,7 @@
 // micro-batch (all its chunks; a full recomputation's forward rerun in B), (p - 1) / v the
 // bubble of 1F1B and of interleaved 1F1B (Narayanan et al. SC'21, sections 2.2.1 and 2.2.2),
 // A the gradients' ring all-reduce over the d replicas on one rank's NIC share, after the
-// backward, and U the optimizer step. Interleaving is searched with d = 1 only (the simulator's
-// interleaved schedule takes no data parallelism), and needs m divisible by p, as Megatron-LM.
+// backward, and U the optimizer step. Interleaving needs m divisible by p, as in Megatron-LM.
 //
 //   auto ranked = SearchMegatron(gpt3, "bf16", false, ClusterPreset("dgx-a100", 1), 1024, 1536);
 //   ranked[0].iteration_s;   // the fastest estimate that fits

@@ -64,7 +64,7 @@ TEST(FromMegatron, LlamaArgumentsGiveLlama) {
       "--hidden-dropout 0 --micro-batch-size 1 --global-batch-size 64 "
       "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --bf16 --use-flash-attn");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("70.5537e9 parameters"), std::string::npos) << r.err;  // Llama-3 70B
+  EXPECT_NE(r.err.find("70.55 billion parameters"), std::string::npos) << r.err;  // Llama-3 70B
   const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
   EXPECT_EQ(s.source["workload"]["architecture"], "llama");
   EXPECT_EQ(s.source["workload"]["query_groups"], 8);

@@ -19,6 +19,7 @@
 #include "partition/cli/handover.h"
 #include "partition/util/files.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/limits.h"
 
 namespace pipetwin::cli {
 
@@ -91,18 +92,30 @@ std::string InFlags(std::string message) {
   throw InputError("pipetwin from-megatron: " + what);
 }
 
+// A positive integer flag within pipetwin's limits (util/limits.h), as the scenario it becomes
+// must be: layers at most 2^16, sizes and batches at most 2^24, parallel sizes at most 2^20.
+const Limit& LimitOf(const std::string& flag) {
+  if (flag == "num-layers" || flag == "num-layers-per-virtual-pipeline-stage" ||
+      flag == "virtual-pipeline-model-parallel-size" || flag == "recompute-num-layers")
+    return kMaxLayers;
+  if (flag == "tensor-model-parallel-size" || flag == "pipeline-model-parallel-size")
+    return kMaxDevices;
+  if (flag == "micro-batch-size" || flag == "global-batch-size") return kMaxSamples;
+  return kMaxDimension;
+}
+
 int Required(const po::variables_map& vm, const char* flag) {
   if (!vm.count(flag)) Fail(std::string("--") + flag + " is required");
   const int v = vm[flag].as<int>();
-  if (v < 1) Fail(std::string("--") + flag + ": expected an integer >= 1, got " + std::to_string(v));
+  const Limit& limit = LimitOf(flag);
+  if (v < 1 || v > limit.max)
+    Fail(std::string("--") + flag + ": expected an integer from 1 to " + std::to_string(limit.max) +
+         " (pipetwin's limit for " + limit.what + "), got " + std::to_string(v));
   return v;
 }
 
 int Optional(const po::variables_map& vm, const char* flag, int fallback) {
-  if (!vm.count(flag)) return fallback;
-  const int v = vm[flag].as<int>();
-  if (v < 1) Fail(std::string("--") + flag + ": expected an integer >= 1, got " + std::to_string(v));
-  return v;
+  return vm.count(flag) ? Required(vm, flag) : fallback;
 }
 
 std::string GiB(double bytes) {
@@ -225,7 +238,9 @@ void ReadShape(const po::variables_map& vm, const po::variables_map& mv, Megatro
          "tensor-parallel group inside one server");
   const int model_gpus = p.tensor * pipeline;
   const int nodes = run.nodes = vm.count("nodes") ? vm["nodes"].as<int>() : (model_gpus + per_server - 1) / per_server;
-  if (nodes < 1) Fail("--nodes: expected an integer >= 1");
+  if (nodes < 1 || nodes > kMaxDevices.max / per_server)
+    Fail("--nodes: expected an integer from 1 to " + std::to_string(kMaxDevices.max / per_server) +
+         " (pipetwin's limit of " + std::to_string(kMaxDevices.max) + " devices in a cluster)");
   const long long gpus = static_cast<long long>(nodes) * per_server;
   if (gpus % model_gpus != 0)
     Fail(std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " nodes of " +
@@ -309,8 +324,10 @@ void PrintShape(std::ostream& err, const MegatronRun& run) {
   const ScheduleKind kind = chunks > 1 ? ScheduleKind::kInterleaved : ScheduleKind::kFlush;
   const MegatronMemory memory = FirstStageMemory(m, p, pipeline, chunks, microbatches, kind);
   const int vocabulary = RunVocabulary(m, p.tensor);
+  std::ostringstream billions;
+  billions << std::fixed << std::setprecision(2) << CountParameters(m, vocabulary).total / 1e9;
   err << "pipetwin from-megatron: " << m.architecture << ", "
-            << CountParameters(m, vocabulary).total / 1e9 << "e9 parameters (vocabulary padded to "
+            << billions.str() << " billion parameters (vocabulary padded to "
             << vocabulary << "); " << gpus << " GPUs = " << shape << "; " << microbatches
             << " micro-batches of " << p.microbatch << " per pipeline"
             << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "") << "\n"
@@ -332,7 +349,10 @@ int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun
     if (mv.count(flag)) Fail(std::string("--search chooses --") + flag + ": leave it out");
   if (!vm.count("nodes")) Fail("--search needs --nodes (the GPUs to plan for)");
   run.nodes = vm["nodes"].as<int>();
-  if (run.nodes < 1) Fail("--nodes: expected an integer >= 1");
+  const int per_server = run.server.levels[0].count;
+  if (run.nodes < 1 || run.nodes > kMaxDevices.max / per_server)
+    Fail("--nodes: expected an integer from 1 to " + std::to_string(kMaxDevices.max / per_server) +
+         " (pipetwin's limit of " + std::to_string(kMaxDevices.max) + " devices in a cluster)");
   const MegatronModel& m = run.spec.model;
   const int global = Required(mv, "global-batch-size");
   const int gpus = run.nodes * run.server.levels[0].count;

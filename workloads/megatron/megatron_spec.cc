@@ -47,11 +47,11 @@ nlohmann::json MegatronSpecToJson(const MegatronSpec& s) {
                       {"architecture", m.architecture},
                       {"layers", m.layers},
                       {"hidden", m.hidden},
-                      {"ffn_hidden", m.FfnHidden()},
                       {"heads", m.heads},
                       {"query_groups", m.QueryGroups()},
                       {"sequence", m.sequence},
                       {"vocabulary", m.vocabulary}};
+  if (m.ffn_hidden > 0) j["ffn_hidden"] = m.ffn_hidden;  // 0: 4 x hidden
   if (m.padded_vocabulary > 0) j["padded_vocabulary"] = m.padded_vocabulary;
   if (m.learned_positions) j["max_position_embeddings"] = m.Positions();
   j["swiglu"] = m.swiglu;

@@ -154,6 +154,32 @@ TEST(MegatronDevice, GemmEfficiencyLosesTilesAndWaves) {
   EXPECT_NEAR(KernelMs(big, a100), 1e3 * big.flops / (312e12 * 0.859 * 64 * 32 / (19 * 108)), 1e-9);
 }
 
+// Megatron's --tp-comm-overlap: the forward's all-gathers and reduce-scatters cost what they take
+// beyond the GEMM beside them (qkv and MLP-in after a gather, projection and MLP-out before a
+// scatter), by hand from the same kernel and collective costs.
+TEST(MegatronWork, TensorParallelOverlapHidesTheForwardsCollectivesBehindTheirGemms) {
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  const Cluster dgx = ClusterPreset("dgx-a100", 1);
+  MegatronParallel p;
+  p.tensor = 8;
+  p.sequence_parallel = true;
+  const LayerWork plain = BlockWork(gpt3, p);
+  p.tp_comm_overlap = true;
+  const LayerWork overlapped = BlockWork(gpt3, p);
+  double hidden = 0;
+  for (const Collective& c : overlapped.forward_collectives) {
+    ASSERT_FALSE(c.beside.empty()) << c.name;
+    const double comm = TensorParallelCollectiveCost(dgx, 8, c.kind).Ms(c.bytes);
+    for (const Kernel& k : overlapped.forward)
+      if (k.name == c.beside) hidden += std::min(comm, KernelMs(k, dgx.device));
+  }
+  EXPECT_GT(hidden, 0);
+  EXPECT_NEAR(LayerPassMs(plain, dgx, 8).forward - LayerPassMs(overlapped, dgx, 8).forward, hidden,
+              1e-9);
+  p.sequence_parallel = false;
+  EXPECT_THROW(ValidateMegatron(gpt3, p), InputError);
+}
+
 TEST(MegatronCluster, TensorParallelViewPlacesGroupsInsideServers) {
   const Cluster dgx = ClusterPreset("dgx-a100", 4);
   const Cluster view = TensorParallelView(dgx, 8, "s.json");

@@ -71,7 +71,8 @@ po::options_description MegatronOptions() {
       ("attention-dropout", po::value<double>(), "")
       ("hidden-dropout", po::value<double>(), "")
       ("overlap-grad-reduce", "")
-      ("use-flash-attn", "");
+      ("use-flash-attn", "")
+      ("tp-comm-overlap", "");
   return m;
 }
 
@@ -82,7 +83,8 @@ std::string InFlags(std::string message) {
       {"tensor_parallel", "--tensor-model-parallel-size"}, {"heads", "--num-attention-heads"},
       {"query_groups", "--num-query-groups"}, {"ffn_hidden", "--ffn-hidden-size"},
       {"hidden", "--hidden-size"}, {"sequence", "--seq-length"},
-      {"max_position_embeddings", "--max-position-embeddings"}, {"layers", "--num-layers"}};
+      {"max_position_embeddings", "--max-position-embeddings"}, {"layers", "--num-layers"},
+      {"tp_comm_overlap", "--tp-comm-overlap"}, {"sequence_parallel", "--sequence-parallel"}};
   for (const auto& [key, flag] : names)
     message = std::regex_replace(message, std::regex(std::string("\\b") + key + "\\b"), flag);
   return message;
@@ -185,6 +187,7 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
   p.tensor = Optional(mv, "tensor-model-parallel-size", 1);
   pipeline = Optional(mv, "pipeline-model-parallel-size", 1);
   p.sequence_parallel = mv.count("sequence-parallel") > 0 && p.tensor > 1;
+  p.tp_comm_overlap = mv.count("tp-comm-overlap") > 0;
   p.microbatch = Required(mv, "micro-batch-size");
   p.distributed_optimizer = mv.count("use-distributed-optimizer") > 0;
   std::string granularity = mv.count("recompute-activations") ? "selective" : "";

@@ -37,12 +37,12 @@ struct Sizes {
   double s, b, h, a, t, d, g, f, f_in, D;
   double N;      // s b h
   double Nrep;   // N' (norms, dropouts, residuals): N / t under sequence parallelism
-  bool sp;
+  bool sp, overlap;
   Sizes(const MegatronModel& m, const MegatronParallel& p)
       : s(m.sequence), b(p.microbatch), h(m.hidden), a(m.heads), t(p.tensor), d(m.HeadDim()),
         g(m.QueryGroups()), f(m.FfnHidden()), f_in(m.swiglu ? 2.0 * m.FfnHidden() : m.FfnHidden()),
         D(p.DtypeBytes()), N(s * b * h), Nrep(p.sequence_parallel ? N / t : N),
-        sp(p.sequence_parallel && p.tensor > 1) {}
+        sp(p.sequence_parallel && p.tensor > 1), overlap(sp && p.tp_comm_overlap) {}
 };
 
 // Backward of an element-wise kernel: it reads the output gradient and what the forward kept,
@@ -74,7 +74,8 @@ void Add(LayerWork& w, const Kernel& k) {
 void OpenRegion(LayerWork& w, const Sizes& z, const std::string& name, const std::string& gemm) {
   if (z.t <= 1) return;
   if (z.sp) {
-    w.forward_collectives.push_back({name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, ""});
+    w.forward_collectives.push_back(
+        {name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, z.overlap ? gemm : ""});
     // The backward all-gathers the kept shard again for the weight gradient, beside the input
     // gradient GEMM, and reduce-scatters the input gradient beside the weight gradient GEMM.
     w.backward_collectives.push_back(
@@ -87,11 +88,11 @@ void OpenRegion(LayerWork& w, const Sizes& z, const std::string& name, const std
   }
 }
 
-void CloseRegion(LayerWork& w, const Sizes& z, const std::string& name) {
+void CloseRegion(LayerWork& w, const Sizes& z, const std::string& name, const std::string& gemm) {
   if (z.t <= 1) return;
   if (z.sp) {
-    w.forward_collectives.push_back(
-        {name + " reduce-scatter", CollectiveKind::kReduceScatter, z.D * z.N, ""});
+    w.forward_collectives.push_back({name + " reduce-scatter", CollectiveKind::kReduceScatter,
+                                     z.D * z.N, z.overlap ? gemm : ""});
     w.backward_collectives.push_back({name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, ""});
   } else {
     w.forward_collectives.push_back({name + " all-reduce", CollectiveKind::kAllReduce, z.D * z.N, ""});
@@ -136,7 +137,7 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   for (const Kernel& k : core) Add(w, k);
   if (p.recompute == Recompute::kSelective && !flash) w.recomputed = core;
   Add(w, Gemm("projection", tokens, z.h, z.h / z.t, 1, z.D));
-  CloseRegion(w, z, "attention");
+  CloseRegion(w, z, "attention", "projection");
   const double residual = m.dropout ? 3 * z.D + 1 : 3 * z.D;  // x, residual in; out (+ mask)
   Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep));
 
@@ -147,7 +148,7 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   Add(w, Elementwise(m.swiglu ? "swiglu" : "bias-gelu",
                      z.D * tokens * (z.f_in + z.f) / z.t));  // read f_in, write f
   Add(w, Gemm("mlp out", tokens, z.h, z.f / z.t, 1, z.D));
-  CloseRegion(w, z, "mlp");
+  CloseRegion(w, z, "mlp", "mlp out");
   Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep));
 
   // The stash (layer_work.h).

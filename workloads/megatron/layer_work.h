@@ -42,7 +42,8 @@ struct Collective {
   double bytes = 0;  // the whole tensor (communication.h, TensorParallelCollectiveCost)
   // The kernel of the same pass it runs beside (Megatron-LM overlaps a backward's input-
   // gradient all-reduce, or sequence parallelism's all-gather and reduce-scatter, with the
-  // weight- and input-gradient GEMMs of the same linear layer); empty: it runs alone.
+  // weight- and input-gradient GEMMs of the same linear layer; with tp_comm_overlap the
+  // forward's too); empty: it runs alone.
   std::string beside;
 };
 

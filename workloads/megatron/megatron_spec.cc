@@ -35,6 +35,7 @@ MegatronSpec ReadMegatronSpec(JsonReader& r) {
                     ? Recompute::kSelective
                     : Recompute::kNone;
   p.flash_attention = r.OptionalBool("flash_attention", p.flash_attention);
+  p.tp_comm_overlap = r.OptionalBool("tp_comm_overlap", p.tp_comm_overlap);
   p.microbatch = r.OptionalInteger("microbatch", 1, kMaxSamples, p.microbatch);
   p.precision = r.OptionalChoice("precision", {"bf16", "fp16", "fp32"}, p.precision);
   return s;
@@ -64,6 +65,7 @@ nlohmann::json MegatronSpecToJson(const MegatronSpec& s) {
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = p.recompute == Recompute::kSelective ? "selective" : "none";
   j["flash_attention"] = p.flash_attention;
+  j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["microbatch"] = p.microbatch;
   j["precision"] = p.precision;
   return j;

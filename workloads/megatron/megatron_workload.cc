@@ -55,9 +55,15 @@ double KernelMs(const Kernel& k, const DeviceSpec& device, double launch_overhea
 PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
   const DeviceSpec& device = cluster.device;
   PassMs out;
-  for (const Kernel& k : w.forward) out.forward += KernelMs(k, device, cluster.launch_overhead_us);
+  std::map<std::string, double> forward_ms;
+  for (const Kernel& k : w.forward) {
+    const double ms = KernelMs(k, device, cluster.launch_overhead_us);
+    forward_ms[k.name] = ms;
+    out.forward += ms;
+  }
   for (const Collective& c : w.forward_collectives) {
-    const double ms = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
+    double ms = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
+    if (!c.beside.empty() && forward_ms.count(c.beside)) ms = std::max(0.0, ms - forward_ms[c.beside]);
     out.forward += ms;
     out.forward_communication += ms;
   }

@@ -76,6 +76,9 @@ void ValidateMegatron(const MegatronModel& m, const MegatronParallel& p) {
                      std::to_string(m.vocabulary) + ")");
   Divisible("padded_vocabulary", v, "tensor_parallel", p.tensor);
   if (p.sequence_parallel && p.tensor > 1) Divisible("sequence", m.sequence, "tensor_parallel", p.tensor);
+  if (p.tp_comm_overlap && !p.sequence_parallel)
+    throw InputError("tp_comm_overlap needs sequence_parallel (what Megatron-LM overlaps are "
+                     "the all-gathers and reduce-scatters of sequence_parallel)");
   if (m.learned_positions && m.Positions() < m.sequence)
     throw InputError("max_position_embeddings (" + std::to_string(m.Positions()) +
                      ") must be >= sequence (" + std::to_string(m.sequence) + ")");

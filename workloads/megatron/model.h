@@ -56,6 +56,10 @@ struct MegatronParallel {
   bool sequence_parallel = false;  // Korthikanti et al. 2022, section 4.2.2
   Recompute recompute = Recompute::kNone;
   bool flash_attention = false;    // Dao et al. 2022: no s x s scores kept or moved
+  // Megatron's --tp-comm-overlap (Transformer Engine's userbuffers, with sequence parallelism):
+  // the forward's all-gather runs beside the GEMM that takes its output and the reduce-scatter
+  // beside the GEMM that makes its input, split in chunks; charged what they take beyond it.
+  bool tp_comm_overlap = false;
   int microbatch = 1;              // b: samples per micro-batch
   std::string precision = "bf16";  // "bf16", "fp16" (weights and activations) or "fp32"
   // The data-parallel width, for what the distributed optimizer shards (memory only).

@@ -54,6 +54,21 @@ TEST(FromMegatron, FullRecomputationIsTheSchedulesAndDataParallelismFollowsTheNo
   EXPECT_EQ(s.schedule, ScheduleKind::kFlush);
 }
 
+// Megatron's rank orders: tp-dp-pp (its default) puts a stage's replicas side by side,
+// --use-tp-pp-dp-mapping a replica's stages.
+TEST(FromMegatron, PlacementFollowsMegatronsRankOrder) {
+  const std::string args = std::string("--nodes 16 -- ") + kGpt3;
+  const auto dp_inner = RunPipetwin("from-megatron " + args);
+  const auto pp_inner = RunPipetwin("from-megatron " + args + "--use-tp-pp-dp-mapping");
+  ASSERT_EQ(dp_inner.exit_code, 0) << dp_inner.err;
+  ASSERT_EQ(pp_inner.exit_code, 0) << pp_inner.err;
+  const auto a = nlohmann::json::parse(dp_inner.out)["plan"]["stages"];
+  const auto b = nlohmann::json::parse(pp_inner.out)["plan"]["stages"];
+  EXPECT_EQ(a[1]["devices"], nlohmann::json({2, 3}));   // 8 stages x 2 replicas
+  EXPECT_EQ(b[1]["devices"], nlohmann::json({1, 9}));
+  EXPECT_EQ(pp_inner.err.find("not modelled"), std::string::npos) << pp_inner.err;
+}
+
 TEST(FromMegatron, LlamaArgumentsGiveLlama) {
   const auto r = RunPipetwin(
       "from-megatron --cluster dgx-h100 --nodes 8 -- --num-layers 80 --hidden-size 8192 "

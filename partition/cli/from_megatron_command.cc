@@ -30,7 +30,8 @@ const char* kDescription =
     "Write the scenario of a Megatron-LM training run, given the arguments of its launch line\n"
     "(pretrain_gpt.py's --num-layers, --hidden-size, --tensor-model-parallel-size, ...), on\n"
     "standard output; plan, simulate and sweep take it. Ranks are placed as Megatron orders\n"
-    "them: tensor-parallel innermost (inside a server), then data-parallel, then pipeline.\n"
+    "them: tensor-parallel innermost (inside a server), then data-parallel, then pipeline\n"
+    "(--use-tp-pp-dp-mapping among Megatron's arguments: pipeline before data-parallel).\n"
     "An argument it does not model is named in a warning on standard error, with the run's\n"
     "shape and the first stage's per-GPU memory against the device's.";
 
@@ -72,7 +73,8 @@ po::options_description MegatronOptions() {
       ("hidden-dropout", po::value<double>(), "")
       ("overlap-grad-reduce", "")
       ("use-flash-attn", "")
-      ("tp-comm-overlap", "");
+      ("tp-comm-overlap", "")
+      ("use-tp-pp-dp-mapping", "");
   return m;
 }
 
@@ -135,6 +137,9 @@ struct MegatronRun {
   std::string preset;
   Cluster server;  // one server of the preset
   bool overlap_grad_reduce = false;
+  // Megatron's rank order: tensor-parallel innermost, then data-parallel, then pipeline (its
+  // default, "tp-dp-pp"); --use-tp-pp-dp-mapping puts pipeline before data-parallel.
+  bool tp_pp_dp = false;
 };
 
 // The model's arguments (sizes, architecture), precision and flash attention.
@@ -279,8 +284,9 @@ nlohmann::json ScenarioOf(const MegatronRun& run) {
     first = last + 1;
   }
   for (int s = 0; s < pipeline; ++s) {
-    nlohmann::json devices = nlohmann::json::array();
-    for (int r = 0; r < p.data_parallel; ++r) devices.push_back(s * p.data_parallel + r);
+    nlohmann::json devices = nlohmann::json::array();  // tensor-parallel groups, in rank order
+    for (int r = 0; r < p.data_parallel; ++r)
+      devices.push_back(run.tp_pp_dp ? r * pipeline + s : s * p.data_parallel + r);
     stages[s]["devices"] = devices;
   }
   const bool full = p.recompute == Recompute::kFull;
@@ -469,6 +475,7 @@ int RunFromMegatronCommand(const Args& args) {
   }
   run.iterations = vm["iterations"].as<int>();
   run.overlap_grad_reduce = mv.count("overlap-grad-reduce") > 0;
+  run.tp_pp_dp = mv.count("use-tp-pp-dp-mapping") > 0;
   ReadModel(mv, run.spec.model, run.spec.parallel);
   for (const std::string& words : unknown)
     std::cerr << "pipetwin from-megatron: warning: " << words << " is not modelled and is ignored\n";

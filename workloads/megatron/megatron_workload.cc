@@ -124,10 +124,15 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
                                               " embedding" + split,
                              EmbeddingWork(m, p), cluster, p, -1));
   const LayerWork block = BlockWork(m, p);
-  for (int i = 0; i < m.layers; ++i)
-    w.layers.push_back(ToLayer("block" + std::to_string(i),
-                               (m.architecture == "gpt" ? "GPT block" : "Llama block") + split,
-                               block, cluster, p, i));
+  // Every block is the same layer: timed once, copied with its id and input.
+  const Layer timed = ToLayer("block0", (m.architecture == "gpt" ? "GPT block" : "Llama block") + split,
+                              block, cluster, p, 0);
+  for (int i = 0; i < m.layers; ++i) {
+    Layer layer = timed;
+    layer.id = "block" + std::to_string(i);
+    layer.inputs = {i};
+    w.layers.push_back(std::move(layer));
+  }
   // Model FLOPs: every matrix product forward, and twice over backward (the GEMMs' and the
   // attention core's), on all t ranks: Narayanan's formula for GPT (tests/megatron_test.cc).
   auto matrix_flops = [](const LayerWork& work) {

@@ -40,8 +40,8 @@ struct PassMs {
 // backward.
 PassMs LayerPassMs(const LayerWork& work, const Cluster& cluster, int tensor);
 
-// Throws InputError (ValidateMegatron's) and, naming `file`, when the group does not fit in a
-// server.
+// Throws InputError (ValidateMegatron's, naming no file: the caller places it). A group too
+// large for a server is TensorParallelView's to refuse.
 Workload MegatronWorkload(const MegatronModel& model, const MegatronParallel& parallel,
                           const Cluster& cluster);
 

@@ -101,12 +101,16 @@ DeviceSpec GpuPreset(const std::string& name) {
 // A DGX server: 8 GPUs on NVSwitch, each with its own NIC (rail-optimised, as Selene). The
 // level-0 collective bandwidth: nccl-tests' all_reduce busbw on 8 A100 SXM over NVSwitch, about
 // 200 GB/s of the links' 300 (NVIDIA/nccl-tests issues #149 and #178); the same two-thirds of
-// NVLink 4's 450 GB/s is assumed for the H100 and H200 (not measured here).
+// NVLink 4's 450 GB/s is assumed for the H100 and H200 (not measured here). The channels a
+// collective holds: NCCL 2.11 built 24 ring channels among 8 A100 SXM on NVSwitch (its log in
+// NVIDIA/nccl-tests issue #100, "Channel 23/24"); for the H100 and H200, NCCL's maximum of 32
+// channels (MAXCHANNELS) is assumed, not seen in a log.
 Cluster Dgx(const std::string& name, const std::string& gpu, double nvlink_gbps, double nic_gbps,
-            int servers) {
+            int channels, int servers) {
   Cluster c = TwoLevel(name, GpuPreset(gpu), 8, nvlink_gbps, "nvlink", servers, 8 * nic_gbps,
                        "infiniband");
   c.levels[0].collective_bandwidth_gbps = nvlink_gbps * 2 / 3;
+  c.levels[0].collective_channels = channels;
   return c;
 }
 
@@ -135,11 +139,11 @@ Cluster ClusterPreset(const std::string& preset, int servers) {
   if (preset == "p3.16xlarge")
     return TwoLevel("p3.16xlarge", GpuPreset("V100-16GB"), 8, 1200, "nvlink", servers, 25, "ethernet");
   // DGX A100 (Selene's servers): NVLink 3, 300 GB/s per direction; 8 x 200 Gb/s HDR IB.
-  if (preset == "dgx-a100") return Dgx(preset, "A100-80GB", 2400, 200, servers);
-  if (preset == "dgx-a100-40gb") return Dgx(preset, "A100-40GB", 2400, 200, servers);
+  if (preset == "dgx-a100") return Dgx(preset, "A100-80GB", 2400, 200, 24, servers);
+  if (preset == "dgx-a100-40gb") return Dgx(preset, "A100-40GB", 2400, 200, 24, servers);
   // DGX H100 / H200: NVLink 4, 450 GB/s per direction; 8 x 400 Gb/s NDR IB.
-  if (preset == "dgx-h100") return Dgx(preset, "H100-SXM-80GB", 3600, 400, servers);
-  if (preset == "dgx-h200") return Dgx(preset, "H200", 3600, 400, servers);
+  if (preset == "dgx-h100") return Dgx(preset, "H100-SXM-80GB", 3600, 400, 32, servers);
+  if (preset == "dgx-h200") return Dgx(preset, "H200", 3600, 400, 32, servers);
   std::string names;
   for (const auto& n : ClusterPresetNames()) names += (names.empty() ? "" : ", ") + n;
   throw InputError("unknown cluster preset \"" + preset + "\" (expected one of " + names + ")");
@@ -205,6 +209,8 @@ void ReadLevel(JsonReader& r, ClusterLevel& l) {
       r.OptionalNonNegativeNumber("collective_bandwidth_gbps", l.collective_bandwidth_gbps);
   if (l.collective_bandwidth_gbps > kMaxBandwidthGbps)
     r.FailAt("collective_bandwidth_gbps", "expected at most 1e+06 Gbit/s (pipetwin's limit)");
+  if (r.Has("collective_channels"))
+    l.collective_channels = r.OptionalInteger("collective_channels", 0, kMaxCount, 0);
   if (auto a = r.OptionalMember("allreduce")) ReadAllReduceTable(*a, l.allreduce);
   r.Finish();
 }
@@ -271,6 +277,7 @@ nlohmann::json ClusterToJson(const Cluster& c) {
                       {"link", l.link}});
     if (l.collective_bandwidth_gbps > 0)
       levels.back()["collective_bandwidth_gbps"] = l.collective_bandwidth_gbps;
+    if (l.collective_channels > 0) levels.back()["collective_channels"] = l.collective_channels;
     if (!l.allreduce.empty())
       levels.back()["allreduce"] = {{"ranks", l.allreduce.ranks},
                                     {"bytes", l.allreduce.bytes},

@@ -44,6 +44,11 @@ struct ClusterLevel {
   // 0: the link's bandwidth. Tensor-parallel collectives are charged at it
   // (TensorParallelCollectiveCost).
   double collective_bandwidth_gbps = 0;
+  // The SMs a collective among the devices of one unit of this level holds while it runs: NCCL
+  // runs one thread block per channel, each on an SM of its own, so a GEMM running beside a
+  // collective has the device's other SMs (device.multiprocessors) until it ends. 0: a
+  // collective takes nothing from the kernels beside it.
+  int collective_channels = 0;
 
   double bandwidth_bytes_per_s() const { return bandwidth_gbps * 1e9 / 8; }
 };

@@ -45,12 +45,9 @@ struct Sizes {
         sp(p.sequence_parallel && p.tensor > 1), overlap(sp && p.tp_comm_overlap) {}
 };
 
-// Backward of an element-wise kernel: it reads the output gradient and what the forward kept,
-// and writes the input gradient: taken as twice the forward's traffic.
-Kernel ElementwiseBackward(const Kernel& f) { return Elementwise(f.name + " grad", 2 * f.bytes); }
-
-// Adds `k` to the forward and its backward kernels to the backward.
-void Add(LayerWork& w, const Kernel& k) {
+// Adds `k` to the forward and its backward kernels to the backward. An element-wise kernel's
+// backward moves `backward_bytes` (what its gradient kernel reads and writes; each call says).
+void Add(LayerWork& w, const Kernel& k, double backward_bytes = 0) {
   w.forward.push_back(k);
   if (k.kind == KernelKind::kGemm) {
     for (const Kernel& b : GemmBackward(k)) w.backward.push_back(b);
@@ -62,8 +59,15 @@ void Add(LayerWork& w, const Kernel& k) {
     b.bytes *= 2;
     w.backward.push_back(b);
   } else {
-    w.backward.push_back(ElementwiseBackward(k));
+    w.backward.push_back(Elementwise(k.name + " grad", backward_bytes));
   }
+}
+
+// The bias gradient of a linear layer: its output gradient summed over the tokens, a reduction
+// that reads it (Megatron-LM's ColumnParallelLinear: grad_output.sum(dim=0); where the bias is
+// added in a fused bias-GeLU or bias-dropout-add, autograd's reduction of that kernel's gradient).
+void AddBiasGrad(LayerWork& w, const std::string& linear, double gradient_bytes) {
+  w.backward.push_back(Elementwise(linear + " bias grad", gradient_bytes));
 }
 
 // Where a tensor-parallel region opens (before a column-parallel linear) and closes (after a
@@ -113,11 +117,16 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   w.output_bytes = z.D * z.N / z.t;
 
   // Attention.
-  Add(w, Elementwise("input norm", 2 * z.D * z.Nrep));
+  // LayerNorm / RMSNorm: read x, write y; backward reads x and dy, writes dx (the scale's
+  // and shift's gradients are partial sums, small).
+  Add(w, Elementwise("input norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "attention", "qkv");
   Add(w, Gemm("qkv", tokens, q_cols + 2 * kv_cols, z.h, 1, z.D));
-  if (!m.learned_positions)  // rotary embedding of Q and K: read and write them
-    Add(w, Elementwise("rotary", 2 * z.D * tokens * (q_cols + kv_cols)));
+  if (m.bias) AddBiasGrad(w, "qkv", z.D * tokens * (q_cols + 2 * kv_cols));
+  if (!m.learned_positions) {  // rotary embedding of Q and K: read and write them, both ways
+    const double qk = 2 * z.D * tokens * (q_cols + kv_cols);
+    Add(w, Elementwise("rotary", qk), qk);
+  }
   std::vector<Kernel> core;
   if (flash) {
     Kernel fa;
@@ -134,22 +143,36 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
     if (m.dropout) core.push_back(Elementwise("attention dropout", (2 * z.D + 1) * scores));
     core.push_back(Gemm("context", z.s, z.d, z.s, z.b * heads, z.D));
   }
-  for (const Kernel& k : core) Add(w, k);
+  // Backward traffic: softmax reads y and dy, writes dx (6 bytes an element in 16 bits);
+  // dropout reads dy and the mask, writes dx (5), as its forward.
+  for (const Kernel& k : core)
+    Add(w, k, k.name == "scale-mask-softmax" ? 3 * z.D * scores : k.bytes);
   if (p.recompute == Recompute::kSelective && !flash) w.recomputed = core;
   Add(w, Gemm("projection", tokens, z.h, z.h / z.t, 1, z.D));
   CloseRegion(w, z, "attention", "projection");
-  const double residual = m.dropout ? 3 * z.D + 1 : 3 * z.D;  // x, residual in; out (+ mask)
-  Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep));
+  // Forward: read x and the residual, write the sum (and the dropout mask). Backward: the
+  // dropout's gradient (read dy and the mask, write dx), and at the block's input autograd adds
+  // the residual path's gradient to the norm's (read two, write one).
+  const double residual = m.dropout ? 3 * z.D + 1 : 3 * z.D;
+  const double residual_grad = (m.dropout ? 2 * z.D + 1 : 0) + 3 * z.D;
+  Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep),
+      residual_grad * z.Nrep);
+  if (m.bias) AddBiasGrad(w, "projection", z.D * z.Nrep);
 
   // MLP.
-  Add(w, Elementwise("post-attention norm", 2 * z.D * z.Nrep));
+  Add(w, Elementwise("post-attention norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "mlp", "mlp in");
   Add(w, Gemm("mlp in", tokens, z.f_in / z.t, z.h, 1, z.D));
-  Add(w, Elementwise(m.swiglu ? "swiglu" : "bias-gelu",
-                     z.D * tokens * (z.f_in + z.f) / z.t));  // read f_in, write f
+  // Forward: read f_in, write f. Backward: read dy (f) and the saved input (f_in), write the
+  // input's gradient (f_in).
+  Add(w, Elementwise(m.swiglu ? "swiglu" : "bias-gelu", z.D * tokens * (z.f_in + z.f) / z.t),
+      z.D * tokens * (2 * z.f_in + z.f) / z.t);
+  if (m.bias) AddBiasGrad(w, "mlp in", z.D * tokens * z.f_in / z.t);
   Add(w, Gemm("mlp out", tokens, z.h, z.f / z.t, 1, z.D));
   CloseRegion(w, z, "mlp", "mlp out");
-  Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep));
+  Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep),
+      residual_grad * z.Nrep);
+  if (m.bias) AddBiasGrad(w, "mlp out", z.D * z.Nrep);
 
   // The stash (layer_work.h).
   const double mask = m.dropout ? 1 : 0;
@@ -187,8 +210,12 @@ LayerWork EmbeddingWork(const MegatronModel& m, const MegatronParallel& p) {
       w.forward_collectives.push_back({"embedding all-reduce", CollectiveKind::kAllReduce, z.D * z.N, ""});
     }
   }
-  if (m.learned_positions) Add(w, Elementwise("position embedding add", 3 * z.D * z.Nrep));
-  if (m.dropout) Add(w, Elementwise("embedding dropout", (2 * z.D + 1) * z.Nrep));
+  // The position embedding's gradient: the output gradient summed over the micro-batch into
+  // the table's rows (read it, read-modify-write the rows); the dropout's, as its forward.
+  if (m.learned_positions)
+    Add(w, Elementwise("position embedding add", 3 * z.D * z.Nrep), 3 * z.D * z.Nrep);
+  if (m.dropout)
+    Add(w, Elementwise("embedding dropout", (2 * z.D + 1) * z.Nrep), (2 * z.D + 1) * z.Nrep);
   w.stash_bytes = m.dropout ? z.Nrep : 0;  // the dropout mask
   return w;
 }
@@ -202,7 +229,7 @@ LayerWork OutputWork(const MegatronModel& m, const MegatronParallel& p) {
   // (Megatron all-reduces the two copies' gradients after every iteration).
   w.parameters = v / z.t * z.h + (m.rms_norm ? z.h : 2 * z.h);
   w.output_bytes = 0;
-  Add(w, Elementwise("final norm", 2 * z.D * z.Nrep));
+  Add(w, Elementwise("final norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "output", "logits");
   Add(w, Gemm("logits", tokens, v / z.t, z.h, 1, z.D));
   // Vocabulary-parallel cross-entropy in fp32 (megatron/core/tensor_parallel/cross_entropy.py):

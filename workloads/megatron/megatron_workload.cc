@@ -32,6 +32,19 @@ double GemmEfficiency(const Kernel& g, const DeviceSpec& device) {
   return device.gemm_efficiency * tile_share * wave_share;
 }
 
+double CollectiveBesideKernelMs(double collective_ms, double kernel_ms, int channels, int sms) {
+  const double taken = sms > 0 ? std::clamp(double(channels) / sms, 0.0, 1.0) : 0.0;
+  return std::max({collective_ms - kernel_ms, collective_ms * taken, 0.0});
+}
+
+double OptimizerStepBytes(const std::string& precision, bool distributed_optimizer,
+                          int data_parallel) {
+  const double scale = 8, norm = 4, adam = 28, zero = 4;
+  const double copy = precision == "fp32" ? 0 : 6;
+  const double shard = distributed_optimizer && data_parallel > 1 ? data_parallel : 1;
+  return (norm + adam + copy) / shard + scale + zero;
+}
+
 double KernelMs(const Kernel& k, const DeviceSpec& device, double launch_overhead_us) {
   double seconds = 0;
   switch (k.kind) {
@@ -54,6 +67,13 @@ double KernelMs(const Kernel& k, const DeviceSpec& device, double launch_overhea
 
 PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
   const DeviceSpec& device = cluster.device;
+  const int channels = cluster.levels.empty() ? 0 : cluster.levels[0].collective_channels;
+  auto beside = [&](double collective_ms, const std::map<std::string, double>& kernels,
+                    const std::string& name) {
+    const auto k = kernels.find(name);
+    if (name.empty() || k == kernels.end()) return collective_ms;
+    return CollectiveBesideKernelMs(collective_ms, k->second, channels, device.multiprocessors);
+  };
   PassMs out;
   std::map<std::string, double> forward_ms;
   for (const Kernel& k : w.forward) {
@@ -62,8 +82,8 @@ PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
     out.forward += ms;
   }
   for (const Collective& c : w.forward_collectives) {
-    double ms = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
-    if (!c.beside.empty() && forward_ms.count(c.beside)) ms = std::max(0.0, ms - forward_ms[c.beside]);
+    const double ms =
+        beside(TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes), forward_ms, c.beside);
     out.forward += ms;
     out.forward_communication += ms;
   }
@@ -75,8 +95,8 @@ PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
   }
   for (const Kernel& k : w.recomputed) out.backward += KernelMs(k, device, cluster.launch_overhead_us);
   for (const Collective& c : w.backward_collectives) {
-    double ms = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
-    if (!c.beside.empty() && kernel_ms.count(c.beside)) ms = std::max(0.0, ms - kernel_ms[c.beside]);
+    const double ms =
+        beside(TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes), kernel_ms, c.beside);
     out.backward += ms;
     out.backward_communication += ms;
   }
@@ -100,8 +120,9 @@ Layer ToLayer(const std::string& id, const std::string& description, const Layer
   layer.parameter_bytes = w.parameters * p.DtypeBytes();
   layer.activation_bytes = w.output_bytes;
   layer.stash_bytes = w.stash_bytes;
-  const double step_bytes_per_parameter = p.precision == "fp32" ? 28 : 30;
-  layer.update_ms = 1e3 * w.parameters * step_bytes_per_parameter / MemoryBytesPerS(cluster.device);
+  layer.update_ms = 1e3 * w.parameters *
+                    OptimizerStepBytes(p.precision, p.distributed_optimizer, p.data_parallel) /
+                    MemoryBytesPerS(cluster.device);
   if (input >= 0) layer.inputs = {input};
   return layer;
 }

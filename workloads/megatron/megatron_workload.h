@@ -16,10 +16,8 @@
 //   memory bytes / (HBM x memory_bandwidth_efficiency)
 // plus the cluster's launch_overhead_us per kernel. Collectives of the tensor-parallel group:
 // TensorParallelCollectiveCost on the server's links; in the forward they run alone (Megatron's
-// forward waits for them), in the backward beside the GEMM they name, costing what they take
-// beyond it. Optimizer step: Adam over fp32 main weights is memory-bound, 30 bytes per
-// parameter (read the fp32 gradient 4, main weight 4 + 4, two moments 8 + 8, write the bf16
-// weight 2); 28 in fp32 (no bf16 copy, 4 + 4 + 4 + 16).
+// forward waits for them), in the backward beside the GEMM they name, costing what the pair
+// takes beyond that GEMM (CollectiveBesideKernelMs). Optimizer step: OptimizerStepBytes.
 #pragma once
 
 #include "partition/model/cluster.h"
@@ -29,6 +27,29 @@
 namespace pipetwin {
 
 double GemmEfficiency(const Kernel& gemm, const DeviceSpec& device);
+
+// A collective and a kernel of the same pass started together (layer_work.h, Collective::beside):
+// the collective holds `channels` of the device's `sms` SMs while it runs (NCCL: a thread block
+// per channel; ClusterLevel::collective_channels), so the kernel runs at r = (sms - channels) /
+// sms of its speed until the collective ends. The pair takes max(T_c, T_k + T_c (1 - r)); what
+// it takes beyond the kernel alone is returned: max(T_c - T_k, T_c channels / sms). Without
+// SMs or channels, r = 1: max(T_c - T_k, 0).
+double CollectiveBesideKernelMs(double collective_ms, double kernel_ms, int channels, int sms);
+
+// Bytes the optimizer step moves per parameter of a rank, as Megatron-LM runs it over its fp32
+// main weights and main gradients (megatron/optimizer/optimizer.py, clip_grads.py and its
+// DistributedDataParallel, with apex's multi-tensor kernels):
+//   the gradient buffer scaled by 1 / d before its all-reduce (read, write)        8
+//   gradient norm for clipping (multi_tensor_l2norm: read the gradient)            4
+//   Adam (FusedAdam: read gradient, weight and both moments, write the last three) 28
+//   main weights copied into the bf16 / fp16 model weights (read 4, write 2)       6
+//   the gradient buffer zeroed for the next iteration (write)                      4
+// 50 in bf16 / fp16; 44 in fp32 (the model weights are the main weights: no copy). With the
+// distributed optimizer (`data_parallel` > 1) a rank norms, steps and copies its 1 / d shard
+// and scales and zeroes its whole buffer: 38 / d + 12. A clipped step (the norm over the
+// limit) would also scale the gradients (8 more); taken as not clipped.
+double OptimizerStepBytes(const std::string& precision, bool distributed_optimizer,
+                          int data_parallel);
 double KernelMs(const Kernel& kernel, const DeviceSpec& device, double launch_overhead_us = 0);
 
 struct PassMs {

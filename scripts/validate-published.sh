@@ -42,7 +42,10 @@ while read -r name layers hidden heads nodes tp pp global micro per_virtual full
           --seq-length 2048 --max-position-embeddings 2048 --vocab-size 51200
           --micro-batch-size "$micro" --global-batch-size "$global"
           --tensor-model-parallel-size "$tp" --pipeline-model-parallel-size "$pp" --bf16)
-    [ "$per_virtual" -gt 0 ] && args+=(--num-layers-per-virtual-pipeline-stage "$per_virtual")
+    # The 2022 code these rows ran had no overlap of the interleaved schedule's pipeline
+    # communication (--overlap-p2p-communication came later): it waited on every exchange.
+    [ "$per_virtual" -gt 0 ] && args+=(--num-layers-per-virtual-pipeline-stage "$per_virtual"
+                                       --no-overlap-p2p-communication)
     if [ "$mode" = full ]; then
       args+=(--recompute-granularity full --recompute-method uniform --recompute-num-layers 1)
       measured=$full_s

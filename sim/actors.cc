@@ -71,6 +71,7 @@ class WorkerActors {
     sg4::ActorPtr actor;
     std::vector<sg4::Mailbox*> op_mailbox;  // Send/Recv ops: the pair's mailbox
     std::vector<Message> messages;          // Send ops: the payload
+    std::vector<sg4::CommPtr> undelivered;  // blocking sends (op.h): posted, not yet waited on
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
@@ -97,6 +98,7 @@ class WorkerActors {
   void Launch(int w, double bytes);
   void LaunchAll(int w);
   void WaitForJob(int w, long job);
+  void WaitForDeliveries(int w);  // a worker's blocking sends, posted and not yet waited on
   // `seconds` of work on the worker's CPU, on one of its server's core slots (below) unless
   // the caller holds one. Returns how long it waited for the slot.
   double Execute(const Worker& me, double seconds, bool holding_slot = false);
@@ -249,6 +251,15 @@ void WorkerActors::LaunchAll(int w) {
   for (const GradientBucket& b : workers_[w].buckets) Launch(w, b.bytes);
 }
 
+void WorkerActors::WaitForDeliveries(int w) {
+  Worker& me = workers_[w];
+  if (me.undelivered.empty()) return;
+  const double from = Now();
+  for (const sg4::CommPtr& c : me.undelivered) c->wait();
+  me.undelivered.clear();
+  record_.workers[w].exposed_communication_s += Now() - from;
+}
+
 void WorkerActors::WaitForJob(int w, long job) {
   Worker& me = workers_[w];
   if (job < 0 || static_cast<long>(me.jobs_done) > job) return;
@@ -398,6 +409,7 @@ void WorkerActors::WorkerMain(int w) {
     if (IsComputeOp(op.kind)) {
       if (op.weight_version >= 0 && op.weight_version < static_cast<int>(me.version_job.size()))
         WaitForJob(w, me.version_job[op.weight_version]);
+      WaitForDeliveries(w);  // blocking sends: delivered before the next compute
       if (op.kind == OpKind::kForward && op.stage == 0) Load(w);
       start = Now();
       if (op.kind == OpKind::kRecompute) state.Apply(op, start);
@@ -415,7 +427,10 @@ void WorkerActors::WorkerMain(int w) {
       // The sender's half of a message's CPU on an oversubscribed server (ChargeMessageCpu).
       if (ChargeMessageCpu(me)) ++record_.activities;
       me.messages[i].posted_s = Now();
-      me.op_mailbox[i]->put_init(&me.messages[i], Bytes(bytes))->detach();
+      if (s_.send_mode == SendMode::kBlocking)
+        me.undelivered.push_back(me.op_mailbox[i]->put_async(&me.messages[i], Bytes(bytes)));
+      else
+        me.op_mailbox[i]->put_init(&me.messages[i], Bytes(bytes))->detach();
       ++record_.activities;
       Count(setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]),
             bytes, false);
@@ -450,6 +465,7 @@ void WorkerActors::WorkerMain(int w) {
     rec.op_end_s[i] = Now();
     if (op.kind != OpKind::kRecompute) state.Apply(op, rec.op_end_s[i]);
   }
+  WaitForDeliveries(w);  // an actor that ended would cancel what it still sends
   WaitForJob(w, static_cast<long>(me.job_bytes.size()) - 1);
   // An update ends when the all-reduce it applies has.
   for (size_t i = 0; i < ops.size(); ++i)

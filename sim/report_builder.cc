@@ -87,6 +87,7 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
   header.scenario = setup.scenario_name;
   header.schedule = s.kind;
   if (s.recompute) header.recompute = RecomputeTimingName(s.recompute_timing);
+  header.p2p = SendModeName(s.send_mode);
   if (setup.load_s > 0) header.data_loading = DataLoadingName(setup.data_loading);
   header.load_s = setup.load_s;
   header.planner = setup.planner;

@@ -31,6 +31,7 @@ TEST(FromMegatron, WritesAScenarioThePlannersAndSimulatorTake) {
   EXPECT_EQ(s.plan->StageCount(), 24);                // 8 stages x 3 chunks
   EXPECT_EQ(s.plan->stages[0].last_layer, 4);         // the embedding and 4 blocks
   EXPECT_EQ(s.training.chunks, 3);
+  EXPECT_EQ(s.training.send_mode, SendMode::kEager);  // --overlap-p2p-communication's default
   EXPECT_EQ(s.training.microbatches, 64);
   EXPECT_FALSE(s.training.recompute);                 // selective: in the layers' times
   EXPECT_EQ(s.source["workload"]["recompute"], "selective");
@@ -52,6 +53,25 @@ TEST(FromMegatron, FullRecomputationIsTheSchedulesAndDataParallelismFollowsTheNo
   EXPECT_EQ(s.training.microbatches, 32);          // 64 / (1 x 2)
   EXPECT_DOUBLE_EQ(s.training.optimizer_bytes_per_parameter, 6);  // 12 / d (ZeRO-1)
   EXPECT_EQ(s.schedule, ScheduleKind::kFlush);
+  EXPECT_EQ(s.training.send_mode, SendMode::kBlocking);  // 1F1B waits on its exchanges
+}
+
+// Megatron-LM overlaps pipeline messages only in its interleaved schedule, and only with
+// --overlap-p2p-communication (on unless --no-overlap-p2p-communication): elsewhere every
+// forward and backward waits for its sends (schedule/op.h, SendMode::kBlocking).
+TEST(FromMegatron, PipelineSendsBlockUnlessTheInterleavedScheduleOverlapsThem) {
+  const std::string interleaved = std::string("from-megatron --nodes 8 -- ") + kGpt3 +
+                                  "--num-layers-per-virtual-pipeline-stage 4 ";
+  for (const auto& [extra, blocking] :
+       std::vector<std::pair<std::string, bool>>{{"", false},
+                                                 {"--no-overlap-p2p-communication", true},
+                                                 {"--overlap-p2p-communication", false}}) {
+    const auto r = RunPipetwin(interleaved + extra);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("not modelled"), std::string::npos) << r.err;
+    const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+    EXPECT_EQ(s.training.send_mode, blocking ? SendMode::kBlocking : SendMode::kEager) << extra;
+  }
 }
 
 // Megatron's rank orders: tp-dp-pp (its default) puts a stage's replicas side by side,

@@ -176,6 +176,7 @@ RunHeader HeaderOf(const ExecutorJob& job) {
   header.scenario = job.scenario.name;
   header.schedule = job.schedule.kind;
   if (job.schedule.recompute) header.recompute = RecomputeTimingName(job.schedule.recompute_timing);
+  header.p2p = SendModeName(job.schedule.send_mode);
   header.planner = job.plan.planner;
   header.network_model = job.scenario.cluster.network_model;
   header.pipeline_depth = job.schedule.stages;

@@ -116,6 +116,7 @@ void StageExecutor::Execute(const Op& op) {
     while (fail_signal_ == 0) ::pause();  // hung: alive and running, making no progress
     ::kill(::getpid(), fail_signal_);
   }
+  if (IsComputeOp(op.kind) && job_.schedule.send_mode == SendMode::kBlocking) WaitForSends();
   const int mb = op.microbatch;
   const int version = op.weight_version;
   OpRecord record;
@@ -372,6 +373,19 @@ void StageExecutor::Update(int version) {
   gradient_count_ = 0;  // the next backward overwrites the buffers instead of adding
   oldest_gradient_version_ = -1;
   DumpWeights();
+}
+
+// Blocking sends (op.h): the worker's posted sends are delivered before its next compute op. The
+// wait is the sends' exposed time: it lengthens the latest send's record.
+void StageExecutor::WaitForSends() {
+  const auto from = Clock::now();
+  comm_.FinishSends();
+  const double waited = std::chrono::duration<double>(Clock::now() - from).count();
+  for (auto it = out_.ops.rbegin(); it != out_.ops.rend() && !IsComputeOp(it->kind); ++it)
+    if (IsSendOp(it->kind)) {
+      it->end_s += waited;
+      break;
+    }
 }
 
 void StageExecutor::Send(const Op& op, int mb, OpRecord& record) {

@@ -91,6 +91,7 @@ class StageExecutor {
   void FinishBackward(int microbatch, int version);
   void AllReduce(OpRecord& record);
   void Update(int version);
+  void WaitForSends();
   void Send(const Op& op, int microbatch, OpRecord& record);
   void Recv(const Op& op, int microbatch, OpRecord& record);
   // Posts the receives among the next kLookahead ops of the list, from op `from` on.

@@ -72,6 +72,8 @@ po::options_description MegatronOptions() {
       ("attention-dropout", po::value<double>(), "")
       ("hidden-dropout", po::value<double>(), "")
       ("overlap-grad-reduce", "")
+      ("overlap-p2p-communication", "")
+      ("no-overlap-p2p-communication", "")
       ("use-flash-attn", "")
       ("tp-comm-overlap", "")
       ("use-tp-pp-dp-mapping", "");
@@ -140,6 +142,10 @@ struct MegatronRun {
   // Megatron's rank order: tensor-parallel innermost, then data-parallel, then pipeline (its
   // default, "tp-dp-pp"); --use-tp-pp-dp-mapping puts pipeline before data-parallel.
   bool tp_pp_dp = false;
+  // Megatron-LM waits on its pipeline sends and receives before each forward and backward
+  // (p2p_communication.py); only its interleaved schedule overlaps them with the chunks'
+  // compute, --overlap-p2p-communication (on unless --no-overlap-p2p-communication).
+  bool overlap_p2p = true;
 };
 
 // The model's arguments (sizes, architecture), precision and flash attention.
@@ -302,6 +308,7 @@ nlohmann::json ScenarioOf(const MegatronRun& run) {
                               (p.precision == "fp32" ? 8.0 : 12.0) /
                                   (p.distributed_optimizer ? p.data_parallel : 1)}};
   if (chunks > 1) training["chunks"] = chunks;
+  training["p2p"] = chunks > 1 && run.overlap_p2p ? "eager" : "blocking";
   if (run.overlap_grad_reduce && p.data_parallel > 1) {
     // Megatron's gradient buckets: max(40M, 1M x d) parameters (--ddp-bucket-size's default).
     const double stage_parameters = BlockParametersPerRank(m, p.tensor) * m.layers / pipeline;
@@ -476,6 +483,7 @@ int RunFromMegatronCommand(const Args& args) {
   run.iterations = vm["iterations"].as<int>();
   run.overlap_grad_reduce = mv.count("overlap-grad-reduce") > 0;
   run.tp_pp_dp = mv.count("use-tp-pp-dp-mapping") > 0;
+  run.overlap_p2p = mv.count("no-overlap-p2p-communication") == 0;
   ReadModel(mv, run.spec.model, run.spec.parallel);
   for (const std::string& words : unknown)
     std::cerr << "pipetwin from-megatron: warning: " << words << " is not modelled and is ignored\n";

@@ -107,6 +107,7 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
           {"scenario", r.scenario},
           {"schedule", r.schedule},
           {"recompute", r.recompute},
+          {"p2p", r.p2p},
           {"data_loading", r.data_loading},
           {"load_s_per_microbatch", r.load_s_per_microbatch},
           {"planner", r.planner},
@@ -206,6 +207,7 @@ Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
   r.scenario = Text(root, "scenario");
   r.schedule = Text(root, "schedule");
   r.recompute = root.OptionalChoice("recompute", {"", "in_backward", "early"}, "");
+  r.p2p = root.OptionalChoice("p2p", {"eager", "blocking"}, "eager");
   r.data_loading = root.OptionalChoice("data_loading", {"", "overlapped", "serial"}, "");
   r.load_s_per_microbatch = root.OptionalNonNegativeNumber("load_s_per_microbatch", 0);
   r.planner = Text(root, "planner");

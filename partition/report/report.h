@@ -78,6 +78,7 @@ struct Report {
   // Activation recomputation: "" (none), "in_backward" (after the gradient arrives, the
   // frameworks' way) or "early" (before it arrives): op.h's RecomputeTiming.
   std::string recompute;
+  std::string p2p = "eager";  // SendModeName: how the pipeline's sends completed
   // Data loading (cost/data_loading.h): "" when the workload has no loading time, else
   // "overlapped" or "serial"; and the time to load one micro-batch on an input-stage worker.
   std::string data_loading;

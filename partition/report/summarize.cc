@@ -10,6 +10,7 @@ Report StartReport(const RunHeader& h) {
   r.scenario = h.scenario;
   r.schedule = ScheduleKindName(h.schedule);
   r.recompute = h.recompute;
+  r.p2p = h.p2p;
   r.data_loading = h.data_loading;
   r.load_s_per_microbatch = h.load_s;
   r.planner = h.planner;

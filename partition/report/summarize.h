@@ -22,6 +22,7 @@ struct RunHeader {
   std::string scenario;
   ScheduleKind schedule = ScheduleKind::kFlush;
   std::string recompute;      // "" without recomputation, else RecomputeTimingName
+  std::string p2p = "eager";  // SendModeName
   std::string data_loading;   // "" without a data-loading time, else DataLoadingName
   double load_s = 0;          // loading one micro-batch on an input-stage worker
   std::string planner;

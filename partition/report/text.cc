@@ -33,6 +33,7 @@ std::string ReportToText(const Report& r) {
       << (r.recompute.empty() ? ""
           : r.recompute == "early" ? ", recompute early (before the gradient arrives)"
                                    : ", recompute in the backward (after the gradient arrives)")
+      << (r.p2p == "blocking" ? ", blocking sends" : "")
       << (r.data_loading.empty() ? ""
           : ", data loading " + r.data_loading + " (" + Fixed(r.load_s_per_microbatch * 1e3, 3) +
                 " ms per micro-batch)")

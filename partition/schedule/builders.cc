@@ -69,6 +69,7 @@ PipelineSchedule Skeleton(const ScheduleSpec& spec, const std::vector<int>& repl
   s.vertical_sync = spec.vertical_sync;
   s.recompute = spec.recompute;
   s.recompute_timing = spec.recompute_timing;
+  s.send_mode = spec.send_mode;
   int worker = 0;
   for (int stage = 0; stage < spec.stages; ++stage) {
     for (int r = 0; r < replicas[stage]; ++r) {

@@ -17,6 +17,7 @@ nlohmann::json ScheduleToJson(const PipelineSchedule& s, const ReplayResult& rep
   doc["vertical_sync"] = s.vertical_sync;
   doc["recompute"] = s.recompute;
   if (s.recompute) doc["recompute_timing"] = RecomputeTimingName(s.recompute_timing);
+  doc["send_mode"] = SendModeName(s.send_mode);
   doc["workers"] = nlohmann::json::array();
   for (const auto& w : s.workers) {
     nlohmann::json ops = nlohmann::json::array();

@@ -106,6 +106,16 @@ Op RecvOf(const MessageKey& key) {
   return op;
 }
 
+const char* SendModeName(SendMode mode) {
+  return mode == SendMode::kBlocking ? "blocking" : "eager";
+}
+
+std::optional<SendMode> ParseSendMode(const std::string& name) {
+  if (name == "eager") return SendMode::kEager;
+  if (name == "blocking") return SendMode::kBlocking;
+  return std::nullopt;
+}
+
 bool WorkerProgram::operator==(const WorkerProgram& other) const {
   return worker == other.worker && stage == other.stage && replica == other.replica &&
          model_stages == other.model_stages && ops == other.ops;
@@ -116,7 +126,7 @@ bool PipelineSchedule::operator==(const PipelineSchedule& other) const {
          microbatches == other.microbatches &&
          microbatches_per_batch == other.microbatches_per_batch && chunks == other.chunks &&
          vertical_sync == other.vertical_sync && recompute == other.recompute &&
-         recompute_timing == other.recompute_timing &&
+         recompute_timing == other.recompute_timing && send_mode == other.send_mode &&
          workers == other.workers;
 }
 

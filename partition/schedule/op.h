@@ -24,7 +24,12 @@
 //     are sent (first in, first out), as a c10d or SimGrid channel delivers them; a receiver
 //     takes them in that order (ValidateSchedule checks it).
 //   - A Send posts the message and never waits in line: the worker goes on at once and the data
-//     flows as soon as it can (c10d isend, a SimGrid put to an eager mailbox). A worker posts
+//     flows as soon as it can (c10d isend, a SimGrid put to an eager mailbox). With blocking
+//     sends (PipelineSchedule::send_mode, SendMode::kBlocking) a worker starts its next compute
+//     op only once every message it has posted has been delivered, as Megatron-LM's pipeline
+//     waits on its batched sends and receives before the step goes on; the receiver has posted
+//     its receive already, so a delivery never waits on the receiver and the lists stay free of
+//     deadlock. A worker posts
 //     its receives early (c10d irecv ahead of time, a SimGrid mailbox with a permanent
 //     receiver), and a Recv op is the wait for that message's arrival. BuildSchedule puts every
 //     Send right after the op that produces its data and every Recv right before the op that
@@ -163,6 +168,17 @@ const char* RecomputeTimingName(RecomputeTiming timing);  // "in_backward", "ear
 // The timing a name gives; nullopt for another name.
 std::optional<RecomputeTiming> ParseRecomputeTiming(const std::string& name);
 
+// How a Send completes (PipelineSchedule::send_mode, the contract above).
+enum class SendMode {
+  kEager,     // posted and left: the worker goes on at once (c10d isend, torch's runtime)
+  kBlocking,  // delivered before the worker's next compute op (Megatron-LM's p2p_communication:
+              // batch_isend_irecv, then a wait on every request, before the next forward or
+              // backward; megatron/core/pipeline_parallel/p2p_communication.py)
+};
+const char* SendModeName(SendMode mode);  // "eager", "blocking"
+// The mode a name gives; nullopt for another name.
+std::optional<SendMode> ParseSendMode(const std::string& name);
+
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::kFlush;
   int stages = 1;                  // pipeline depth P (positions)
@@ -173,6 +189,7 @@ struct PipelineSchedule {
   bool vertical_sync = false;
   bool recompute = false;
   RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;  // with recompute
+  SendMode send_mode = SendMode::kEager;
   std::vector<WorkerProgram> workers;  // stage 0's replicas first, then stage 1's, ...
 
   int WorkerCount() const { return static_cast<int>(workers.size()); }

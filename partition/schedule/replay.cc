@@ -73,7 +73,8 @@ namespace {
 // The discrete-event execution under op.h's contract. Each worker advances through its list
 // until it blocks on a Recv (its Send not posted yet) or an AllReduce (replicas missing). A Send
 // is posted and the worker goes on; its message arrives `transfer` later, and the Recv ends at
-// the later of its start and that arrival.
+// the later of its start and that arrival. With blocking sends a compute op starts no earlier
+// than the arrival of every message its worker has sent.
 class Replayer {
  public:
   Replayer(const PipelineSchedule& s, const OpCosts& costs)
@@ -82,6 +83,7 @@ class Replayer {
     const size_t slots = routing_.MessageSlots();
     arrival_.assign(slots, -1);
     clock_.assign(W, 0);
+    sent_until_.assign(W, 0);
     pc_.assign(W, 0);
     posted_.assign(W, false);
     result_.workers.resize(W);
@@ -125,8 +127,12 @@ class Replayer {
         if (!Collective(w, op, t)) return;
       } else {
         const double cost = costs_.Of(op, s_.chunks);
-        if (IsComputeOp(op.kind)) result_.workers[w].busy += cost;
-        Complete(w, t, t + cost);
+        double start = t;
+        if (IsComputeOp(op.kind)) {
+          result_.workers[w].busy += cost;
+          if (s_.send_mode == SendMode::kBlocking) start = std::max(t, sent_until_[w]);
+        }
+        Complete(w, start, start + cost);
       }
     }
   }
@@ -142,6 +148,7 @@ class Replayer {
     }
     if (IsSendOp(op.kind)) {
       arrival_[slot] = t + costs_.transfer;
+      sent_until_[w] = std::max(sent_until_[w], arrival_[slot]);
       Complete(w, t, t);
       Wake(op.peer_worker);
       return true;
@@ -204,6 +211,7 @@ class Replayer {
   const OpCosts& costs_;
   Routing routing_;
   std::vector<double> clock_;
+  std::vector<double> sent_until_;  // per worker: when the messages it has sent have all arrived
   std::vector<size_t> pc_;
   std::vector<bool> posted_;
   std::deque<int> ready_;

@@ -47,6 +47,8 @@ struct ScheduleSpec {
   // Under recompute: recompute in the backward, once the gradient has arrived (Megatron-LM,
   // torch.utils.checkpoint), or early, while the gradient is on its way.
   RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;
+  // Whether a worker waits for its sends to be delivered before its next compute op (op.h).
+  SendMode send_mode = SendMode::kEager;
 };
 
 // NOAM (PipeDream SOSP'19 section 3.2): ceil(workers / replicas of the input stage).

@@ -23,6 +23,7 @@ std::string ScheduleToText(const PipelineSchedule& s, const ReplayResult& replay
     out << (s.recompute_timing == RecomputeTiming::kEarly
                 ? ", recomputation early (before the gradient arrives)"
                 : ", recomputation in the backward (after the gradient arrives)");
+  if (s.send_mode == SendMode::kBlocking) out << ", blocking sends";
   out << "\n";
   for (const auto& w : s.workers) {
     out << "worker " << w.worker << " (stage " << w.stage << ", replica " << w.replica << "):";

@@ -44,6 +44,13 @@ double ListScheduleMakespan(const PipelineSchedule& s, const ListScheduleCase& c
     if (it == done.end()) return -1;
     return it->second.end + (it->second.worker == worker ? 0 : c.transfer.at(cut));
   };
+  // The worker of each model stage (one replica each), and per worker when the inputs it has
+  // produced for other workers have all arrived there.
+  std::vector<int> owner(G, -1);
+  for (const auto& w : s.workers)
+    for (int g : w.model_stages)
+      if (g < G) owner[g] = w.worker;
+  std::vector<double> sent_until(W, 0);
   std::vector<size_t> next(W, 0);
   std::vector<double> free_at(W, 0);
   size_t remaining = 0;
@@ -55,7 +62,7 @@ double ListScheduleMakespan(const PipelineSchedule& s, const ListScheduleCase& c
         const Op& op = order[w][next[w]];
         const int g = op.stage, k = op.microbatch;
         const char role = Role(op.kind);
-        double start = free_at[w];
+        double start = c.blocking_sends ? std::max(free_at[w], sent_until[w]) : free_at[w];
         bool ready = true;
         auto need = [&](char r, int stage, int cut) {
           const double t = arrival(r, stage, k, w, cut);
@@ -82,6 +89,12 @@ double ListScheduleMakespan(const PipelineSchedule& s, const ListScheduleCase& c
         if (!ready) break;
         free_at[w] = start + duration;
         done[{role, g, k}] = {free_at[w], w};
+        // The input this op produces for another worker: a forward's for stage g + 1, a
+        // backward's (or backward-input's) gradient for stage g - 1.
+        if (role == 'F' && g + 1 < G && owner[g + 1] != w)
+          sent_until[w] = std::max(sent_until[w], free_at[w] + c.transfer.at(g));
+        if (role == 'B' && g > 0 && owner[g - 1] != w)
+          sent_until[w] = std::max(sent_until[w], free_at[w] + c.transfer.at(g - 1));
         ++next[w];
         --remaining;
         progress = true;

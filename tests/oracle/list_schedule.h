@@ -13,7 +13,9 @@
 //                          gradient of g+1, k (early: not)
 // An input from another worker arrives `transfer` after its producer ends (the cut's time);
 // from the same worker, at once. Update and AllReduce take no time and wait for nothing (the
-// oracle's cases have one replica per stage and no optimizer time).
+// oracle's cases have one replica per stage and no optimizer time). With blocking sends, an op
+// also starts no earlier than the arrival of every input its worker has produced for another
+// worker (Megatron-LM waits for its sends before the next forward or backward).
 #pragma once
 
 #include <vector>
@@ -27,6 +29,7 @@ struct ListScheduleCase {
   std::vector<double> backward;  // by model stage (a split backward: half each)
   std::vector<double> transfer;  // by cut: after model stage g, either direction
   bool recompute_in_backward = true;
+  bool blocking_sends = false;
 };
 
 // The makespan of the schedule's compute orders under list scheduling; throws std::logic_error

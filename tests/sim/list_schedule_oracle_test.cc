@@ -82,17 +82,19 @@ Scenario ScenarioOf(const Case& c) {
   s.training.chunks = c.chunks;
   s.training.recompute = c.recompute;
   s.training.recompute_timing = c.timing;
+  s.training.send_mode = c.costs.blocking_sends ? SendMode::kBlocking : SendMode::kEager;
   return s;
 }
 
 // `cases` random cases of `kind` (a fixed seed per kind): the simulated makespan against the
-// oracle's.
-void CheckKind(ScheduleKind kind, int cases) {
-  std::mt19937 rng(20261201u + static_cast<unsigned>(kind));
+// oracle's; with `blocking`, every worker waits for its sends before its next compute op.
+void CheckKind(ScheduleKind kind, int cases, bool blocking = false) {
+  std::mt19937 rng(20261201u + static_cast<unsigned>(kind) + (blocking ? 7919u : 0u));
   int checked = 0;
   double worst = 0;
   for (int i = 0; i < cases; ++i) {
     Case c = RandomCase(kind, rng);
+    c.costs.blocking_sends = blocking;
     const Scenario s = ScenarioOf(c);
     const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
     // The oracle's transfer is what the message costs: latency plus bytes over bandwidth.
@@ -109,8 +111,8 @@ void CheckKind(ScheduleKind kind, int cases) {
                                  << got << " s, list schedule " << expected << " s";
     ++checked;
   }
-  std::printf("%s: %d random cases, worst relative difference %.2e\n",
-              ScheduleKindName(kind).c_str(), checked, worst);
+  std::printf("%s%s: %d random cases, worst relative difference %.2e\n",
+              ScheduleKindName(kind).c_str(), blocking ? " (blocking sends)" : "", checked, worst);
 }
 
 TEST(SimListSchedule, GPipe) { CheckKind(ScheduleKind::kGPipe, 1000); }
@@ -119,6 +121,13 @@ TEST(SimListSchedule, PipeDream) { CheckKind(ScheduleKind::kPipeDream, 1000); }
 TEST(SimListSchedule, TwoBW) { CheckKind(ScheduleKind::kTwoBW, 1000); }
 TEST(SimListSchedule, Interleaved) { CheckKind(ScheduleKind::kInterleaved, 1000); }
 TEST(SimListSchedule, ZeroBubbleH1) { CheckKind(ScheduleKind::kZeroBubbleH1, 1000); }
+// Megatron-LM's blocking pipeline sends (schedule/op.h, SendMode::kBlocking), every kind.
+TEST(SimListSchedule, BlockingSends) {
+  for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush, ScheduleKind::kPipeDream,
+                            ScheduleKind::kTwoBW, ScheduleKind::kInterleaved,
+                            ScheduleKind::kZeroBubbleH1})
+    CheckKind(kind, 150, /*blocking=*/true);
+}
 
 // The smallest case, by hand: GPipe, 3 stages, 2 micro-batches, forwards 5, 1 and
 // 10 ms, backwards 1 ms, free transfers. Stage 2 starts micro-batch 0 at 6 ms and 1 at 16 ms,

@@ -73,6 +73,7 @@ TrainingSettings ReadTraining(JsonReader& t) {
   s.chunks = t.OptionalInteger("chunks", 1, kMaxLayers, 1);
   s.allreduce_buckets =
       t.OptionalInteger("allreduce_buckets", 1, kMaxCount, kDefaultAllReduceBuckets);
+  s.send_mode = *ParseSendMode(t.OptionalChoice("p2p", {"eager", "blocking"}, "eager"));
   t.Finish();
   return s;
 }

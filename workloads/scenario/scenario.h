@@ -12,7 +12,7 @@
 //    "training": {"global_batch_size", "microbatch_size", "microbatches", "iterations",
 //                 "optimizer", "optimizer_bytes_per_parameter", "learning_rate",
 //                 "vertical_sync", "recompute", "recompute_timing", "data_loading", "chunks",
-//                 "allreduce_buckets"}}
+//                 "allreduce_buckets", "p2p"}}
 #pragma once
 
 #include <optional>
@@ -47,6 +47,9 @@ struct TrainingSettings {
   // Buckets a replicated stage's gradient all-reduce runs in (schedule/spec.h: 1 by default,
   // after the backward; more overlap the backward, which the executor does not do).
   int allreduce_buckets = kDefaultAllReduceBuckets;
+  // Whether a worker waits for its pipeline sends to be delivered before its next forward or
+  // backward (schedule/op.h, SendMode): "eager" (c10d isend, torch) or "blocking" (Megatron-LM).
+  SendMode send_mode = SendMode::kEager;
 };
 
 // The planners a scenario may name.

@@ -71,6 +71,7 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;
   spec.recompute = plan.recompute || scenario.training.recompute;
   spec.recompute_timing = scenario.training.recompute_timing;
+  spec.send_mode = scenario.training.send_mode;
   spec.allreduce_buckets = scenario.training.allreduce_buckets;
   spec.layer_count = scenario.workload.LayerCount();
   spec.worker_count = std::accumulate(spec.replicas.begin(), spec.replicas.end(), 0);

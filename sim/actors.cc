@@ -68,6 +68,7 @@ class WorkerActors {
   struct Worker {
     sg4::Host* host = nullptr;
     sg4::Host* cpu = nullptr;  // where it computes (platform.h: shared by a server's workers)
+    sg4::Host* nvswitch = nullptr;  // its server's switch, for the group's collectives
     sg4::ActorPtr actor;
     std::vector<sg4::Mailbox*> op_mailbox;  // Send/Recv ops: the pair's mailbox
     std::vector<Message> messages;          // Send ops: the payload
@@ -103,6 +104,7 @@ class WorkerActors {
   // the caller holds one. Returns how long it waited for the slot.
   double Execute(const Worker& me, double seconds, bool holding_slot = false);
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
+  std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool ChargeMessageCpu(const Worker& me);
   void Count(int level, double bytes, bool allreduce);
 
@@ -155,7 +157,7 @@ void WorkerActors::PrepareRing(const std::vector<int>& group) {
 }
 
 void WorkerActors::Prepare() {
-  const Platform platform = BuildPlatform(setup_.cluster);
+  const Platform platform = BuildPlatform(setup_.cluster, setup_.gpus_per_worker > 1);
   const int W = s_.WorkerCount();
   workers_.resize(W);
   record_.workers.resize(W);
@@ -172,6 +174,7 @@ void WorkerActors::Prepare() {
     Worker& w = workers_[p.worker];
     w.host = platform.hosts[setup_.worker_device[p.worker]];
     w.cpu = platform.cpus[setup_.worker_device[p.worker]];
+    if (!platform.switches.empty()) w.nvswitch = platform.switches[setup_.worker_device[p.worker]];
     ++workers_on_[w.cpu];
     replicas[p.stage].push_back(p.worker);
     const size_t n = p.ops.size();
@@ -366,32 +369,65 @@ bool WorkerActors::ChargeMessageCpu(const Worker& me) {
   return true;
 }
 
+// A tensor-parallel group's collectives on its rank's server link (NVLink to the NVSwitch), as
+// flows that share the link with whatever else crosses it: a ring step sends to the next rank
+// and receives from the previous one, so a collective is a flow up the link and one down it,
+// side by side. Each is sized to take `seconds` alone (at the link's bandwidth), the time the
+// collective takes at the level's bus bandwidth (TensorParallelCollectiveCost), so on an idle
+// link the op lasts what the planners charge. Returns the flows, started.
+std::vector<sg4::CommPtr> WorkerActors::StartGroupCollectives(const Worker& me, double seconds) {
+  if (seconds <= 0 || !me.nvswitch) return {};
+  const ClusterLevel& level = setup_.cluster.levels[0];
+  const double latency = level.latency_us * 1e-6 / 2;  // the device link's half of the level's
+  const uint64_t bytes =
+      Bytes(std::max(0.0, seconds - latency) * level.bandwidth_bytes_per_s());
+  record_.activities += 2;
+  return {sg4::Comm::sendto_async(me.host, me.nvswitch, bytes),
+          sg4::Comm::sendto_async(me.nvswitch, me.host, bytes)};
+}
+
 double WorkerActors::Compute(int w, size_t i) {
   Worker& me = workers_[w];
   const Op& op = s_.workers[w].ops[i];
-  const double seconds = setup_.ComputeSeconds(op);
+  const SimulationSetup::GroupCollectiveWork group =
+      me.nvswitch ? setup_.GroupCollectivesOf(op) : SimulationSetup::GroupCollectiveWork{};
+  const bool collectives = group.exposed_s + group.overlapped_s > 0;
+  // The op's compute: its time less the group's collectives that run alone (they follow it).
+  const double seconds = setup_.ComputeSeconds(op) - group.exposed_s;
   const int allreduce = me.feeds_allreduce[i];
-  if (allreduce < 0 || me.buckets.empty()) {
+  const bool buckets = allreduce >= 0 && !me.buckets.empty();
+  if (!buckets && !collectives) {
     const double waited = Execute(me, seconds);
     ++record_.activities;
     return waited;
   }
-  // The backward in pieces, one bucket's all-reduce launched after each; on one core slot
-  // throughout, as the executor's backward runs straight through.
+  // On one core slot throughout, as the executor's backward runs straight through.
   const double asked = Now();
   const auto slots = core_slots_.find(me.cpu);
   if (slots != core_slots_.end()) slots->second->acquire();
   const double waited = Now() - asked;
-  const double work = seconds - setup_.launch_overhead_s;
-  for (size_t b = 0; b < me.buckets.size(); ++b) {
-    const double piece =
-        work * me.buckets[b].backward_fraction + (b == 0 ? setup_.launch_overhead_s : 0);
-    Execute(me, piece, true);
+  // The group's collectives that run beside the op's kernels start with it; in the lists' op
+  // granularity a stage's layers run together, so they are one pair of flows.
+  const std::vector<sg4::CommPtr> beside = StartGroupCollectives(me, group.overlapped_s);
+  if (buckets) {
+    // The backward in pieces, one bucket's all-reduce launched after each.
+    const double work = seconds - setup_.launch_overhead_s;
+    for (size_t b = 0; b < me.buckets.size(); ++b) {
+      const double piece =
+          work * me.buckets[b].backward_fraction + (b == 0 ? setup_.launch_overhead_s : 0);
+      Execute(me, piece, true);
+      ++record_.activities;
+      Launch(w, me.buckets[b].bytes);
+    }
+    me.launched[allreduce] = true;
+  } else {
+    Execute(me, seconds, true);
     ++record_.activities;
-    Launch(w, me.buckets[b].bytes);
   }
+  for (const sg4::CommPtr& c : beside) c->wait();
+  for (const sg4::CommPtr& c : StartGroupCollectives(me, group.exposed_s)) c->wait();
+  record_.communication[0].tensor_parallel_bytes += group.bytes;
   if (slots != core_slots_.end()) slots->second->release();
-  me.launched[allreduce] = true;
   return waited;
 }
 

@@ -102,6 +102,24 @@ sg4::Link* Link(const Cluster& cluster, sg4::NetZone* zone, const std::string& n
   return link->seal();
 }
 
+sg4::LinkInRoute InRoute(const Cluster& cluster, sg4::Link* link,
+                         sg4::LinkInRoute::Direction direction) {
+  return ContentionFree(cluster) ? sg4::LinkInRoute(link) : sg4::LinkInRoute(link, direction);
+}
+
+// Servers whose devices are joined by NVLink reach their NICs over PCIe, not over NVLink (a DGX's
+// GPUDirect RDMA path): what leaves the server must not share a device's NVLink link with the
+// traffic inside it. Such a server is a full zone: device to device over both devices' NVLink
+// links, device to the server's gateway over a link of its own that the NIC's level limits
+// (its latency is the NVLink link's, its bandwidth unbounded), device to the switch host over
+// its NVLink link. Full zones store a route per pair, so only servers of at most this many
+// devices get one; larger ones stay star zones.
+constexpr int kMaxFullServer = 64;
+
+bool NvlinkServer(const ClusterLevel& level) {
+  return level.link == "nvlink" && level.count <= kMaxFullServer;
+}
+
 void Attach(const Cluster& cluster, sg4::NetZone* zone,
             simgrid::kernel::routing::NetPoint* member,
             simgrid::kernel::routing::NetPoint* gateway, sg4::Link* link) {
@@ -112,34 +130,85 @@ void Attach(const Cluster& cluster, sg4::NetZone* zone,
                   true);
 }
 
+// The hosts of a server (a level-0 unit) in `zone`, with its switch host when asked, and their
+// routes: a star zone's (every route over the device's own link) or an NVLink server's.
+void BuildServer(const Cluster& cluster, int first_device, const std::string& name,
+                 sg4::NetZone* zone, simgrid::kernel::routing::NetPoint* gateway, bool nvlink,
+                 bool with_switches, Platform& platform) {
+  const ClusterLevel& spec = cluster.levels[0];
+  sg4::Host* shared_cpu = nullptr;
+  if (cluster.shared_cores > 0)
+    shared_cpu =
+        zone->create_host(name + "-cpu", kHostSpeed)->set_core_count(cluster.shared_cores)->seal();
+  sg4::Host* nvswitch = nullptr;
+  sg4::Link* switch_link = nullptr;
+  if (with_switches) {
+    nvswitch = zone->create_host(name + "-switch", kHostSpeed);
+    switch_link = zone->create_link(name + "-switch", 1e15)
+                      ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                      ->seal();
+    if (!nvlink)
+      zone->add_route(nvswitch->get_netpoint(), nullptr, nullptr, nullptr,
+                      {sg4::LinkInRoute(switch_link)}, true);
+  }
+  std::vector<sg4::Host*> hosts;
+  std::vector<sg4::Link*> links;
+  for (int c = 0; c < spec.count; ++c) {
+    const int d = first_device + c;
+    const std::string host_name = "gpu" + std::to_string(d);
+    sg4::Host* host = zone->create_host(host_name, kHostSpeed);
+    sg4::Link* link = Link(cluster, zone, host_name, spec);
+    if (!nvlink) Attach(cluster, zone, host->get_netpoint(), nullptr, link);
+    hosts.push_back(host);
+    links.push_back(link);
+    platform.hosts[d] = host;
+    platform.cpus[d] = shared_cpu ? shared_cpu : host;
+    if (nvswitch) platform.switches[d] = nvswitch;
+  }
+  if (!nvlink) return;
+  using Direction = sg4::LinkInRoute::Direction;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    for (size_t j = i + 1; j < hosts.size(); ++j)
+      zone->add_route(hosts[i]->get_netpoint(), hosts[j]->get_netpoint(), nullptr, nullptr,
+                      {InRoute(cluster, links[i], Direction::UP),
+                       InRoute(cluster, links[j], Direction::DOWN)},
+                      true);
+    if (nvswitch)
+      zone->add_route(hosts[i]->get_netpoint(), nvswitch->get_netpoint(), nullptr, nullptr,
+                      {InRoute(cluster, links[i], Direction::UP), sg4::LinkInRoute(switch_link)},
+                      true);
+    if (gateway) {
+      sg4::Link* pcie = zone->create_link(hosts[i]->get_name() + "-pcie", 1e15)
+                            ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                            ->set_latency(spec.latency_us * 1e-6 / 2)
+                            ->seal();
+      zone->add_route(hosts[i]->get_netpoint(), gateway, nullptr, nullptr,
+                      {sg4::LinkInRoute(pcie)}, true);
+    }
+  }
+}
+
 // A unit of level `level` holding devices first_device.. (level 0: a server of hosts), built top
 // down: a zone must have its parent before it gets hosts or children.
 Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
-               sg4::NetZone* parent, Platform& platform) {
+               sg4::NetZone* parent, bool with_switches, Platform& platform) {
   Unit unit;
   const std::string name = "L" + std::to_string(level) + "-" + std::to_string(index);
-  unit.zone = sg4::create_star_zone(name);
-  if (parent) unit.zone->set_parent(parent);
   const ClusterLevel& spec = cluster.levels[level];
-  sg4::Host* shared_cpu = nullptr;
-  if (level == 0 && cluster.shared_cores > 0)
-    shared_cpu = unit.zone->create_host(name + "-cpu", kHostSpeed)
-                     ->set_core_count(cluster.shared_cores)
-                     ->seal();
+  const bool nvlink = level == 0 && NvlinkServer(spec);
+  unit.zone = nvlink ? sg4::create_full_zone(name) : sg4::create_star_zone(name);
+  if (parent) unit.zone->set_parent(parent);
+  if (level == 0) {
+    if (parent) unit.gateway = unit.zone->create_router(name + "-gw");
+    BuildServer(cluster, first_device, name, unit.zone, unit.gateway, nvlink, with_switches,
+                platform);
+    unit.zone->seal();
+    return unit;
+  }
   for (int c = 0; c < spec.count; ++c) {
-    if (level == 0) {
-      const int d = first_device + c;
-      const std::string host_name = "gpu" + std::to_string(d);
-      sg4::Host* host = unit.zone->create_host(host_name, kHostSpeed);
-      Attach(cluster, unit.zone, host->get_netpoint(), nullptr,
-             Link(cluster, unit.zone, host_name, spec));
-      platform.hosts[d] = host;
-      platform.cpus[d] = shared_cpu ? shared_cpu : host;
-      continue;
-    }
     const int below = cluster.DevicesPerUnit(level - 1);
     const Unit child = BuildUnit(cluster, level - 1, index * spec.count + c,
-                                 first_device + c * below, unit.zone, platform);
+                                 first_device + c * below, unit.zone, with_switches, platform);
     Attach(cluster, unit.zone, child.zone->get_netpoint(), child.gateway,
            Link(cluster, unit.zone, child.zone->get_name() + "-uplink", spec));
   }
@@ -150,11 +219,13 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
 
 }  // namespace
 
-Platform BuildPlatform(const Cluster& cluster) {
+Platform BuildPlatform(const Cluster& cluster, bool with_switches) {
   Platform platform;
   platform.hosts.resize(cluster.DeviceCount());
   platform.cpus.resize(cluster.DeviceCount());
-  BuildUnit(cluster, static_cast<int>(cluster.levels.size()) - 1, 0, 0, nullptr, platform);
+  if (with_switches) platform.switches.resize(cluster.DeviceCount());
+  BuildUnit(cluster, static_cast<int>(cluster.levels.size()) - 1, 0, 0, nullptr, with_switches,
+            platform);
   return platform;
 }
 

@@ -73,8 +73,14 @@ struct Platform {
   // core's speed; beyond one per core they divide the cores equally), as the OS scheduler
   // shares a machine's cores among worker processes.
   std::vector<simgrid::s4u::Host*> cpus;
+  // By device id, with `with_switches`: a host standing for its server's switch (NVSwitch),
+  // joined to the server's zone by a link that never limits (FATPIPE, no latency), so that a
+  // flow from a device to it crosses the device's own server link upwards and a flow back
+  // crosses it downwards: the tensor-parallel group's collectives (sim/actors.cc). Empty
+  // otherwise.
+  std::vector<simgrid::s4u::Host*> switches;
 };
 
-Platform BuildPlatform(const Cluster& cluster);
+Platform BuildPlatform(const Cluster& cluster, bool with_switches = false);
 
 }  // namespace pipetwin::sim

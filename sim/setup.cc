@@ -106,6 +106,22 @@ double SimulationSetup::ComputeSeconds(const Op& op) const {
   return seconds + launch_overhead_s;
 }
 
+SimulationSetup::GroupCollectiveWork SimulationSetup::GroupCollectivesOf(const Op& op) const {
+  const GroupCollectives& c = model_stages[op.stage].collectives;
+  switch (op.kind) {
+    case OpKind::kForward:
+    case OpKind::kRecompute:
+      return {c.forward_exposed_ms * 1e-3, c.forward_overlapped_ms * 1e-3, c.forward_bytes};
+    case OpKind::kBackward:
+      return {c.backward_exposed_ms * 1e-3, c.backward_overlapped_ms * 1e-3, c.backward_bytes};
+    case OpKind::kBackwardInput:
+    case OpKind::kBackwardWeight:
+      return {c.backward_exposed_ms * 0.5e-3, c.backward_overlapped_ms * 0.5e-3,
+              c.backward_bytes / 2};
+    default: return {};
+  }
+}
+
 double SimulationSetup::MessageBytes(const MessageKey& message) const {
   return model_stages[message.UpstreamStage()].output_bytes;
 }

@@ -67,6 +67,14 @@ struct SimulationSetup {
 
   // Seconds a compute op occupies its device (launch overhead included).
   double ComputeSeconds(const Op& op) const;
+  // The tensor-parallel group's collectives inside a compute op (StageCost::collectives; zeros
+  // for a workload that is not split): part of ComputeSeconds, run by the simulator as flows on
+  // the device's server link. A recompute repeats the forward's; a split backward has half each.
+  struct GroupCollectiveWork {
+    double exposed_s = 0, overlapped_s = 0;  // alone on the links
+    double bytes = 0;                        // a rank sends
+  };
+  GroupCollectiveWork GroupCollectivesOf(const Op& op) const;
   // Bytes a message carries: the cut after its upstream stage.
   double MessageBytes(const MessageKey& message) const;
   // The worker's weights, gradients and optimizer bytes (summed over its chunks).

@@ -155,16 +155,26 @@ RingPlan PlanAllReduce(const Cluster& cluster, const std::vector<int>& devices) 
   return plan;
 }
 
+namespace {
+
+int RingSteps(int group, CollectiveKind kind) {
+  return (kind == CollectiveKind::kAllReduce ? 2 : 1) * (group - 1);
+}
+
+}  // namespace
+
+double RingBytesPerRank(int group, CollectiveKind kind, double bytes) {
+  return group > 1 ? RingSteps(group, kind) * bytes / group : 0;
+}
+
 LinearCost TensorParallelCollectiveCost(const Cluster& cluster, int group, CollectiveKind kind) {
   if (group <= 1 || cluster.levels.empty()) return {};
   const ClusterLevel& level = cluster.levels[0];
   const double busbw_bytes_per_s =
       (level.collective_bandwidth_gbps > 0 ? level.collective_bandwidth_gbps
                                            : level.bandwidth_gbps) * 1e9 / 8;
-  const int steps = (kind == CollectiveKind::kAllReduce ? 2 : 1) * (group - 1);
-  const double per_byte = steps / static_cast<double>(group);  // of S, per rank
-  return {steps * (level.latency_us + cluster.communication_overhead_us) * 1e-3,
-          per_byte * 1e3 / busbw_bytes_per_s};
+  return {RingSteps(group, kind) * (level.latency_us + cluster.communication_overhead_us) * 1e-3,
+          RingBytesPerRank(group, kind, 1) * 1e3 / busbw_bytes_per_s};
 }
 
 LinearCost RingAllReduceCost(const Cluster& cluster, const std::vector<int>& devices) {

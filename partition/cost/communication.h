@@ -99,6 +99,9 @@ std::vector<LinearCost> ConcurrentRingAllReduceCosts(const Cluster& cluster,
 // overhead. Free for a group of one.
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter };
 LinearCost TensorParallelCollectiveCost(const Cluster& cluster, int group, CollectiveKind kind);
+// The bytes each rank of a ring of `group` sends for a collective over S bytes (the ring's steps
+// x S / group): 2(g-1)/g S for an all-reduce, (g-1)/g S otherwise; 0 for a group of one.
+double RingBytesPerRank(int group, CollectiveKind kind, double bytes);
 
 // Per link direction, how long it is busy (ms) carrying some traffic alone at its bandwidth.
 using LinkWork = std::map<LinkDirection, double>;

@@ -45,6 +45,16 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
       cost.forward_ms += layer.forward_ms * per_ms;
       cost.backward_ms += layer.backward_ms * per_ms;
       cost.update_ms += layer.update_ms.value_or(0) * per_ms;
+      if (layer.collectives) {
+        const GroupCollectives& c = *layer.collectives;
+        GroupCollectives& sum = cost.collectives;
+        sum.forward_exposed_ms += c.forward_exposed_ms * per_ms;
+        sum.forward_overlapped_ms += c.forward_overlapped_ms * per_ms;
+        sum.forward_bytes += c.forward_bytes * per_sample;
+        sum.backward_exposed_ms += c.backward_exposed_ms * per_ms;
+        sum.backward_overlapped_ms += c.backward_overlapped_ms * per_ms;
+        sum.backward_bytes += c.backward_bytes * per_sample;
+      }
       cost.stash_bytes += w.StashBytes(i) * per_sample;
       cost.parameters += parameters;
       cost.layer_backward_ms.push_back(layer.backward_ms * per_ms);

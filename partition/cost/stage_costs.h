@@ -40,6 +40,9 @@ struct StageCost {
   double input_bytes = 0;       // the stage input of one micro-batch (kept under recomputation)
   double stash_bytes = 0;       // every layer's stash for one micro-batch
   double output_bytes = 0;      // one micro-batch's activation sent to the next stage
+  // The tensor-parallel group's collectives in the stage's layers (Layer::collectives), one
+  // micro-batch: part of forward_ms and backward_ms, scaled as they are.
+  GroupCollectives collectives;
   // Per layer, last layer first (the order a backward produces gradients in): backward ms and
   // gradient bytes, for bucketing the all-reduce.
   std::vector<double> layer_backward_ms;

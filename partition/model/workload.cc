@@ -146,6 +146,25 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     if (l.forward_flops) CheckNumber(*l.forward_flops, file, at + ".forward_flops", false);
     if (l.stash_bytes) CheckNumber(*l.stash_bytes, file, at + ".stash_bytes", false);
     if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
+    if (l.collectives) {
+      const GroupCollectives& c = *l.collectives;
+      const std::string cat = at + ".collectives.";
+      CheckNumber(c.forward_exposed_ms, file, cat + "forward_exposed_ms", false);
+      CheckNumber(c.forward_overlapped_ms, file, cat + "forward_overlapped_ms", false);
+      CheckNumber(c.forward_bytes, file, cat + "forward_bytes", false);
+      CheckNumber(c.backward_exposed_ms, file, cat + "backward_exposed_ms", false);
+      CheckNumber(c.backward_overlapped_ms, file, cat + "backward_overlapped_ms", false);
+      CheckNumber(c.backward_bytes, file, cat + "backward_bytes", false);
+      if (c.forward_exposed_ms > l.forward_ms * (1 + 1e-9))
+        throw InputError(file, cat + "forward_exposed_ms",
+                         "expected at most the layer's forward_ms (" + DescribeJson(l.forward_ms) +
+                             "), got " + DescribeJson(c.forward_exposed_ms));
+      if (c.backward_exposed_ms > l.backward_ms * (1 + 1e-9))
+        throw InputError(file, cat + "backward_exposed_ms",
+                         "expected at most the layer's backward_ms (" +
+                             DescribeJson(l.backward_ms) + "), got " +
+                             DescribeJson(c.backward_exposed_ms));
+    }
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       if (l.inputs[k] < 0 || l.inputs[k] >= n)
         throw InputError(file, at + ".inputs[" + std::to_string(k) + "]", "dangling edge");
@@ -206,6 +225,13 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (l.forward_flops) j["forward_flops"] = *l.forward_flops;
     if (l.stash_bytes) j["stash_bytes"] = *l.stash_bytes;
     if (l.update_ms) j["update_ms"] = *l.update_ms;
+    if (l.collectives)
+      j["collectives"] = {{"forward_exposed_ms", l.collectives->forward_exposed_ms},
+                          {"forward_overlapped_ms", l.collectives->forward_overlapped_ms},
+                          {"forward_bytes", l.collectives->forward_bytes},
+                          {"backward_exposed_ms", l.collectives->backward_exposed_ms},
+                          {"backward_overlapped_ms", l.collectives->backward_overlapped_ms},
+                          {"backward_bytes", l.collectives->backward_bytes}};
     nlohmann::json inputs = nlohmann::json::array();
     for (int in : l.inputs) inputs.push_back(w.layers[in].id);
     j["inputs"] = inputs;
@@ -267,6 +293,17 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.forward_flops = e.MaybeNonNegativeNumber("forward_flops");
     l.stash_bytes = e.MaybeNonNegativeNumber("stash_bytes");
     l.update_ms = e.MaybeNonNegativeNumber("update_ms");
+    if (auto c = e.OptionalMember("collectives")) {
+      GroupCollectives g;
+      g.forward_exposed_ms = c->OptionalNonNegativeNumber("forward_exposed_ms", 0);
+      g.forward_overlapped_ms = c->OptionalNonNegativeNumber("forward_overlapped_ms", 0);
+      g.forward_bytes = c->OptionalNonNegativeNumber("forward_bytes", 0);
+      g.backward_exposed_ms = c->OptionalNonNegativeNumber("backward_exposed_ms", 0);
+      g.backward_overlapped_ms = c->OptionalNonNegativeNumber("backward_overlapped_ms", 0);
+      g.backward_bytes = c->OptionalNonNegativeNumber("backward_bytes", 0);
+      c->Finish();
+      l.collectives = g;
+    }
     if (auto outs = e.OptionalMember("output_bytes")) {
       double sum = 0;
       for (const JsonReader& o : outs->Elements()) {

@@ -19,6 +19,18 @@
 
 namespace pipetwin {
 
+// A tensor-parallel layer's collectives among its group (workloads/megatron), one rank's share
+// at the reference batch, on the server's links with nothing else on them: how much of the
+// layer's forward_ms / backward_ms is collectives running alone (exposed), how long the
+// collectives running beside a kernel last (their cost is in the times already; they occupy the
+// links meanwhile), and the bytes each rank sends for them. The planners take the times as they
+// are; the simulator runs the collectives as flows on the device's server link
+// (sim/actors.cc), where other traffic of the server shares them.
+struct GroupCollectives {
+  double forward_exposed_ms = 0, forward_overlapped_ms = 0, forward_bytes = 0;
+  double backward_exposed_ms = 0, backward_overlapped_ms = 0, backward_bytes = 0;
+};
+
 // One layer (a node of the layer graph).
 struct Layer {
   std::string id;            // unique within the workload ("node4", "block3")
@@ -35,6 +47,7 @@ struct Layer {
   // The optimizer step of this layer's parameters, once per weight update (`pipetwin profile`
   // measures it for the scenario's optimizer on CPUs, where it is not negligible); absent: 0.
   std::optional<double> update_ms;
+  std::optional<GroupCollectives> collectives;  // tensor-parallel layers only
   std::vector<int> inputs;               // indices of the layers feeding this one (all < own)
 };
 

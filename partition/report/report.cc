@@ -101,6 +101,7 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                              {"link", c.link},
                              {"pipeline_bytes", c.pipeline_bytes},
                              {"allreduce_bytes", c.allreduce_bytes},
+                             {"tensor_parallel_bytes", c.tensor_parallel_bytes},
                              {"bytes", c.Bytes()},
                              {"messages", c.messages}});
   nlohmann::json out = {{"source", r.source},
@@ -192,6 +193,7 @@ CommunicationLevel CommunicationFromJson(JsonReader c) {
   x.link = Text(c, "link");
   x.pipeline_bytes = c.NonNegativeNumber("pipeline_bytes");
   x.allreduce_bytes = c.NonNegativeNumber("allreduce_bytes");
+  x.tensor_parallel_bytes = c.OptionalNonNegativeNumber("tensor_parallel_bytes", 0);
   c.Accept("bytes");
   x.messages = static_cast<long long>(c.OptionalTally("messages", 0));
   c.Finish();

@@ -67,8 +67,11 @@ struct CommunicationLevel {
   std::string link;        // "nvlink", "pcie", "ethernet", ...
   double pipeline_bytes = 0;   // activations and gradients between stages
   double allreduce_bytes = 0;  // gradient all-reduce traffic (every ring step's payload)
+  // A tensor-parallel group's collectives, the bytes its represented rank sends (the simulator
+  // runs one rank of each group: cluster.h, TensorParallelView).
+  double tensor_parallel_bytes = 0;
   long long messages = 0;
-  double Bytes() const { return pipeline_bytes + allreduce_bytes; }
+  double Bytes() const { return pipeline_bytes + allreduce_bytes + tensor_parallel_bytes; }
 };
 
 struct Report {

@@ -68,11 +68,22 @@ double KernelMs(const Kernel& k, const DeviceSpec& device, double launch_overhea
 PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
   const DeviceSpec& device = cluster.device;
   const int channels = cluster.levels.empty() ? 0 : cluster.levels[0].collective_channels;
-  auto beside = [&](double collective_ms, const std::map<std::string, double>& kernels,
-                    const std::string& name) {
-    const auto k = kernels.find(name);
-    if (name.empty() || k == kernels.end()) return collective_ms;
-    return CollectiveBesideKernelMs(collective_ms, k->second, channels, device.multiprocessors);
+  // Adds a pass's collectives to its time and to the pass's collective figures.
+  auto add = [&](const std::vector<Collective>& collectives,
+                 const std::map<std::string, double>& kernels, double& pass, double& exposed,
+                 double& overlapped, double& bytes) {
+    for (const Collective& c : collectives) {
+      const double alone = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
+      bytes += RingBytesPerRank(tensor, c.kind, c.bytes);
+      const auto k = c.beside.empty() ? kernels.end() : kernels.find(c.beside);
+      if (k == kernels.end()) {
+        pass += alone;
+        exposed += alone;
+      } else {
+        pass += CollectiveBesideKernelMs(alone, k->second, channels, device.multiprocessors);
+        overlapped += alone;
+      }
+    }
   };
   PassMs out;
   std::map<std::string, double> forward_ms;
@@ -81,12 +92,8 @@ PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
     forward_ms[k.name] = ms;
     out.forward += ms;
   }
-  for (const Collective& c : w.forward_collectives) {
-    const double ms =
-        beside(TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes), forward_ms, c.beside);
-    out.forward += ms;
-    out.forward_communication += ms;
-  }
+  add(w.forward_collectives, forward_ms, out.forward, out.forward_exposed, out.forward_overlapped,
+      out.forward_bytes);
   std::map<std::string, double> kernel_ms;
   for (const Kernel& k : w.backward) {
     const double ms = KernelMs(k, device, cluster.launch_overhead_us);
@@ -94,12 +101,8 @@ PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
     out.backward += ms;
   }
   for (const Kernel& k : w.recomputed) out.backward += KernelMs(k, device, cluster.launch_overhead_us);
-  for (const Collective& c : w.backward_collectives) {
-    const double ms =
-        beside(TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes), kernel_ms, c.beside);
-    out.backward += ms;
-    out.backward_communication += ms;
-  }
+  add(w.backward_collectives, kernel_ms, out.backward, out.backward_exposed,
+      out.backward_overlapped, out.backward_bytes);
   return out;
 }
 
@@ -113,6 +116,10 @@ Layer ToLayer(const std::string& id, const std::string& description, const Layer
   const PassMs ms = LayerPassMs(w, cluster, p.tensor);
   layer.forward_ms = ms.forward;
   layer.backward_ms = ms.backward;
+  if (p.tensor > 1)
+    layer.collectives = GroupCollectives{ms.forward_exposed,  ms.forward_overlapped,
+                                         ms.forward_bytes,    ms.backward_exposed,
+                                         ms.backward_overlapped, ms.backward_bytes};
   double flops = 0;
   for (const Kernel& k : w.forward) flops += k.flops;
   layer.forward_flops = flops;

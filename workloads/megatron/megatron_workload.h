@@ -53,8 +53,12 @@ double OptimizerStepBytes(const std::string& precision, bool distributed_optimiz
 double KernelMs(const Kernel& kernel, const DeviceSpec& device, double launch_overhead_us = 0);
 
 struct PassMs {
-  double forward = 0, backward = 0;
-  double forward_communication = 0, backward_communication = 0;  // exposed, included above
+  double forward = 0, backward = 0;  // the passes, the group's collectives included
+  // The group's collectives: running alone (exposed, included above), running beside a kernel
+  // (their time alone: the pair's cost is in the passes; the links are busy meanwhile), and the
+  // bytes a rank sends for all of them (RingBytesPerRank).
+  double forward_exposed = 0, forward_overlapped = 0, forward_bytes = 0;
+  double backward_exposed = 0, backward_overlapped = 0, backward_bytes = 0;
 };
 // One layer's forward and backward on one rank of `parallel.tensor` devices of `cluster`'s
 // servers (the cluster as given, not its tensor-parallel view), selective recomputation in the

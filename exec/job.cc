@@ -82,6 +82,10 @@ ExecutorJob PrepareJob(const RunOptions& options) {
                      "after its last backward: expected 1, got " +
                          std::to_string(t.allreduce_buckets) +
                          " (buckets that overlap the backward are the simulator's model only)");
+  if (replicated && t.distributed_optimizer)
+    throw InputError(file, "training.distributed_optimizer",
+                     "the executor keeps the whole optimizer state on every replica: expected "
+                     "false (a sharded optimizer is the simulator's and the planners' model only)");
   if (options.warmup_iterations >= job.iterations && job.iterations > 1)
     throw InputError("pipetwin run: --warmup (" + std::to_string(options.warmup_iterations) +
                      ") must be below the iterations (" + std::to_string(job.iterations) + ")");

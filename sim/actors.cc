@@ -57,6 +57,9 @@ class WorkerActors {
     const Op* op = nullptr;  // the Send
     double posted_s = 0;
   };
+  // What a job of the communication stream runs of its ring (communication.h: the reduce-scatter
+  // is the first half of an all-reduce's phases, the all-gather the second).
+  enum class Job { kAllReduce, kReduceScatter, kAllGather };
   struct Phase {
     int steps = 0;
     double fraction = 0;
@@ -80,8 +83,12 @@ class WorkerActors {
     sg4::BarrierPtr joined;                 // with a table: the group's members meet first
     std::vector<GradientBucket> buckets;  // launched by the backward before an AllReduce
     std::vector<double> job_bytes;
+    std::vector<Job> job_kind;
     size_t jobs_done = 0, jobs_started = 0;
     std::vector<long> version_job;          // version -> the job that makes it, or -1
+    // With overlap_param_gather: version -> the first of its weights' all-gather buckets, which
+    // a forward waits for (version_job: the last, which everything else waits for).
+    std::vector<long> version_first_job;
     long last_allreduce_job = -1;
     sg4::SemaphorePtr queued, finished;
     // Overlapped data loading (cost/data_loading.h): micro-batches loaded and not yet taken by
@@ -96,7 +103,7 @@ class WorkerActors {
   void StreamMain(int w);
   void LoaderMain(int w);
   void Load(int w);  // before a forward of the input stage
-  void Launch(int w, double bytes);
+  void Launch(int w, double bytes, Job kind = Job::kAllReduce);
   void LaunchAll(int w);
   void WaitForJob(int w, long job);
   void WaitForDeliveries(int w);  // a worker's blocking sends, posted and not yet waited on
@@ -205,6 +212,7 @@ void WorkerActors::Prepare() {
       }
     }
     w.version_job.assign(versions + 1, -1);
+    w.version_first_job.assign(versions + 1, -1);
     w.queued = sg4::Semaphore::create(0);
     w.finished = sg4::Semaphore::create(0);
     record_.states.emplace_back(setup_, p.worker, setup_.options.record_memory_timeline);
@@ -242,16 +250,18 @@ void WorkerActors::Prepare() {
         workers_[p.worker].op_mailbox[i]->set_receiver(workers_[p.worker].actor);
 }
 
-void WorkerActors::Launch(int w, double bytes) {
+void WorkerActors::Launch(int w, double bytes, Job kind) {
   Worker& me = workers_[w];
   me.job_bytes.push_back(bytes);
+  me.job_kind.push_back(kind);
   me.last_allreduce_job = static_cast<long>(me.job_bytes.size()) - 1;
   record_.workers[w].allreduces.push_back({0, 0, bytes});
   me.queued->release();
 }
 
 void WorkerActors::LaunchAll(int w) {
-  for (const GradientBucket& b : workers_[w].buckets) Launch(w, b.bytes);
+  for (const GradientBucket& b : workers_[w].buckets)
+    Launch(w, b.bytes, setup_.sharded_optimizer ? Job::kReduceScatter : Job::kAllReduce);
 }
 
 void WorkerActors::WaitForDeliveries(int w) {
@@ -280,17 +290,24 @@ void WorkerActors::StreamMain(int w) {
     const size_t job = me.jobs_started++;
     const double bytes = me.job_bytes[job];
     const double start = Now();
+    // The phases this job runs: all of them, or the reduce-scatter's or the all-gather's half.
+    const size_t half = me.phases.size() / 2;
+    const size_t first = me.job_kind[job] == Job::kAllGather ? half : 0;
+    const size_t end = me.job_kind[job] == Job::kReduceScatter ? half : me.phases.size();
     if (me.table) {
       // Measured on the machine for this group size (cluster.h): the whole collective, once
-      // every member has joined (as its ring's first step would wait for them).
+      // every member has joined (as its ring's first step would wait for them); a half of it
+      // takes half the time.
       me.joined->wait();
-      sg4::this_actor::sleep_for(me.table->Seconds(bytes));
+      const double share = me.job_kind[job] == Job::kAllReduce ? 1.0 : 0.5;
+      sg4::this_actor::sleep_for(share * me.table->Seconds(bytes));
       ++record_.activities;
-      for (const Phase& phase : me.phases)
-        for (int step = 0; step < phase.steps; ++step)
-          Count(phase.level, bytes * phase.fraction, true);
+      for (size_t k = first; k < end; ++k)
+        for (int step = 0; step < me.phases[k].steps; ++step)
+          Count(me.phases[k].level, bytes * me.phases[k].fraction, true);
     } else {
-      for (const Phase& phase : me.phases) {
+      for (size_t k = first; k < end; ++k) {
+        const Phase& phase = me.phases[k];
         const double step_bytes = bytes * phase.fraction;
         for (int step = 0; step < phase.steps; ++step) {
           if (setup_.communication_overhead_s > 0) {
@@ -417,7 +434,8 @@ double WorkerActors::Compute(int w, size_t i) {
           work * me.buckets[b].backward_fraction + (b == 0 ? setup_.launch_overhead_s : 0);
       Execute(me, piece, true);
       ++record_.activities;
-      Launch(w, me.buckets[b].bytes);
+      Launch(w, me.buckets[b].bytes,
+             setup_.sharded_optimizer ? Job::kReduceScatter : Job::kAllReduce);
     }
     me.launched[allreduce] = true;
   } else {
@@ -443,8 +461,14 @@ void WorkerActors::WorkerMain(int w) {
     const Op& op = ops[i];
     double start = Now();
     if (IsComputeOp(op.kind)) {
-      if (op.weight_version >= 0 && op.weight_version < static_cast<int>(me.version_job.size()))
-        WaitForJob(w, me.version_job[op.weight_version]);
+      if (op.weight_version >= 0 && op.weight_version < static_cast<int>(me.version_job.size())) {
+        // With the weights' all-gather overlapped (overlap_param_gather), the version's first
+        // forward waits for its first bucket only; every other op for all of it.
+        const int v = op.weight_version;
+        const bool first_forward = op.kind == OpKind::kForward && me.version_first_job[v] >= 0;
+        WaitForJob(w, first_forward ? me.version_first_job[v] : me.version_job[v]);
+        if (first_forward) me.version_first_job[v] = -1;
+      }
       WaitForDeliveries(w);  // blocking sends: delivered before the next compute
       if (op.kind == OpKind::kForward && op.stage == 0) Load(w);
       start = Now();
@@ -485,8 +509,8 @@ void WorkerActors::WorkerMain(int w) {
       if (!me.launched[i]) LaunchAll(w);
     } else if (op.kind == OpKind::kUpdate) {
       me.version_job[op.weight_version] = me.phases.empty() ? -1 : me.last_allreduce_job;
-      // A measured optimizer step (CPU workers) runs on the worker once its gradients are
-      // summed; on GPUs it is left out (Layer::update_ms absent), as in the papers' models.
+      // The optimizer step (Layer::update_ms: measured on CPUs, Megatron's kernels on GPUs; absent
+      // for the papers' profiles) runs on the worker once its gradients are summed.
       double update_s = 0;
       for (int g : s_.workers[w].model_stages) update_s += setup_.model_stages[g].update_ms * 1e-3;
       if (update_s > 0) {
@@ -495,6 +519,19 @@ void WorkerActors::WorkerMain(int w) {
         start += Execute(me, update_s);
         ++record_.activities;
         rec.busy_s += Now() - start;
+      }
+      if (setup_.sharded_optimizer && !me.phases.empty()) {
+        // The stepped shard's weights all-gathered over the replicas: in the gradient buckets'
+        // count when the next forward overlaps them, else at once.
+        double weight_bytes = 0;
+        for (int g : s_.workers[w].model_stages) weight_bytes += setup_.model_stages[g].weight_bytes;
+        const int pieces = setup_.overlap_param_gather ? std::max<int>(1, me.buckets.size()) : 1;
+        for (int k = 0; k < pieces; ++k) {
+          Launch(w, weight_bytes / pieces, Job::kAllGather);
+          if (k == 0 && setup_.overlap_param_gather)
+            me.version_first_job[op.weight_version] = me.last_allreduce_job;
+        }
+        me.version_job[op.weight_version] = me.last_allreduce_job;
       }
     }
     rec.op_start_s[i] = start;

@@ -71,6 +71,8 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   setup.options = options;
   setup.iterations = scenario.training.iterations;
   setup.allreduce_buckets = scenario.training.allreduce_buckets;
+  setup.sharded_optimizer = scenario.training.distributed_optimizer;
+  setup.overlap_param_gather = scenario.training.overlap_param_gather;
   setup.launch_overhead_s = cluster.launch_overhead_us * 1e-6;
   setup.communication_overhead_s = cluster.communication_overhead_us * 1e-6;
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);

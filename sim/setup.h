@@ -53,6 +53,11 @@ struct SimulationSetup {
   int microbatches_per_iteration = 1;   // over all replicas of the input stage
   int iterations = 1;
   int allreduce_buckets = 1;            // of the lists' all-reduces (training.allreduce_buckets)
+  // A sharded optimizer (training.distributed_optimizer): an AllReduce op reduce-scatters the
+  // gradients and an Update all-gathers the weights after its step; with
+  // overlap_param_gather, a forward waits for the first bucket of them only.
+  bool sharded_optimizer = false;
+  bool overlap_param_gather = false;
   double launch_overhead_s = 0;
   double communication_overhead_s = 0;
   // Loading one micro-batch on an input-stage worker, and how it meets the compute

@@ -54,6 +54,24 @@ TEST(FromMegatron, FullRecomputationIsTheSchedulesAndDataParallelismFollowsTheNo
   EXPECT_DOUBLE_EQ(s.training.optimizer_bytes_per_parameter, 6);  // 12 / d (ZeRO-1)
   EXPECT_EQ(s.schedule, ScheduleKind::kFlush);
   EXPECT_EQ(s.training.send_mode, SendMode::kBlocking);  // 1F1B waits on its exchanges
+  EXPECT_TRUE(s.training.distributed_optimizer);         // its traffic too: RS, then AG
+  EXPECT_FALSE(s.training.overlap_param_gather);
+}
+
+// --overlap-param-gather: the distributed optimizer's weights gathered under the next forward;
+// Megatron-LM refuses it without --use-distributed-optimizer, and so does from-megatron.
+TEST(FromMegatron, OverlappedParamGatherNeedsTheDistributedOptimizer) {
+  const std::string base = std::string("from-megatron --nodes 16 -- ") + kGpt3;
+  const auto r = RunPipetwin(base + "--use-distributed-optimizer --overlap-param-gather");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("not modelled"), std::string::npos) << r.err;
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_TRUE(s.training.distributed_optimizer);
+  EXPECT_TRUE(s.training.overlap_param_gather);
+  const auto bad = RunPipetwin(base + "--overlap-param-gather");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--overlap-param-gather needs --use-distributed-optimizer"),
+            std::string::npos) << bad.err;
 }
 
 // Megatron-LM overlaps pipeline messages only in its interleaved schedule, and only with

@@ -121,6 +121,14 @@ TEST(ScenarioBadInput, NamesFileAndJsonPath) {
             "scenario.json: training.microbatches: expected an integer from 1 to 16777216 "
             "(pipetwin's limit for micro-batches per iteration), got 0");
   EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster +
+                    R"(, "planner": "2bw", "training": {"overlap_param_gather": true}})"),
+            "scenario.json: training.overlap_param_gather: expected false without "
+            "\"distributed_optimizer\": true (only a sharded optimizer all-gathers the weights)");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster +
+                    R"(, "planner": "2bw", "training": {"p2p": "rendezvous"}})")
+                .substr(0, 44),
+            "scenario.json: training.p2p: expected one of");
+  EXPECT_EQ(ErrorOf("{" + gpt + "," + cluster +
                     R"(, "planner": "2bw", "training": {"learning_rate": "NaN"}})"),
             "scenario.json: training.learning_rate: expected a number > 0, got \"NaN\"");
   EXPECT_EQ(ErrorOf(R"({"workload": {"generator": "gpt", "hidden": 100, "heads": 16}, )" +

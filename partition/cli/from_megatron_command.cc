@@ -72,6 +72,7 @@ po::options_description MegatronOptions() {
       ("attention-dropout", po::value<double>(), "")
       ("hidden-dropout", po::value<double>(), "")
       ("overlap-grad-reduce", "")
+      ("overlap-param-gather", "")
       ("overlap-p2p-communication", "")
       ("no-overlap-p2p-communication", "")
       ("use-flash-attn", "")
@@ -146,6 +147,7 @@ struct MegatronRun {
   // (p2p_communication.py); only its interleaved schedule overlaps them with the chunks'
   // compute, --overlap-p2p-communication (on unless --no-overlap-p2p-communication).
   bool overlap_p2p = true;
+  bool overlap_param_gather = false;  // the distributed optimizer's weights gathered under the forward
 };
 
 // The model's arguments (sizes, architecture), precision and flash attention.
@@ -309,6 +311,10 @@ nlohmann::json ScenarioOf(const MegatronRun& run) {
                                   (p.distributed_optimizer ? p.data_parallel : 1)}};
   if (chunks > 1) training["chunks"] = chunks;
   training["p2p"] = chunks > 1 && run.overlap_p2p ? "eager" : "blocking";
+  if (p.distributed_optimizer && p.data_parallel > 1) {
+    training["distributed_optimizer"] = true;
+    if (run.overlap_param_gather) training["overlap_param_gather"] = true;
+  }
   if (run.overlap_grad_reduce && p.data_parallel > 1) {
     // Megatron's gradient buckets: max(40M, 1M x d) parameters (--ddp-bucket-size's default).
     const double stage_parameters = BlockParametersPerRank(m, p.tensor) * m.layers / pipeline;
@@ -484,6 +490,10 @@ int RunFromMegatronCommand(const Args& args) {
   run.overlap_grad_reduce = mv.count("overlap-grad-reduce") > 0;
   run.tp_pp_dp = mv.count("use-tp-pp-dp-mapping") > 0;
   run.overlap_p2p = mv.count("no-overlap-p2p-communication") == 0;
+  run.overlap_param_gather = mv.count("overlap-param-gather") > 0;
+  if (run.overlap_param_gather && !mv.count("use-distributed-optimizer"))
+    Fail("--overlap-param-gather needs --use-distributed-optimizer (Megatron-LM asserts it: only a "
+         "sharded optimizer all-gathers the weights)");
   ReadModel(mv, run.spec.model, run.spec.parallel);
   for (const std::string& words : unknown)
     std::cerr << "pipetwin from-megatron: warning: " << words << " is not modelled and is ignored\n";
@@ -494,6 +504,11 @@ int RunFromMegatronCommand(const Args& args) {
   if (run.overlap_grad_reduce && run.spec.parallel.data_parallel == 1)
     std::cerr << "pipetwin from-megatron: warning: --overlap-grad-reduce has no effect without "
                  "data parallelism\n";
+  if (run.spec.parallel.data_parallel == 1 &&
+      (run.spec.parallel.distributed_optimizer || run.overlap_param_gather))
+    std::cerr << "pipetwin from-megatron: warning: --use-distributed-optimizer"
+              << (run.overlap_param_gather ? " and --overlap-param-gather have" : " has")
+              << " no effect without data parallelism\n";
   std::cout << JsonText(ScenarioOf(run), 1) << "\n";
   return 0;
 }

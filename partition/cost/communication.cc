@@ -105,6 +105,10 @@ LinearCost SharedRingCost(const Cluster& cluster, const RingPlan& plan, const Li
 
 }  // namespace
 
+double GradientSyncBytes(double gradient_bytes, double weight_bytes, bool sharded_optimizer) {
+  return sharded_optimizer ? (gradient_bytes + weight_bytes) / 2 : gradient_bytes;
+}
+
 double RingPlan::BytesPerMember() const {
   double bytes = 0;
   for (const RingPhase& p : phases) bytes += p.steps * p.fraction;

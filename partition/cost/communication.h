@@ -77,6 +77,14 @@ struct RingPlan {
 // Requires distinct devices of `cluster`. One member or none: no phases.
 RingPlan PlanAllReduce(const Cluster& cluster, const std::vector<int>& devices);
 
+// What a stage's replicas synchronise after a batch, as the bytes of one ring all-reduce of the
+// same cost: its gradients, or, with a sharded optimizer (ZeRO-1, Megatron-LM's
+// --use-distributed-optimizer: Rajbhandari et al. SC'20), a reduce-scatter of the gradients then
+// an all-gather of the updated weights. A ring's reduce-scatter is the first half of its
+// all-reduce's phases and its all-gather the second (PlanAllReduce), so the pair costs the
+// all-reduce of (gradient_bytes + weight_bytes) / 2.
+double GradientSyncBytes(double gradient_bytes, double weight_bytes, bool sharded_optimizer);
+
 // PlanAllReduce's ring over `devices` alone on the links: per phase, its steps' latencies and
 // per-message overheads, and steps x fraction x S over the slowest hop, a hop's bandwidth being
 // its slowest link's divided among the hops of the same phase that cross that link (a server's

@@ -283,4 +283,9 @@ StageEstimate PipelineCostModel::EstimateStage(const PipelinePlacement& p, int s
   return e;
 }
 
+double PipelineCostModel::SyncBytes(int first, int last) const {
+  return GradientSyncBytes(GradientBytes(first, last), Parameters(first, last) * parameter_dtype_bytes_,
+                           settings_.sharded_optimizer);
+}
+
 }  // namespace pipetwin

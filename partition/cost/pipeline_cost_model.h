@@ -45,6 +45,10 @@ struct CostSettings {
   double parameter_dtype_bytes = 0;     // bytes per weight, 0: the workload's
   double gradient_dtype_bytes = 0;      // bytes per gradient, 0: as the weights
   double optimizer_bytes_per_parameter = 8;  // Adam in fp32: two moments of 4 bytes
+  // The optimizer state is sharded over a stage's replicas (ZeRO-1): they reduce-scatter the
+  // gradients and all-gather the weights instead of all-reducing the gradients
+  // (communication.h, GradientSyncBytes).
+  bool sharded_optimizer = false;
   // Bytes each layer keeps from its forward pass for its backward pass, per reference batch
   // (e.g. TransformerBlockStashBytes for the blocks). Empty: each layer's activation_bytes.
   std::vector<double> stash_bytes_per_layer;
@@ -110,6 +114,9 @@ class PipelineCostModel {
   double GradientBytes(int first, int last) const {
     return Parameters(first, last) * gradient_dtype_bytes_;
   }
+  // What the replicas of layers first..last synchronise after a batch, as the bytes of a ring
+  // all-reduce of the same cost (GradientSyncBytes).
+  double SyncBytes(int first, int last) const;
   double StashBytes(int first, int last, int b) const;
   // Bytes crossing the cut after layer `last` for b samples (0 after the last layer, and
   // "before layer 0": the model's input is not a layer and costs nothing here).

@@ -128,7 +128,7 @@ double ExposedAllReduceMs(const PipelineCostModel& model, const PipelinePlacemen
   for (int s = 0; s < depth; ++s) {
     const StageRange& r = splits[s];
     const double work =
-        model.AllReduceCost(placement.devices[s]).Ms(model.GradientBytes(r.first_layer, r.last_layer));
+        model.AllReduceCost(placement.devices[s]).Ms(model.SyncBytes(r.first_layer, r.last_layer));
     rings.push_back({-before_end, work});
     before_end += model.BackwardMs(r.first_layer, r.last_layer, b, recompute);
     if (s + 1 < depth)

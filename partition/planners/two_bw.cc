@@ -98,7 +98,7 @@ std::vector<Candidate> Enumerate(const PipelineCostModel& model, const PlannerSe
 StageTimes TwoBWTimes(const PipelineCostModel& model, const PipelinePlacement& placement,
                       int stage, int first, int last, int b, bool recompute) {
   StageTimes t = model.Times(placement, stage, first, last, b, recompute);
-  t.allreduce_ms = placement.allreduce_alone[stage].Ms(model.GradientBytes(first, last));
+  t.allreduce_ms = placement.allreduce_alone[stage].Ms(model.SyncBytes(first, last));
   return t;
 }
 
@@ -111,7 +111,7 @@ double AllStagesAllReduceMs(const PipelineCostModel& model, const PipelinePlacem
   std::vector<double> bytes;
   double slowest_alone = 0;
   for (size_t s = 0; s < stages.size(); ++s) {
-    bytes.push_back(model.GradientBytes(stages[s].first_layer, stages[s].last_layer));
+    bytes.push_back(model.SyncBytes(stages[s].first_layer, stages[s].last_layer));
     slowest_alone = std::max(slowest_alone, placement.allreduce_alone[s].Ms(bytes.back()));
   }
   return std::max(slowest_alone, model.BusiestLinkMs(placement, bytes));
@@ -145,7 +145,7 @@ double UpdateMsPerMicrobatch(const PipelineCostModel& model, const PipelinePlace
     const StageRange& r = stages[s];
     compute[s] = model.ComputeMs(r.first_layer, r.last_layer, b, c.recompute);
     backward[s] = model.BackwardMs(r.first_layer, r.last_layer, b, c.recompute);
-    gradient_bytes[s] = model.GradientBytes(r.first_layer, r.last_layer);
+    gradient_bytes[s] = model.SyncBytes(r.first_layer, r.last_layer);
     if (s + 1 < d) bytes[s] = model.BoundaryBytes(r.last_layer, b);
   }
   const double allreduce_ms = AllStagesAllReduceMs(model, placement, stages);

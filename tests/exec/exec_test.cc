@@ -92,6 +92,7 @@ struct ScenarioSpec {
   std::vector<int> layer_order;  // the plan's; empty: the workload's own order
   int allreduce_buckets = 1;
   std::string p2p = "eager";
+  bool distributed_optimizer = false;
 };
 
 std::string WriteScenario(const ScenarioSpec& s) {
@@ -119,7 +120,7 @@ std::string WriteScenario(const ScenarioSpec& s) {
                     {"iterations", s.iterations}, {"optimizer", s.optimizer},
                     {"learning_rate", s.learning_rate}, {"vertical_sync", s.vertical_sync},
                     {"recompute", s.recompute}, {"allreduce_buckets", s.allreduce_buckets},
-                    {"p2p", s.p2p}}}};
+                    {"p2p", s.p2p}, {"distributed_optimizer", s.distributed_optimizer}}}};
   const std::string path = TemporaryDirectory() + "/scenario.json";
   WriteFile(path, doc.dump(1));
   return path;
@@ -944,6 +945,12 @@ TEST(ExecInput, WhatTheExecutorCannotRunIsRefusedBeforeAnyWorkerStarts) {
       << r.err;
   buckets.allreduce_buckets = 1;
   EXPECT_EQ(Exec("run '" + WriteScenario(buckets) + "' --check").exit_code, 0);
+  // So is a sharded optimizer: every replica keeps the whole optimizer state.
+  buckets.distributed_optimizer = true;
+  r = Exec("run '" + WriteScenario(buckets) + "' --check");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("training.distributed_optimizer: the executor keeps the whole optimizer"),
+            std::string::npos) << r.err;
   // The front end without the back end beside it.
   r = Shell("'" PIPETWIN_BINARY "' run --frobnicate x");
   EXPECT_EQ(r.exit_code, 2);

@@ -17,8 +17,10 @@ std::vector<int> Divisors(int n, int at_most) {
   return out;
 }
 
-// The closed-form iteration time of one candidate (search.h).
-double IterationSeconds(const MegatronModel& m, const MegatronCandidate& c, const Cluster& server) {
+// The closed-form iteration time of one candidate (search.h), on `cluster` (the server preset
+// widened to the GPUs searched).
+double IterationSeconds(const MegatronModel& m, const MegatronCandidate& c, const Cluster& server,
+                        const Cluster& cluster) {
   MegatronParallel p = c.parallel;
   const bool full = p.recompute == Recompute::kFull;
   if (full) p.recompute = Recompute::kNone;  // the forward rerun is added below
@@ -35,22 +37,23 @@ double IterationSeconds(const MegatronModel& m, const MegatronCandidate& c, cons
   if (c.pipeline == 1) per_microbatch_ms = stage_ms(embedding) + stage_ms(output) - stage_ms(PassMs{});
   const double pipeline_ms =
       (c.microbatches + static_cast<double>(c.pipeline - 1) / c.chunks) * per_microbatch_ms;
-  // Gradients (fp32) of the largest stage's rank, ring all-reduced over the d replicas, each
-  // rank on its share of its server's NIC (TensorParallelView's).
+  // The largest stage's rank synchronises its gradients (fp32) with its d replicas, the
+  // tensor-parallel groups of the same stage placed side by side as Megatron orders them: a
+  // ring all-reduce, or the distributed optimizer's reduce-scatter and weights' all-gather
+  // (GradientSyncBytes), on the cluster's tensor-parallel view (each rank its NIC share).
   const LayerWork work = BlockWork(m, p);
   const double parameters = blocks * work.parameters + EmbeddingWork(m, p).parameters;
   double allreduce_ms = 0;
   if (p.data_parallel > 1) {
-    const Cluster view = TensorParallelView(server, p.tensor, "");
-    const double nic_bytes_per_s = view.levels.back().bandwidth_bytes_per_s() /
-                                   std::max(1, view.levels[0].count);
-    const double d = p.data_parallel;
-    allreduce_ms = 1e3 * 2 * (d - 1) / d * parameters * 4 / nic_bytes_per_s +
-                   2 * (d - 1) * view.levels.back().latency_us * 1e-3;
+    const Cluster view = TensorParallelView(cluster, p.tensor, "");
+    std::vector<int> replicas(p.data_parallel);
+    for (int r = 0; r < p.data_parallel; ++r) replicas[r] = r;
+    allreduce_ms = RingAllReduceCost(view, replicas)
+                       .Ms(GradientSyncBytes(parameters * 4, parameters * p.DtypeBytes(),
+                                             p.distributed_optimizer));
   }
-  const double step_bytes = (p.precision == "fp32" ? 28 : 30) *
-                            (p.distributed_optimizer ? parameters / p.data_parallel : parameters);
-  const double update_ms = 1e3 * step_bytes /
+  const double update_ms =
+      1e3 * parameters * OptimizerStepBytes(p.precision, p.distributed_optimizer, p.data_parallel) /
       (server.device.memory_bandwidth_bytes_per_s * server.device.memory_bandwidth_efficiency);
   return (pipeline_ms + allreduce_ms + update_ms) / 1e3;
 }
@@ -64,6 +67,8 @@ MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precisi
   if (gpus < 1 || gpus % per_server != 0)
     throw InputError(std::to_string(gpus) + " GPUs are not whole servers of " +
                      std::to_string(per_server));
+  Cluster cluster = server;
+  if (cluster.levels.size() > 1) cluster.levels.back().count = gpus / per_server;
   MegatronSearch out;
   for (int t : Divisors(per_server, per_server))
     for (int p : Divisors(m.layers, m.layers)) {
@@ -103,7 +108,7 @@ MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precisi
               ++out.over_memory;
               continue;
             }
-            c.iteration_s = IterationSeconds(m, c, server);
+            c.iteration_s = IterationSeconds(m, c, server, cluster);
             out.fitting.push_back(c);
           }
       }

@@ -11,8 +11,10 @@
 // with m micro-batches per pipeline, F and B the slowest stage's forward and backward of one
 // micro-batch (all its chunks; a full recomputation's forward rerun in B), (p - 1) / v the
 // bubble of 1F1B and of interleaved 1F1B (Narayanan et al. SC'21, sections 2.2.1 and 2.2.2),
-// A the gradients' ring all-reduce over the d replicas on one rank's NIC share, after the
-// backward, and U the optimizer step. Interleaving needs m divisible by p, as in Megatron-LM.
+// A the replicas' gradient synchronisation after the backward (the distributed optimizer's
+// reduce-scatter and all-gather: communication.h, GradientSyncBytes) as the simulator's rings
+// run it on the cluster's tensor-parallel view, and U the optimizer step (OptimizerStepBytes).
+// Interleaving needs m divisible by p, as in Megatron-LM.
 //
 //   auto ranked = SearchMegatron(gpt3, "bf16", false, ClusterPreset("dgx-a100", 1), 1024, 1536);
 //   ranked[0].iteration_s;   // the fastest estimate that fits

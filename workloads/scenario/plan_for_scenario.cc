@@ -13,6 +13,7 @@ namespace pipetwin {
 PlannerSettings PlannerSettingsFor(const Scenario& s) {
   PlannerSettings settings;
   settings.optimizer_bytes_per_parameter = s.training.optimizer_bytes_per_parameter;
+  settings.sharded_optimizer = s.training.distributed_optimizer;
   if (s.training.global_batch_size > 0) {
     settings.max_global_batch_size = s.training.global_batch_size;
     settings.global_batch_size = s.training.global_batch_size;

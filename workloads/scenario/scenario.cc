@@ -74,6 +74,12 @@ TrainingSettings ReadTraining(JsonReader& t) {
   s.allreduce_buckets =
       t.OptionalInteger("allreduce_buckets", 1, kMaxCount, kDefaultAllReduceBuckets);
   s.send_mode = *ParseSendMode(t.OptionalChoice("p2p", {"eager", "blocking"}, "eager"));
+  s.distributed_optimizer = t.OptionalBool("distributed_optimizer", false);
+  s.overlap_param_gather = t.OptionalBool("overlap_param_gather", false);
+  if (s.overlap_param_gather && !s.distributed_optimizer)
+    t.FailAt("overlap_param_gather",
+             "expected false without \"distributed_optimizer\": true (only a sharded optimizer "
+             "all-gathers the weights)");
   t.Finish();
   return s;
 }

@@ -12,7 +12,7 @@
 //    "training": {"global_batch_size", "microbatch_size", "microbatches", "iterations",
 //                 "optimizer", "optimizer_bytes_per_parameter", "learning_rate",
 //                 "vertical_sync", "recompute", "recompute_timing", "data_loading", "chunks",
-//                 "allreduce_buckets", "p2p"}}
+//                 "allreduce_buckets", "p2p", "distributed_optimizer", "overlap_param_gather"}}
 #pragma once
 
 #include <optional>
@@ -50,6 +50,13 @@ struct TrainingSettings {
   // Whether a worker waits for its pipeline sends to be delivered before its next forward or
   // backward (schedule/op.h, SendMode): "eager" (c10d isend, torch) or "blocking" (Megatron-LM).
   SendMode send_mode = SendMode::kEager;
+  // The optimizer state sharded over each stage's replicas (ZeRO-1, Megatron-LM's
+  // --use-distributed-optimizer): gradients reduce-scattered, the shard stepped, weights
+  // all-gathered (communication.h, GradientSyncBytes). Simulator and planners only.
+  bool distributed_optimizer = false;
+  // With it, the weights' all-gather overlaps the next batch's forward (Megatron-LM's
+  // --overlap-param-gather): a forward waits for the first bucket of weights only.
+  bool overlap_param_gather = false;
 };
 
 // The planners a scenario may name.

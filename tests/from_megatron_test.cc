@@ -181,5 +181,30 @@ TEST(FromMegatron, SearchRanksWhatFitsAndWritesTheBest) {
       << refused.err;
 }
 
+// `--search --planner 2bw`: PipeDream-2BW's plans ranked, the best written as a scenario of the
+// 2bw schedule at its tensor-parallel size, which the planners and the simulator take.
+TEST(FromMegatron, SearchWithTheTwoBWPlannerWritesItsBestPlan) {
+  const auto r = RunPipetwin(
+      "from-megatron --search --planner 2bw --simulate 0 --nodes 8 -- --num-layers 96 "
+      "--hidden-size 12288 --num-attention-heads 96 --seq-length 2048 --vocab-size 50257 "
+      "--global-batch-size 512 --bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rank  TP  PP   DP  micro    m  recompute  samples/s"), std::string::npos)
+      << r.err;
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_EQ(s.schedule, ScheduleKind::kTwoBW);
+  ASSERT_TRUE(s.plan);
+  EXPECT_EQ(s.plan->planner, "2bw");
+  EXPECT_GT(s.workload.tensor_parallel, 1);
+  EXPECT_LE(s.plan->WorkerCount(), s.cluster.DeviceCount());
+  EXPECT_TRUE(s.notes.empty()) << s.notes[0];  // its training settings are the plan's own
+  const auto bad = RunPipetwin(
+      "from-megatron --search --planner gpipe --nodes 8 -- --num-layers 96 --hidden-size 12288 "
+      "--num-attention-heads 96 --seq-length 2048 --vocab-size 50257 --global-batch-size 512");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--planner: expected megatron or 2bw, got gpipe"), std::string::npos)
+      << bad.err;
+}
+
 }  // namespace
 }  // namespace pipetwin

@@ -366,5 +366,33 @@ TEST(MegatronSearch, InterleavingShortensTheBubbleAsTheClosedFormSays) {
               1e-9);
 }
 
+// PipeDream-2BW's planner at every tensor-parallel size (search.h): GPT-3 175B on 64 A100s
+// does not fit a GPU's share of the weights without tensor parallelism but at depths that
+// idle most of the pipeline, so splitting layers over t GPUs pays: the best plan has t > 1 and
+// beats the best at t = 1 by more than a fifth. Every plan fits the memory and its workers
+// (tensor-parallel groups) fit the cluster's view.
+TEST(MegatronSearch, TheTwoBWPlannerChoosesTheTensorParallelSizeToo) {
+  const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
+  const std::vector<TwoBWCandidate> found =
+      Search2BWMegatron(gpt3, "bf16", false, ClusterPreset("dgx-a100", 1), 64, 512);
+  ASSERT_FALSE(found.empty());
+  double best_untensored = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    const TwoBWCandidate& c = found[i];
+    if (i > 0)
+      EXPECT_LE(c.plan.predicted_samples_per_s, found[i - 1].plan.predicted_samples_per_s);
+    EXPECT_EQ(64 % c.parallel.tensor, 0);
+    EXPECT_LE(c.plan.WorkerCount(), 64 / c.parallel.tensor);
+    for (double bytes : c.plan.memory_bytes_per_device) EXPECT_LE(bytes, 80.0 * (1 << 30));
+    EXPECT_EQ(c.parallel.sequence_parallel, c.parallel.tensor > 1);
+    if (c.parallel.tensor == 1)
+      best_untensored = std::max(best_untensored, c.plan.predicted_samples_per_s);
+  }
+  EXPECT_GT(found.front().parallel.tensor, 1);
+  EXPECT_GT(found.front().plan.predicted_samples_per_s, 1.2 * best_untensored);
+  EXPECT_THROW(Search2BWMegatron(gpt3, "bf16", false, ClusterPreset("dgx-a100", 1), 8, 8),
+               InputError);  // 175B on one server: no 2BW plan fits
+}
+
 }  // namespace
 }  // namespace pipetwin

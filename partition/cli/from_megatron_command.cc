@@ -361,6 +361,89 @@ void PrintShape(std::ostream& err, const MegatronRun& run) {
             << (memory.Total() <= run.server.device.memory_bytes ? "fits" : "does not fit") << "\n";
 }
 
+// A candidate's scenario simulated for one iteration: its iteration_s.
+double SimulateCandidate(const WorkDirectory& work, int rank, const nlohmann::json& scenario) {
+  const std::string file = work.File("candidate" + std::to_string(rank) + ".json");
+  WriteTextFileAtomically(file, JsonText(scenario, 1) + "\n");
+  std::string out;
+  if (RunBackEnd("pipetwin-sim", {"simulate", file, "--json", "--no-timeline"}, &out) != 0)
+    throw RunError("pipetwin from-megatron: simulating candidate " + std::to_string(rank) + " failed");
+  return ParseJsonText(out, file).value("iteration_s", 0.0);
+}
+
+// The scenario of a PipeDream-2BW candidate (search.h, Search2BWMegatron): its workload at its
+// tensor-parallel size, its plan on the cluster's tensor-parallel view, the 2bw schedule.
+nlohmann::json TwoBWScenarioOf(const MegatronRun& run, const TwoBWCandidate& c, int iterations) {
+  const Plan& plan = c.plan;
+  const MegatronSpec workload{run.spec.model, c.parallel};
+  int width = 0;
+  for (const StagePlan& s : plan.stages) width = std::max(width, s.replicas);
+  const std::string shape = "TP " + std::to_string(c.parallel.tensor) + " x PP " +
+                            std::to_string(plan.StageCount()) + " x DP " + std::to_string(width);
+  return {{"name", "from-megatron: " + run.spec.model.architecture + " " +
+                       std::to_string(run.spec.model.layers) + " x " +
+                       std::to_string(run.spec.model.hidden) + ", PipeDream-2BW, " + shape +
+                       " on " + std::to_string(run.nodes) + " " + run.preset + " servers"},
+          {"workload", MegatronSpecToJson(workload)},
+          {"cluster", {{"preset", run.preset}, {"servers", run.nodes}}},
+          {"plan", PlanToJson(plan)},
+          {"schedule", "2bw"},
+          {"training", {{"microbatch_size", plan.microbatch_size},
+                        {"microbatches", plan.microbatches_per_update},
+                        {"iterations", iterations},
+                        {"recompute", plan.recompute},
+                        {"optimizer", "adam"},
+                        {"optimizer_bytes_per_parameter", c.parallel.precision == "fp32" ? 8.0 : 12.0}}}};
+}
+
+// `--search --planner 2bw`: PipeDream-2BW's plans at every tensor-parallel size, ranked by the
+// planner's throughput, the top ones simulated. 2BW never flushes: a candidate is simulated for
+// three updates and its steady state (the second; the first fills the pipeline, the last
+// drains it) compared with the planner's time per update, w b m / samples/s.
+int Search2BW(const po::variables_map& vm, const MegatronRun& run, int gpus, int global) {
+  const std::vector<TwoBWCandidate> found =
+      Search2BWMegatron(run.spec.model, run.spec.parallel.precision,
+                        run.spec.parallel.flash_attention, run.server, gpus, global);
+  const int top = std::min<int>(vm["top"].as<int>(), static_cast<int>(found.size()));
+  const int simulate = std::min(vm["simulate"].as<int>(), top);
+  std::cerr << "pipetwin from-megatron --search --planner 2bw: PipeDream-2BW (asynchronous, "
+               "weights one update stale) at " << found.size()
+            << " tensor-parallel settings that fit " << GiB(run.server.device.memory_bytes) << "\n"
+            << "rank  TP  PP   DP  micro    m  recompute  samples/s  estimate s  memory GiB  simulated s\n";
+  const WorkDirectory work("");  // removed at the end
+  std::vector<double> simulated;
+  for (int i = 0; i < top; ++i) {
+    const TwoBWCandidate& c = found[i];
+    const Plan& plan = c.plan;
+    int width = 0;
+    for (const StagePlan& s : plan.stages) width = std::max(width, s.replicas);
+    double memory = 0;
+    for (double bytes : plan.memory_bytes_per_device) memory = std::max(memory, bytes);
+    const double seconds = i < simulate ? SimulateCandidate(work, i + 1, TwoBWScenarioOf(run, c, 3)) : 0;
+    const double estimate =
+        width * plan.microbatch_size * plan.microbatches_per_update / plan.predicted_samples_per_s;
+    simulated.push_back(seconds);
+    const std::string recompute = plan.recompute ? "full" : RecomputeName(c.parallel.recompute);
+    std::ostringstream row;
+    row << std::setw(4) << i + 1 << std::setw(4) << c.parallel.tensor << std::setw(4)
+        << plan.StageCount() << std::setw(5) << width << std::setw(7) << plan.microbatch_size
+        << std::setw(5) << plan.microbatches_per_update << std::setw(11) << recompute << std::fixed
+        << std::setprecision(1) << std::setw(11) << plan.predicted_samples_per_s
+        << std::setprecision(2) << std::setw(12) << estimate << std::setprecision(1)
+        << std::setw(12) << memory / (1024.0 * 1024 * 1024) << std::setprecision(2);
+    if (i < simulate) row << std::setw(13) << seconds;
+    else row << std::setw(13) << "-";
+    std::cerr << row.str() << "\n";
+  }
+  int best = 0;
+  for (int i = 1; i < simulate; ++i)
+    if (simulated[i] > 0 && simulated[i] < simulated[best]) best = i;
+  std::cerr << "pipetwin from-megatron --search: writing rank " << best + 1
+            << (simulate > 0 ? " (the fastest simulated)" : " (the fastest estimate)") << "\n";
+  std::cout << JsonText(TwoBWScenarioOf(run, found[best], vm["iterations"].as<int>()), 1) << "\n";
+  return 0;
+}
+
 // `--search`: the fastest configurations that fit, the top ones simulated (search.h).
 int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun run) {
   for (const char* flag : {"tensor-model-parallel-size", "pipeline-model-parallel-size",
@@ -378,6 +461,9 @@ int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun
   const MegatronModel& m = run.spec.model;
   const int global = Required(mv, "global-batch-size");
   const int gpus = run.nodes * run.server.levels[0].count;
+  const std::string planner = vm["planner"].as<std::string>();
+  if (planner == "2bw") return Search2BW(vm, run, gpus, global);
+  if (planner != "megatron") Fail("--planner: expected megatron or 2bw, got " + planner);
   const MegatronSearch found =
       SearchMegatron(m, run.spec.parallel.precision, run.spec.parallel.flash_attention,
                      run.server, gpus, global);
@@ -399,15 +485,7 @@ int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun
     r.chunks = c.chunks;
     r.microbatches = c.microbatches;
     r.iterations = 1;
-    double seconds = 0;
-    if (i < simulate) {
-      const std::string file = work.File("candidate" + std::to_string(i + 1) + ".json");
-      WriteTextFileAtomically(file, JsonText(ScenarioOf(r), 1) + "\n");
-      std::string out;
-      if (RunBackEnd("pipetwin-sim", {"simulate", file, "--json", "--no-timeline"}, &out) != 0)
-        throw RunError("pipetwin from-megatron: simulating candidate " + std::to_string(i + 1) + " failed");
-      seconds = ParseJsonText(out, file).value("iteration_s", 0.0);
-    }
+    const double seconds = i < simulate ? SimulateCandidate(work, i + 1, ScenarioOf(r)) : 0;
     runs.push_back(r);
     simulated.push_back(seconds);
     std::ostringstream row;  // its own stream: the table's formatting stays in the table
@@ -444,6 +522,9 @@ int RunFromMegatronCommand(const Args& args) {
       ("iterations", po::value<int>()->default_value(2), "training iterations to simulate")
       ("search", "choose TP, PP, DP, micro-batch, virtual stages and recomputation for --nodes "
                  "and the global batch: the fastest that fit, ranked")
+      ("planner", po::value<std::string>()->default_value("megatron"),
+       "with --search: megatron (its schedules: 1F1B, interleaved) or 2bw (PipeDream-2BW's "
+       "planner at every tensor-parallel size)")
       ("top", po::value<int>()->default_value(10), "with --search: configurations listed")
       ("simulate", po::value<int>()->default_value(3),
        "with --search: how many of the top ones to simulate (0: none)");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "partition/cost/communication.h"
+#include "partition/planners/two_bw.h"
 #include "partition/util/error.h"
 #include "workloads/megatron/megatron_workload.h"
 
@@ -117,6 +118,61 @@ MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precisi
                    [](const MegatronCandidate& a, const MegatronCandidate& b) {
                      return a.iteration_s < b.iteration_s;
                    });
+  return out;
+}
+
+std::vector<TwoBWCandidate> Search2BWMegatron(const MegatronModel& m, const std::string& precision,
+                                              bool flash_attention, const Cluster& server,
+                                              int gpus, int global_batch) {
+  const int per_server = server.levels.empty() ? 1 : server.levels[0].count;
+  if (gpus < 1 || gpus % per_server != 0)
+    throw InputError(std::to_string(gpus) + " GPUs are not whole servers of " +
+                     std::to_string(per_server));
+  Cluster cluster = server;
+  if (cluster.levels.size() > 1) cluster.levels.back().count = gpus / per_server;
+  std::vector<TwoBWCandidate> out;
+  std::string shortfall;
+  for (int t : Divisors(per_server, per_server))
+    for (Recompute r : {Recompute::kNone, Recompute::kSelective}) {
+      TwoBWCandidate c;
+      c.parallel.tensor = t;
+      c.parallel.sequence_parallel = t > 1;
+      c.parallel.recompute = r;
+      c.parallel.precision = precision;
+      c.parallel.flash_attention = flash_attention;
+      try {
+        ValidateMegatron(m, c.parallel);
+      } catch (const InputError&) {
+        continue;  // heads, groups or the MLP not divisible by t
+      }
+      const Workload workload = MegatronWorkload(m, c.parallel, cluster);
+      PlannerSettings settings;
+      settings.max_global_batch_size = global_batch;
+      settings.microbatch_candidates = {1, 2, 4, 8};
+      // fp32 main weights and Adam's two moments (Megatron's mixed precision); 2BW's two
+      // versions of the bf16 weights and the fp32 gradients are the planner's own.
+      settings.optimizer_bytes_per_parameter = c.parallel.precision == "fp32" ? 8 : 12;
+      settings.stash_bytes_per_layer.resize(workload.LayerCount());
+      for (int i = 0; i < workload.LayerCount(); ++i)
+        settings.stash_bytes_per_layer[i] = workload.StashBytes(i);
+      try {
+        c.plan = Plan2BW(workload, TensorParallelView(cluster, t, ""), settings);
+      } catch (const InputError& e) {
+        if (shortfall.empty()) shortfall = e.what();
+        continue;  // nothing fits at this t
+      }
+      // Full recomputation (the plan's) reruns every forward: a selective workload under it is
+      // the same run with its attention counted twice.
+      if (c.plan.recompute && r == Recompute::kSelective) continue;
+      c.parallel.microbatch = c.plan.microbatch_size;
+      out.push_back(std::move(c));
+    }
+  if (out.empty())
+    throw InputError("no PipeDream-2BW plan fits at any tensor-parallel size" +
+                     (shortfall.empty() ? std::string() : " (" + shortfall + ")"));
+  std::stable_sort(out.begin(), out.end(), [](const TwoBWCandidate& a, const TwoBWCandidate& b) {
+    return a.plan.predicted_samples_per_s > b.plan.predicted_samples_per_s;
+  });
   return out;
 }
 

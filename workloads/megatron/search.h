@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "partition/model/cluster.h"
+#include "partition/model/plan.h"
 #include "workloads/megatron/megatron_memory.h"
 #include "workloads/megatron/model.h"
 
@@ -49,5 +50,20 @@ struct MegatronSearch {
 MegatronSearch SearchMegatron(const MegatronModel& model, const std::string& precision,
                               bool flash_attention, const Cluster& server, int gpus,
                               int global_batch);
+
+// PipeDream-2BW's planner (planners/two_bw.h: width, depth, micro-batch, full recomputation and
+// the split, under the device memory) for every tensor-parallel size too: for each t that
+// divides a server's GPUs and suits the model (ValidateMegatron), the layers as one rank's share
+// (MegatronWorkload: sequence parallelism on when t > 1, selective recomputation off or on) on
+// the cluster's tensor-parallel view, each searched by Plan2BW for the global batch; the plans
+// that fit, fastest first (Plan::predicted_samples_per_s). Throws InputError when none fits.
+struct TwoBWCandidate {
+  MegatronParallel parallel;  // tensor, sequence_parallel, recompute (none or selective),
+                              // precision, flash_attention; microbatch as the plan's
+  Plan plan;                  // on the tensor-parallel view of the cluster
+};
+std::vector<TwoBWCandidate> Search2BWMegatron(const MegatronModel& model,
+                                              const std::string& precision, bool flash_attention,
+                                              const Cluster& server, int gpus, int global_batch);
 
 }  // namespace pipetwin

@@ -361,6 +361,17 @@ void PrintShape(std::ostream& err, const MegatronRun& run) {
             << (memory.Total() <= run.server.device.memory_bytes ? "fits" : "does not fit") << "\n";
 }
 
+// The candidate a search writes: the fastest of the `simulate` simulated (`simulated`: seconds),
+// else the first (the fastest estimate). Says which on standard error.
+int BestCandidate(const std::vector<double>& simulated, int simulate) {
+  int best = 0;
+  for (int i = 1; i < simulate; ++i)
+    if (simulated[i] > 0 && simulated[i] < simulated[best]) best = i;
+  std::cerr << "pipetwin from-megatron --search: writing rank " << best + 1
+            << (simulate > 0 ? " (the fastest simulated)" : " (the fastest estimate)") << "\n";
+  return best;
+}
+
 // A candidate's scenario simulated for one iteration: its iteration_s.
 double SimulateCandidate(const WorkDirectory& work, int rank, const nlohmann::json& scenario) {
   const std::string file = work.File("candidate" + std::to_string(rank) + ".json");
@@ -435,11 +446,7 @@ int Search2BW(const po::variables_map& vm, const MegatronRun& run, int gpus, int
     else row << std::setw(13) << "-";
     std::cerr << row.str() << "\n";
   }
-  int best = 0;
-  for (int i = 1; i < simulate; ++i)
-    if (simulated[i] > 0 && simulated[i] < simulated[best]) best = i;
-  std::cerr << "pipetwin from-megatron --search: writing rank " << best + 1
-            << (simulate > 0 ? " (the fastest simulated)" : " (the fastest estimate)") << "\n";
+  const int best = BestCandidate(simulated, simulate);
   std::cout << JsonText(TwoBWScenarioOf(run, found[best], vm["iterations"].as<int>()), 1) << "\n";
   return 0;
 }
@@ -499,13 +506,8 @@ int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun
     else row << std::setw(13) << "-";
     std::cerr << row.str() << "\n";
   }
-  // The best simulated (else the best estimate) becomes the scenario.
-  int best = 0;
-  for (int i = 1; i < simulate; ++i)
-    if (simulated[i] > 0 && simulated[i] < simulated[best]) best = i;
+  const int best = BestCandidate(simulated, simulate);
   runs[best].iterations = vm["iterations"].as<int>();
-  std::cerr << "pipetwin from-megatron --search: writing rank " << best + 1
-            << (simulate > 0 ? " (the fastest simulated)" : " (the fastest estimate)") << "\n";
   PrintShape(std::cerr, runs[best]);
   std::cout << JsonText(ScenarioOf(runs[best]), 1) << "\n";
   return 0;

@@ -18,6 +18,18 @@ std::vector<int> Divisors(int n, int at_most) {
   return out;
 }
 
+// The cluster of `gpus` GPUs in servers like `server`; throws InputError when they are not whole
+// servers.
+Cluster WholeServers(const Cluster& server, int gpus) {
+  const int per_server = server.levels.empty() ? 1 : server.levels[0].count;
+  if (gpus < 1 || gpus % per_server != 0)
+    throw InputError(std::to_string(gpus) + " GPUs are not whole servers of " +
+                     std::to_string(per_server));
+  Cluster cluster = server;
+  if (cluster.levels.size() > 1) cluster.levels.back().count = gpus / per_server;
+  return cluster;
+}
+
 // The closed-form iteration time of one candidate (search.h), on `cluster` (the server preset
 // widened to the GPUs searched).
 double IterationSeconds(const MegatronModel& m, const MegatronCandidate& c, const Cluster& server,
@@ -65,11 +77,7 @@ MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precisi
                               bool flash_attention, const Cluster& server, int gpus,
                               int global_batch) {
   const int per_server = server.levels.empty() ? 1 : server.levels[0].count;
-  if (gpus < 1 || gpus % per_server != 0)
-    throw InputError(std::to_string(gpus) + " GPUs are not whole servers of " +
-                     std::to_string(per_server));
-  Cluster cluster = server;
-  if (cluster.levels.size() > 1) cluster.levels.back().count = gpus / per_server;
+  const Cluster cluster = WholeServers(server, gpus);
   MegatronSearch out;
   for (int t : Divisors(per_server, per_server))
     for (int p : Divisors(m.layers, m.layers)) {
@@ -125,11 +133,7 @@ std::vector<TwoBWCandidate> Search2BWMegatron(const MegatronModel& m, const std:
                                               bool flash_attention, const Cluster& server,
                                               int gpus, int global_batch) {
   const int per_server = server.levels.empty() ? 1 : server.levels[0].count;
-  if (gpus < 1 || gpus % per_server != 0)
-    throw InputError(std::to_string(gpus) + " GPUs are not whole servers of " +
-                     std::to_string(per_server));
-  Cluster cluster = server;
-  if (cluster.levels.size() > 1) cluster.levels.back().count = gpus / per_server;
+  const Cluster cluster = WholeServers(server, gpus);
   std::vector<TwoBWCandidate> out;
   std::string shortfall;
   for (int t : Divisors(per_server, per_server))

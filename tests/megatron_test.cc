@@ -156,6 +156,33 @@ TEST(MegatronDevice, GemmEfficiencyLosesTilesAndWaves) {
   EXPECT_NEAR(KernelMs(big, a100), 1e3 * big.flops / (312e12 * 0.859 * 64 * 32 / (19 * 108)), 1e-9);
 }
 
+// Measured GEMMs (a cluster file's device.gemm_table) replace the best-shape share: a measured
+// shape runs at its rate; another takes the nearest measured shape's share of peak, scaled by
+// the two shapes' tile and wave quantization. By hand on an A100 (312 TFLOP/s, 108 SMs):
+// 2048 x 4608 x 12288 measured at 234 TFLOP/s (a share of 0.75); 2048 x 4096 x 12288 is
+// nearest to it and fills 16 x 16 = 256 tiles (3 waves, 256/324) where it filled 288 (3 waves,
+// 288/324): 0.75 x 256 / 288.
+TEST(MegatronDevice, MeasuredGemmsReplaceTheBestShapeShare) {
+  nlohmann::json doc = ClusterToJson(ClusterPreset("dgx-a100", 1));
+  doc["device"]["gemm_table"] = {{{"m", 2048}, {"n", 4608}, {"k", 12288}, {"tflops", 234}},
+                                 {{"m", 64}, {"n", 64}, {"k", 64}, {"batch", 8}, {"tflops", 1}}};
+  const Cluster c = ClusterFromJson(doc, "measured.json");
+  ASSERT_EQ(c.device.gemm_table.size(), 2u);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(Gemm("measured", 2048, 4608, 12288, 1, 2), c.device), 0.75);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(Gemm("near", 2048, 4096, 12288, 1, 2), c.device),
+                   0.75 * 256 / 288);
+  // It survives a round trip; a bad entry is named by its JSON path.
+  EXPECT_EQ(ClusterFromJson(ClusterToJson(c), "again.json").device.gemm_table.size(), 2u);
+  doc["device"]["gemm_table"][1]["tflops"] = 0;
+  try {
+    ClusterFromJson(doc, "bad.json");
+    ADD_FAILURE() << "a GEMM at 0 TFLOP/s was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: device.gemm_table[1].tflops"),
+              std::string::npos) << e.what();
+  }
+}
+
 // Megatron's --tp-comm-overlap: the forward's all-gathers and reduce-scatters cost what they take
 // beyond the GEMM beside them (qkv and MLP-in after a gather, projection and MLP-out before a
 // scatter), by hand from the same kernel and collective costs.

@@ -171,6 +171,19 @@ void ReadDevice(JsonReader& r, DeviceSpec& d) {
     d.multiprocessors = r.OptionalInteger("multiprocessors", 0, kMaxCount, d.multiprocessors);
   d.memory_bandwidth_efficiency =
       r.OptionalPositiveNumber("memory_bandwidth_efficiency", d.memory_bandwidth_efficiency);
+  if (r.Has("gemm_table")) {
+    d.gemm_table.clear();
+    for (JsonReader& e : r.Array("gemm_table")) {
+      MeasuredGemm g;
+      g.m = e.PositiveNumber("m");
+      g.n = e.PositiveNumber("n");
+      g.k = e.PositiveNumber("k");
+      g.batch = e.OptionalPositiveNumber("batch", 1);
+      g.tflops = e.PositiveNumber("tflops");
+      e.Finish();
+      d.gemm_table.push_back(g);
+    }
+  }
   if (d.memory_bandwidth_efficiency > 1)
     r.FailAt("memory_bandwidth_efficiency", "expected a number in (0, 1]");
   r.Finish();
@@ -301,6 +314,12 @@ nlohmann::json ClusterToJson(const Cluster& c) {
   if (c.device.multiprocessors > 0) device["multiprocessors"] = c.device.multiprocessors;
   if (c.device.memory_bandwidth_efficiency != 1)
     device["memory_bandwidth_efficiency"] = c.device.memory_bandwidth_efficiency;
+  if (!c.device.gemm_table.empty()) {
+    device["gemm_table"] = nlohmann::json::array();
+    for (const MeasuredGemm& g : c.device.gemm_table)
+      device["gemm_table"].push_back(
+          {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"tflops", g.tflops}});
+  }
   if (c.shared_cores > 0) out["shared_cores"] = c.shared_cores;
   if (c.oversubscribed_message_us > 0)
     out["oversubscribed_message_us"] = c.oversubscribed_message_us;

@@ -53,6 +53,13 @@ struct ClusterLevel {
   double bandwidth_bytes_per_s() const { return bandwidth_gbps * 1e9 / 8; }
 };
 
+// A GEMM measured on a device (a cuBLAS benchmark such as mamf-finder, or `pipetwin calibrate`
+// on a GPU): C[m x n] = A[m x k] B[k x n], `batch` of them, at `tflops` (10^12 FLOP/s).
+struct MeasuredGemm {
+  double m = 0, n = 0, k = 0, batch = 1;
+  double tflops = 0;
+};
+
 struct DeviceSpec {
   std::string name = "V100-16GB";
   double memory_bytes = 16e9;
@@ -69,6 +76,10 @@ struct DeviceSpec {
   // (GemmEfficiency). 0: flops_efficiency, with no shape dependence.
   double gemm_efficiency = 0;
   int multiprocessors = 0;               // SMs: the wave size of a GEMM; 0: no wave quantisation
+  // Measured GEMMs (cluster file: device.gemm_table). When given, a GEMM of a measured shape runs
+  // at its measured rate, and another at the share of the nearest measured shape, scaled by what
+  // tiles and waves leave of each (workloads/megatron: GemmEfficiency).
+  std::vector<MeasuredGemm> gemm_table;
   // The share of memory_bandwidth_bytes_per_s that memory-bound kernels reach.
   double memory_bandwidth_efficiency = 1;
 

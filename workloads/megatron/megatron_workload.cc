@@ -19,17 +19,42 @@ double MemoryBytesPerS(const DeviceSpec& d) {
 
 }  // namespace
 
-double GemmEfficiency(const Kernel& g, const DeviceSpec& device) {
-  if (device.gemm_efficiency <= 0) return device.flops_efficiency;
-  const double row_tiles = std::ceil(g.m / kTileRows), column_tiles = std::ceil(g.n / kTileColumns);
-  const double tiles = g.batch * row_tiles * column_tiles;
-  const double tile_share = g.m * g.n / (row_tiles * kTileRows * column_tiles * kTileColumns);
+namespace {
+
+// What tiles of 128 x 256 and waves of one tile per SM leave of a GEMM's peak (NVIDIA, "Matrix
+// Multiplication Background User's Guide", tile and wave quantization).
+double QuantizationShare(double m, double n, double batch, const DeviceSpec& device) {
+  const double row_tiles = std::ceil(m / kTileRows), column_tiles = std::ceil(n / kTileColumns);
+  const double tiles = batch * row_tiles * column_tiles;
+  const double tile_share = m * n / (row_tiles * kTileRows * column_tiles * kTileColumns);
   double wave_share = 1;
   if (device.multiprocessors > 0) {
     const double sms = device.multiprocessors;
     wave_share = tiles / (std::ceil(tiles / sms) * sms);
   }
-  return device.gemm_efficiency * tile_share * wave_share;
+  return tile_share * wave_share;
+}
+
+}  // namespace
+
+double GemmEfficiency(const Kernel& g, const DeviceSpec& device) {
+  if (!device.gemm_table.empty()) {
+    // The nearest measured shape (the sum of squared log ratios of m, n, k and the batch): its
+    // share of peak, times what quantization leaves of this shape over what it left of that one.
+    const MeasuredGemm* nearest = nullptr;
+    double distance = 0;
+    for (const MeasuredGemm& t : device.gemm_table) {
+      double d = 0;
+      for (const auto& [a, b] : {std::pair{g.m, t.m}, {g.n, t.n}, {g.k, t.k}, {g.batch, t.batch}})
+        d += std::pow(std::log(a / b), 2);
+      if (!nearest || d < distance) nearest = &t, distance = d;
+    }
+    const double measured = nearest->tflops * 1e12 / device.peak_flops;
+    return std::min(1.0, measured * QuantizationShare(g.m, g.n, g.batch, device) /
+                             QuantizationShare(nearest->m, nearest->n, nearest->batch, device));
+  }
+  if (device.gemm_efficiency <= 0) return device.flops_efficiency;
+  return device.gemm_efficiency * QuantizationShare(g.m, g.n, g.batch, device);
 }
 
 double CollectiveBesideKernelMs(double collective_ms, double kernel_ms, int channels, int sms) {

@@ -10,7 +10,9 @@
 //   GEMM   max(flops / (peak x GemmEfficiency), bytes / (HBM x memory share)); the efficiency is
 //          the device's best-shape share (gemm_efficiency) times what tiles of 128 x 256 and
 //          waves of one tile per SM leave of it (tile and wave quantisation, NVIDIA, "Matrix
-//          Multiplication Background User's Guide", sections on tile and wave quantization)
+//          Multiplication Background User's Guide", sections on tile and wave quantization);
+//          with measured GEMMs (DeviceSpec::gemm_table), a measured shape's own rate, another
+//          shape the nearest measured one's share scaled by the two shapes' quantization
 //   flash  flops at FlashAttention-2's share of peak, 73% forward and 63% backward (Dao 2023,
 //          section 4.1, A100), causal masking halving the work
 //   memory bytes / (HBM x memory_bandwidth_efficiency)

@@ -406,11 +406,12 @@ std::vector<sg4::CommPtr> WorkerActors::StartGroupCollectives(const Worker& me, 
 double WorkerActors::Compute(int w, size_t i) {
   Worker& me = workers_[w];
   const Op& op = s_.workers[w].ops[i];
-  const SimulationSetup::GroupCollectiveWork group =
-      me.nvswitch ? setup_.GroupCollectivesOf(op) : SimulationSetup::GroupCollectiveWork{};
-  const bool collectives = group.exposed_s + group.overlapped_s > 0;
+  const SimulationSetup::GroupCollectiveWork group = setup_.GroupCollectivesOf(op);
+  record_.communication[0].tensor_parallel_bytes += group.bytes;
+  // Without a switch host the collectives' link is the group's own: they are in the op's time.
+  const bool collectives = me.nvswitch && group.exposed_s + group.overlapped_s > 0;
   // The op's compute: its time less the group's collectives that run alone (they follow it).
-  const double seconds = setup_.ComputeSeconds(op) - group.exposed_s;
+  const double seconds = setup_.ComputeSeconds(op) - (collectives ? group.exposed_s : 0);
   const int allreduce = me.feeds_allreduce[i];
   const bool buckets = allreduce >= 0 && !me.buckets.empty();
   if (!buckets && !collectives) {
@@ -443,8 +444,8 @@ double WorkerActors::Compute(int w, size_t i) {
     ++record_.activities;
   }
   for (const sg4::CommPtr& c : beside) c->wait();
-  for (const sg4::CommPtr& c : StartGroupCollectives(me, group.exposed_s)) c->wait();
-  record_.communication[0].tensor_parallel_bytes += group.bytes;
+  if (collectives)
+    for (const sg4::CommPtr& c : StartGroupCollectives(me, group.exposed_s)) c->wait();
   if (slots != core_slots_.end()) slots->second->release();
   return waited;
 }

@@ -21,7 +21,8 @@ void MemoryTracker::Apply(const Op& op, double now_s) {
   switch (op.kind) {
     case OpKind::kStashActivation: {
       const StageCost& c = setup_.model_stages[op.stage];
-      const double bytes = c.input_bytes + (op.input_only ? 0 : c.stash_bytes);
+      const double bytes =
+          KeptActivationBytes(c.input_bytes, c.stash_bytes, op.input_only, c.stash_holds_input);
       stashed_[id] = bytes;
       current_.activations += bytes;
       break;

@@ -142,7 +142,9 @@ void BuildServer(const Cluster& cluster, int first_device, const std::string& na
         zone->create_host(name + "-cpu", kHostSpeed)->set_core_count(cluster.shared_cores)->seal();
   sg4::Host* nvswitch = nullptr;
   sg4::Link* switch_link = nullptr;
-  if (with_switches) {
+  // A device alone on an NVLink server shares its NVLink link with nothing (what leaves the
+  // server takes PCIe): its collectives' flows would take exactly their time, so none is made.
+  if (with_switches && !(nvlink && spec.count == 1)) {
     nvswitch = zone->create_host(name + "-switch", kHostSpeed);
     switch_link = zone->create_link(name + "-switch", 1e15)
                       ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)

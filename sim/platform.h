@@ -77,7 +77,8 @@ struct Platform {
   // joined to the server's zone by a link that never limits (FATPIPE, no latency), so that a
   // flow from a device to it crosses the device's own server link upwards and a flow back
   // crosses it downwards: the tensor-parallel group's collectives (sim/actors.cc). Empty
-  // otherwise.
+  // otherwise; null for the device of an NVLink server of one device, whose link nothing else
+  // crosses.
   std::vector<simgrid::s4u::Host*> switches;
 };
 

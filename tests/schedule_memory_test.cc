@@ -42,5 +42,16 @@ TEST(ScheduleMemory, ClosedFormsEqualWhatTheOpListsKeep) {
   }
 }
 
+// What a stage keeps per micro-batch (KeptActivationBytes), by hand: an input of 3 and stashes
+// of 10; the input besides the stashes when layers stash their outputs, inside them when their
+// stashes hold their own inputs (Korthikanti's accounting), and the input alone when
+// recomputing either way.
+TEST(ScheduleMemory, KeptActivationsCountAStagesInputOnce) {
+  EXPECT_DOUBLE_EQ(KeptActivationBytes(3, 10, false, false), 13);
+  EXPECT_DOUBLE_EQ(KeptActivationBytes(3, 10, false, true), 10);
+  EXPECT_DOUBLE_EQ(KeptActivationBytes(3, 10, true, false), 3);
+  EXPECT_DOUBLE_EQ(KeptActivationBytes(3, 10, true, true), 3);
+}
+
 }  // namespace
 }  // namespace pipetwin

@@ -36,6 +36,12 @@ MemoryCategories MemoryCategoriesFromJson(JsonReader r) {
   return m;
 }
 
+double KeptActivationBytes(double input_bytes, double stash_bytes, bool input_only,
+                           bool stash_holds_input) {
+  if (input_only) return input_bytes;
+  return stash_holds_input ? stash_bytes : input_bytes + stash_bytes;
+}
+
 MemoryCategories WorkerMemory(const WorkerMemoryInputs& in) {
   MemoryCategories m;
   m.weights = in.parameters * in.parameter_dtype_bytes * in.weight_versions;
@@ -45,13 +51,10 @@ MemoryCategories WorkerMemory(const WorkerMemoryInputs& in) {
   //   without recomputation  n |A_total(b)| / d + n |A_input(b)|
   //   with recomputation     |A_total(b)| / d + n |A_input(b)|
   // (GPipe with recomputation, section 3.1: |A_total(b)| / d + m |A_input(b)|.)
-  const double inputs = in.stashed_microbatches * in.input_bytes_per_microbatch;
-  if (in.recompute) {
-    m.activations = inputs;
-    m.recompute = in.stash_bytes_per_microbatch;
-  } else {
-    m.activations = inputs + in.stashed_microbatches * in.stash_bytes_per_microbatch;
-  }
+  m.activations = in.stashed_microbatches *
+                  KeptActivationBytes(in.input_bytes_per_microbatch, in.stash_bytes_per_microbatch,
+                                      in.recompute, in.stash_holds_input);
+  if (in.recompute) m.recompute = in.stash_bytes_per_microbatch;
   return m;
 }
 

@@ -45,13 +45,22 @@ struct WorkerMemoryInputs {
   double input_bytes_per_microbatch = 0;  // the stage's input activation, one micro-batch
   int stashed_microbatches = 1;           // forwarded, not yet backwarded
   bool recompute = false;
+  bool stash_holds_input = false;         // Workload::stash_holds_input
 };
+
+// The activation bytes a stage keeps for one micro-batch from its forward to its backward: its
+// input, and every layer's stash unless it recomputes them (`input_only`). When the layers'
+// stashes hold their own inputs (Workload::stash_holds_input) the stage's input is already in
+// its first layer's stash: the stashes alone, or the input alone when recomputing. The one rule
+// the planners (WorkerMemory) and the simulator (sim/memory_tracker.cc) keep activations by.
+double KeptActivationBytes(double input_bytes, double stash_bytes, bool input_only,
+                           bool stash_holds_input);
 
 // One worker's memory (PipeDream-2BW, ICML'21, appendix A.1.2): versions x |W_stage| weights,
 // one gradient buffer (coalesced over the micro-batches of an update), optimizer state, and for
-// each stashed micro-batch the stage's input activation plus, without recomputation, the stash
-// of every layer; with recomputation only one micro-batch's full stash exists at a time (the
-// `recompute` category).
+// each stashed micro-batch what KeptActivationBytes keeps (its input and, without
+// recomputation, the stash of every layer); with recomputation one micro-batch's full stash
+// exists at a time besides (the `recompute` category).
 MemoryCategories WorkerMemory(const WorkerMemoryInputs& in);
 
 // The weights, gradients and optimizer state of a whole model, one version, without activations:

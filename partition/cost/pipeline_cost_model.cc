@@ -96,6 +96,7 @@ PipelineCostModel::PipelineCostModel(const Workload& workload, const Cluster& cl
       : workload.gradient_dtype_bytes > 0 ? workload.gradient_dtype_bytes
                                           : parameter_dtype_bytes_;
   samples_per_reference_ = workload.reference.batch_size;
+  stash_holds_input_ = workload.stash_holds_input;
   load_ms_per_sample_ = LoadMs(workload, 1);
 
   // Per sample (cost/stage_costs.h's rule): the reference batch's times and bytes scale
@@ -265,6 +266,7 @@ MemoryCategories PipelineCostModel::Memory(int first, int last, int b, int weigh
   in.weight_versions = weight_versions;
   in.stash_bytes_per_microbatch = StashBytes(first, last, b);
   in.input_bytes_per_microbatch = BoundaryBytes(first - 1, b);
+  in.stash_holds_input = stash_holds_input_;
   in.stashed_microbatches = stashed_microbatches;
   in.recompute = recompute;
   return WorkerMemory(in);

@@ -156,6 +156,7 @@ class PipelineCostModel {
   double parameter_dtype_bytes_ = 4;
   double gradient_dtype_bytes_ = 4;
   double samples_per_reference_ = 1;  // reference.batch_size
+  bool stash_holds_input_ = false;    // Workload::stash_holds_input
   double load_ms_per_sample_ = 0;     // data loading
   // Prefix sums over layers (index i: layers 0..i-1); times already divided by the speed and
   // per sample, bytes per sample.

@@ -64,6 +64,7 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
     cost.gradient_bytes = cost.parameters * w.GradientDtypeBytes();
     cost.optimizer_bytes = cost.parameters * optimizer_bytes_per_parameter;
     cost.input_bytes = s.first_layer > 0 ? cut[s.first_layer - 1] * b : 0;
+    cost.stash_holds_input = w.stash_holds_input;
     cost.output_bytes = cut[s.last_layer] * b;
     out.push_back(cost);
   }

@@ -39,6 +39,7 @@ struct StageCost {
   double optimizer_bytes = 0;   // parameters x optimizer bytes per parameter
   double input_bytes = 0;       // the stage input of one micro-batch (kept under recomputation)
   double stash_bytes = 0;       // every layer's stash for one micro-batch
+  bool stash_holds_input = false;  // the workload's (Workload::stash_holds_input)
   double output_bytes = 0;      // one micro-batch's activation sent to the next stage
   // The tensor-parallel group's collectives in the stage's layers (Layer::collectives), one
   // micro-batch: part of forward_ms and backward_ms, scaled as they are.

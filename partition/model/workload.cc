@@ -248,6 +248,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
   if (w.gradient_dtype_bytes > 0) out["gradient_dtype_bytes"] = w.gradient_dtype_bytes;
   if (w.tensor_parallel > 1) out["tensor_parallel"] = w.tensor_parallel;
   if (w.model_flops_per_sample > 0) out["model_flops_per_sample"] = w.model_flops_per_sample;
+  if (w.stash_holds_input) out["stash_holds_input"] = true;
   return out;
 }
 
@@ -268,6 +269,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
   w.model_flops_per_sample = root.OptionalNonNegativeNumber("model_flops_per_sample", 0);
   if (root.Has("tensor_parallel"))
     w.tensor_parallel = root.OptionalInteger("tensor_parallel", 1, kMaxDevices, 1);
+  w.stash_holds_input = root.OptionalBool("stash_holds_input", false);
   std::vector<JsonReader> entries = root.Array("layers");
   if (entries.empty()) root.FailAt("layers", "expected at least one layer, got none");
   if (entries.size() > static_cast<size_t>(kMaxLayers.max))

@@ -76,6 +76,11 @@ class Workload {
   double model_flops_per_sample = 0;
   // Host time to load one reference batch, not part of any layer (cost/data_loading.h).
   double data_loading_ms = 0;
+  // Each layer's stash holds its own input (Korthikanti et al. 2022's accounting: a block keeps
+  // its first norm's input, which is the block's input), so a stage keeps its input once, in
+  // its first layer's stash (cost/memory.h, KeptActivationBytes). Otherwise layers stash their
+  // outputs and a stage keeps its input besides.
+  bool stash_holds_input = false;
   std::vector<Layer> layers;
 
   int LayerCount() const { return static_cast<int>(layers.size()); }

@@ -172,6 +172,7 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
   w.parameter_dtype_bytes = p.DtypeBytes();
   w.gradient_dtype_bytes = 4;  // Megatron accumulates fp32 main gradients (bf16 and fp16 too)
   w.tensor_parallel = p.tensor;
+  w.stash_holds_input = true;  // Korthikanti's stash: a block keeps its first norm's input
   const std::string split = p.tensor > 1 ? " (one of " + std::to_string(p.tensor) + " ranks)" : "";
   w.layers.push_back(ToLayer("embedding", "word" + std::string(m.learned_positions ? " + position" : "") +
                                               " embedding" + split,

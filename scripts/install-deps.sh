@@ -5,16 +5,20 @@
 #   scripts/install-deps.sh            core + simulator + executor (LibTorch, Gloo headers, data set)
 #   scripts/install-deps.sh --core     only what the planners and the simulator need
 #
+# LibTorch is PyPI's torch wheel in the project's own virtual environment (scripts/setup-torch.sh,
+# run from here), CUDA-enabled; it builds against the CUDA 13 toolkit this project's machines
+# carry (nvcc, cuBLAS, cuDNN, NCCL under /usr/local/cuda).
+#
 # Why each package matters:
-#   libopenblas0-pthread  without it LibTorch silently runs on the reference BLAS (about 7x slower)
-#   libgloo-dev           the c10d Gloo headers include gloo's; LibTorch's headers do not compile without them
+#   libgloo-dev           the c10d Gloo headers include gloo's, which the torch wheel does not ship
+#   python3-venv          the virtual environment of scripts/setup-torch.sh (Debian's python3)
 #   python3               the scripts' helpers (netns probe, crossover and sched-idle analyses)
 #   clang                 the sanitizer build and the libFuzzer targets (scripts/sanitize.sh, fuzz.sh)
 set -euo pipefail
 
 core_pkgs=(cmake g++ make ninja-build ccache pkg-config python3 libsimgrid-dev nlohmann-json3-dev
            libboost-program-options-dev libgtest-dev libbenchmark-dev clang)
-exec_pkgs=(libtorch-dev libgloo-dev libopenblas0-pthread dataset-fashion-mnist)
+exec_pkgs=(libgloo-dev python3-venv dataset-fashion-mnist)
 
 want=("${core_pkgs[@]}")
 if [ "${1:-}" != "--core" ]; then want+=("${exec_pkgs[@]}"); fi
@@ -26,8 +30,13 @@ for p in "${want[@]}"; do
   fi
 done
 
+torch() {
+  if [ "${1:-}" != "--core" ]; then "$(dirname "${BASH_SOURCE[0]}")/setup-torch.sh" >/dev/null; fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#want[@]} packages present"
+  torch "$@"
   exit 0
 fi
 
@@ -42,3 +51,4 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "install-deps: done"
+torch "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh machine to every test: installs what is missing, builds, runs CTest.
-# The executor's suites (LibTorch, several processes) run too when LibTorch is installed.
+# The executor's suites (LibTorch, several processes) run too: scripts/install-deps.sh sets up the
+# project's LibTorch (scripts/setup-torch.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/install-deps.sh"

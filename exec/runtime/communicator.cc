@@ -50,7 +50,7 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const ProcessEnv& env) {
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> MakeGroup(const c10::intrusive_ptr<c10d::Store>& store,
+c10::intrusive_ptr<c10d::Backend> MakeGroup(const c10::intrusive_ptr<c10d::Store>& store,
                                                  int rank, int size, const ProcessEnv& env,
                                                  double timeout_s) {
   auto options = c10d::ProcessGroupGloo::Options::create(ToMilliseconds(timeout_s));

@@ -27,7 +27,7 @@
 
 namespace c10d {
 class Store;
-class ProcessGroup;
+class Backend;
 class Work;
 }  // namespace c10d
 
@@ -75,8 +75,10 @@ class Communicator {
   double timeout_s_;
   void Connect(const std::vector<std::vector<int>>& replica_groups, const std::string& fingerprint);
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> world_;
-  c10::intrusive_ptr<c10d::ProcessGroup> replicas_;  // null when the stage has one replica
+  // c10d's backends (torch 2.x: a ProcessGroup dispatches to one per device type; these are the
+  // backends themselves).
+  c10::intrusive_ptr<c10d::Backend> world_;
+  c10::intrusive_ptr<c10d::Backend> replicas_;  // null when the stage has one replica
   std::vector<int> replica_ranks_;
   struct PendingSend {
     c10::intrusive_ptr<c10d::Work> work;

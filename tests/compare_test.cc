@@ -8,6 +8,8 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/report/text.h"
+#include "partition/util/error.h"
 #include "test_support.h"
 #include "partition/timeline/chrome_trace.h"
 
@@ -157,6 +159,35 @@ TEST(Compare, ATraceInAnotherLayoutIsAnInputError) {
                                        "args": {"name": "rank 0"}}]})"),
             "t.json: traceEvents: expected process names \"device D: worker W, stage S\", got "
             "\"rank 0\"");
+}
+
+// A GPU worker's CUDA caching allocator statistics (the executor on GPUs) travel with the
+// report: its JSON reads back with them, a simulated report has none, and the text names the
+// fullest device's peaks beside its tensor bytes.
+TEST(Report, CudaAllocatorStatisticsSurviveJsonAndShowInText) {
+  Report r = TwoWorkerReport(1000, 2e9, 0.2, 0.75);
+  r.devices[0].cuda_allocator = AllocatorView{1.5e9, 2.25e9, 3e9, 3.5e9};
+  const Report back = ReportFromJson(ReportToJson(r), "report.json");
+  ASSERT_TRUE(back.devices[0].cuda_allocator.has_value());
+  EXPECT_EQ(back.devices[0].cuda_allocator->allocated_bytes, 1.5e9);
+  EXPECT_EQ(back.devices[0].cuda_allocator->allocated_peak_bytes, 2.25e9);
+  EXPECT_EQ(back.devices[0].cuda_allocator->reserved_bytes, 3e9);
+  EXPECT_EQ(back.devices[0].cuda_allocator->reserved_peak_bytes, 3.5e9);
+  EXPECT_FALSE(back.devices[1].cuda_allocator.has_value());
+  EXPECT_FALSE(ReportToJson(TwoWorkerReport(1000, 2e9, 0.2, 0.75))["devices"][0].contains(
+      "cuda_allocator"));
+  const std::string text = ReportToText(back);
+  EXPECT_NE(text.find("CUDA allocator on device 0: peak allocated"), std::string::npos) << text;
+  // A malformed entry is refused with its JSON path.
+  nlohmann::json doc = ReportToJson(r);
+  doc["devices"][0]["cuda_allocator"]["reserved_peak_bytes"] = -1;
+  try {
+    ReportFromJson(doc, "report.json");
+    ADD_FAILURE() << "a negative byte count was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda_allocator.reserved_peak_bytes"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

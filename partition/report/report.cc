@@ -82,6 +82,11 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                              {"over_capacity", d.over_capacity},
                              {"at_peak", MemoryCategoriesToJson(d.at_peak)},
                              {"category_peaks", MemoryCategoriesToJson(d.category_peaks)}};
+    if (d.cuda_allocator)
+      device["cuda_allocator"] = {{"allocated_bytes", d.cuda_allocator->allocated_bytes},
+                                  {"allocated_peak_bytes", d.cuda_allocator->allocated_peak_bytes},
+                                  {"reserved_bytes", d.cuda_allocator->reserved_bytes},
+                                  {"reserved_peak_bytes", d.cuda_allocator->reserved_peak_bytes}};
     if (timelines) device["timeline"] = TimelineToJson(d.timeline);
     devices.push_back(device);
   }
@@ -167,6 +172,15 @@ DeviceReport DeviceFromJson(JsonReader d) {
   x.at_peak = MemoryCategoriesFromJson(d.Member("at_peak"));
   x.category_peaks = MemoryCategoriesFromJson(d.Member("category_peaks"));
   if (auto t = d.OptionalMember("timeline")) x.timeline = TimelineFromJson(*t);
+  if (auto a = d.OptionalMember("cuda_allocator")) {
+    AllocatorView v;
+    v.allocated_bytes = a->NonNegativeNumber("allocated_bytes");
+    v.allocated_peak_bytes = a->NonNegativeNumber("allocated_peak_bytes");
+    v.reserved_bytes = a->NonNegativeNumber("reserved_bytes");
+    v.reserved_peak_bytes = a->NonNegativeNumber("reserved_peak_bytes");
+    a->Finish();
+    x.cuda_allocator = v;
+  }
   d.Finish();
   return x;
 }

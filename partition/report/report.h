@@ -18,6 +18,7 @@
 // Units: seconds and bytes throughout (names say so); times count from the start of the run.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,13 @@ struct WorkerReport {
   double exposed_communication_s = 0;
 };
 
+// What the CUDA caching allocator reported for a GPU worker (the executor on GPUs; never the
+// simulator): bytes in live tensors and held from the driver, at the end and at their peaks.
+struct AllocatorView {
+  double allocated_bytes = 0, allocated_peak_bytes = 0;
+  double reserved_bytes = 0, reserved_peak_bytes = 0;
+};
+
 struct DeviceReport {
   int device = 0;
   int worker = -1;  // the worker it hosts, -1 when idle
@@ -59,6 +67,7 @@ struct DeviceReport {
   MemoryCategories category_peaks;     // each category's own maximum
   bool over_capacity = false;          // peak_memory_bytes > capacity_bytes
   std::vector<MemorySample> timeline;  // one sample per change, in time order
+  std::optional<AllocatorView> cuda_allocator;  // measured on a GPU
 };
 
 struct CommunicationLevel {

@@ -51,7 +51,7 @@ std::string ReportToText(const Report& r) {
   const DeviceReport* fullest = nullptr;
   for (const DeviceReport& d : r.devices)
     if (!fullest || d.peak_memory_bytes > fullest->peak_memory_bytes) fullest = &d;
-  if (fullest)
+  if (fullest) {
     out << "memory       peak " << Bytes(fullest->peak_memory_bytes) << " on device "
         << fullest->device << " of " << Bytes(fullest->capacity_bytes)
         << (r.over_capacity ? "  OVER CAPACITY" : "") << " (weights "
@@ -59,6 +59,11 @@ std::string ReportToText(const Report& r) {
         << ", gradients " << Bytes(fullest->at_peak.gradients) << ", activations "
         << Bytes(fullest->at_peak.activations) << ", recompute "
         << Bytes(fullest->at_peak.recompute) << ")\n";
+    if (fullest->cuda_allocator)
+      out << "             CUDA allocator on device " << fullest->device << ": peak allocated "
+          << Bytes(fullest->cuda_allocator->allocated_peak_bytes) << ", peak reserved "
+          << Bytes(fullest->cuda_allocator->reserved_peak_bytes) << "\n";
+  }
   out << "communication";
   for (const CommunicationLevel& c : r.communication)
     out << (c.level ? ", " : " ") << "level " << c.level << " (" << c.name << ", " << c.link

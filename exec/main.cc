@@ -22,6 +22,7 @@
 #include "partition/cli/options/run.h"
 #include "partition/cli/run_main.h"
 #include "exec/launch/worker.h"
+#include "exec/runtime/device.h"
 #include "partition/util/error.h"
 
 namespace {
@@ -39,6 +40,7 @@ int Run(const std::vector<std::string>& args) {
   const RunOptions options = ReadRunOptions(vm);
   if (auto env = ProcessEnvFromEnvironment()) return RunWorker(options, *env);
   // Launcher: refuse what the executor cannot run before any worker starts.
+  CheckDeviceAvailable(options.device, "pipetwin run: --device");
   const ExecutorJob job = PrepareJob(options);
   for (const std::string& note : job.scenario.notes)
     std::cerr << "pipetwin run: note: " << note << "\n";
@@ -55,7 +57,9 @@ int Profile(const std::vector<std::string>& args) {
                     ProfileOptionsDescription());
     return 0;
   }
-  return RunProfile(ReadProfileOptions(vm));
+  const ProfileOptions options = ReadProfileOptions(vm);
+  CheckDeviceAvailable(options.device, "pipetwin profile: --device");
+  return RunProfile(options);
 }
 
 int Calibrate(const std::vector<std::string>& args) {
@@ -66,6 +70,7 @@ int Calibrate(const std::vector<std::string>& args) {
     return 0;
   }
   const CalibrateOptions options = ReadCalibrateOptions(vm);
+  CheckDeviceAvailable(options.device, "pipetwin calibrate: --device");
   if (IsCalibrationWorker()) {
     if (auto env = ProcessEnvFromEnvironment()) return RunCalibrateWorker(options, *env);
   }

@@ -67,6 +67,7 @@ std::vector<std::string> RunArgs(const CompareOptions& o, const PredictedScenari
                                    std::to_string(o.warmup), "--timeout",
                                    std::to_string(o.timeout_s)};
   if (o.threads > 0) args.insert(args.end(), {"--threads", std::to_string(o.threads)});
+  args.insert(args.end(), {"--device", o.device, "--precision", o.precision});
   args.insert(args.end(), predicted.plan_args.begin(), predicted.plan_args.end());
   return args;
 }
@@ -92,6 +93,13 @@ CompareOptions ReadCompareOptions(const po::variables_map& vm) {
   o.runs = vm["runs"].as<int>();
   o.profile_seconds = vm["profile-seconds"].as<double>();
   if (vm.count("threads")) o.threads = vm["threads"].as<int>();
+  o.device = vm["device"].as<std::string>();
+  o.precision = vm["precision"].as<std::string>();
+  Require(o.device == "cpu" || o.device == "cuda", "--device must be cpu or cuda, got " + o.device);
+  Require(o.precision == "fp32" || o.precision == "bf16" || o.precision == "fp16",
+          "--precision must be fp32, bf16 or fp16, got " + o.precision);
+  Require(o.precision == "fp32" || o.device == "cuda",
+          "--precision " + o.precision + " needs --device cuda");
   o.timeout_s = vm["timeout"].as<double>();
   std::vector<std::string> inputs = {o.scenario, o.profile_file, o.calibration_file};
   inputs.insert(inputs.end(), o.measured_files.begin(), o.measured_files.end());
@@ -141,16 +149,24 @@ std::string ProfileStep(const CompareOptions& o, const Scenario& scenario, WorkD
   if (!o.profile_file.empty()) return Absolute(o.profile_file);
   const int workers = scenario.plan ? scenario.plan->WorkerCount()
                                     : scenario.cluster.DeviceCount();
-  // As many processes as workers (time-shared when they outnumber the cores, as the run's
-  // workers will be), up to the profiler's 4 per core.
-  const int concurrent = std::min(workers, 4 * static_cast<int>(AllowedCpus().size()));
   const std::string profile = work.File("profile.json");
-  say("profiling the workload (" + std::to_string(concurrent) + " processes computing at once)");
-  Step("profiling", "pipetwin-exec",
-       {"profile", o.scenario, "--batch", std::to_string(scenario.training.microbatch_size),
-        "--concurrent", std::to_string(concurrent), "--repeats", std::to_string(o.repeats),
-        "--min-seconds", std::to_string(o.profile_seconds), "--warmup", "10", "--output",
-        profile});
+  std::vector<std::string> args = {
+      "profile", o.scenario, "--batch", std::to_string(scenario.training.microbatch_size),
+      "--repeats", std::to_string(o.repeats), "--min-seconds", std::to_string(o.profile_seconds),
+      "--warmup", "10", "--output", profile};
+  if (o.device == "cuda") {
+    // On a GPU the layers are timed alone: workers sharing it take turns, which the simulator
+    // models (shared_cores).
+    say("profiling the workload on the GPU (CUDA events)");
+    args.insert(args.end(), {"--device", "cuda", "--precision", o.precision});
+  } else {
+    // As many processes as workers (time-shared when they outnumber the cores, as the run's
+    // workers will be), up to the profiler's 4 per core.
+    const int concurrent = std::min(workers, 4 * static_cast<int>(AllowedCpus().size()));
+    say("profiling the workload (" + std::to_string(concurrent) + " processes computing at once)");
+    args.insert(args.end(), {"--concurrent", std::to_string(concurrent)});
+  }
+  Step("profiling", "pipetwin-exec", args);
   return profile;
 }
 
@@ -160,8 +176,8 @@ std::string CalibrationStep(const CompareOptions& o, const Scenario& scenario,
   const std::string calibration = work.File("cluster.json");
   say("calibrating this machine");
   Step("calibration", "pipetwin-exec",
-       {"calibrate", "--workers", std::to_string(scenario.cluster.DeviceCount()), "--output",
-        calibration});
+       {"calibrate", "--workers", std::to_string(scenario.cluster.DeviceCount()), "--device",
+        o.device, "--output", calibration});
   return calibration;
 }
 

@@ -45,6 +45,11 @@ inline po::options_description CalibrateOptionsDescription() {
       ("force", "replace an existing --output file")
       ("json", "print the calibrated cluster as JSON")
       ("quick", "fewer sizes and repeats (about 1 s)")
+      ("device", po::value<std::string>()->default_value("cpu"),
+       "cpu|cuda: measure the cores (above), or the GPUs: bf16 GEMMs over transformer shapes, "
+       "device and host copies, and messages and all-reduces between two workers over the "
+       "transport the run's --workers would use (NCCL, or Gloo staged through host memory when "
+       "they share a GPU)")
       ("timeout", po::value<double>()->default_value(30),
        "seconds a probe worker waits for a peer");
   return desc;
@@ -57,6 +62,7 @@ struct CalibrateOptions {
   bool force = false;
   bool json = false;
   bool quick = false;
+  std::string device = "cpu";  // "cpu" or "cuda"
   double timeout_s = 30;
 };
 
@@ -68,6 +74,9 @@ inline CalibrateOptions ReadCalibrateOptions(const po::variables_map& vm) {
   o.force = vm.count("force") > 0;
   o.json = vm.count("json") > 0;
   o.quick = vm.count("quick") > 0;
+  o.device = vm["device"].as<std::string>();
+  if (o.device != "cpu" && o.device != "cuda")
+    throw InputError("pipetwin calibrate: --device must be cpu or cuda, got " + o.device);
   o.timeout_s = vm["timeout"].as<double>();
   if (vm.count("workers") && o.workers < 1)
     throw InputError("pipetwin calibrate: --workers must be >= 1, got " +

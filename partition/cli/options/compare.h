@@ -62,6 +62,11 @@ inline po::options_description CompareOptionsDescription() {
        "run the executor N times and compare with the run of median throughput (all N rates "
        "are reported)")
       ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
+      ("device", po::value<std::string>()->default_value("cpu"),
+       "cpu|cuda: profile, calibrate and run on this machine's CPUs or its GPUs (as `run "
+       "--device`; workers beyond the GPUs share them)")
+      ("precision", po::value<std::string>()->default_value("fp32"),
+       "fp32|bf16|fp16: with --device cuda, profile and run under CUDA autocast")
       ("timeout", po::value<double>()->default_value(25),
        "seconds a worker waits for a peer (25: a lost or hung worker ends the run within 30 s)");
   return desc;
@@ -86,6 +91,7 @@ struct CompareOptions {
   int warmup = 1, repeats = 20, runs = 1;
   double profile_seconds = 2;
   int threads = 0;                                  // 0: the executor's default
+  std::string device = "cpu", precision = "fp32";   // as `run --device --precision`
   double timeout_s = 25;
 
   bool Timelines() const { return !trace_file.empty() || !svg_file.empty(); }

@@ -38,6 +38,11 @@ inline po::options_description ProfileOptionsDescription() {
       ("min-seconds", po::value<double>()->default_value(0),
        "after --repeats, keep timing runs until they have taken S seconds in all (a longer "
        "window averages over more of the machine's moods)")
+      ("device", po::value<std::string>()->default_value("cpu"),
+       "cpu|cuda: time the layers on this machine's CPU, or on its GPU (LOCAL_RANK's, else the "
+       "first) by CUDA events")
+      ("precision", po::value<std::string>()->default_value("fp32"),
+       "fp32|bf16|fp16: with --device cuda, forwards under CUDA autocast (as `run --precision`)")
       ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)")
       ("concurrent", po::value<int>()->default_value(1),
        "time the layers while N-1 other processes compute the same layers on this machine's "
@@ -66,6 +71,8 @@ struct ProfileOptions {
   int repeats = 10;
   int warmup = 3;
   double min_seconds = 0;  // timed runs go on until they have taken this long
+  std::string device = "cpu";
+  std::string precision = "fp32";
   int threads = 1;
   int concurrent = 1;  // processes computing at once, this one included
   int load_cpu = -1;   // >= 0: a load process of another profile, pinned to this core
@@ -85,6 +92,20 @@ inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
   o.min_seconds = vm["min-seconds"].as<double>();
   o.threads = vm["threads"].as<int>();
   o.concurrent = vm["concurrent"].as<int>();
+  o.device = vm["device"].as<std::string>();
+  o.precision = vm["precision"].as<std::string>();
+  if (o.device != "cpu" && o.device != "cuda")
+    throw InputError("pipetwin profile: --device must be cpu or cuda, got " + o.device);
+  if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16")
+    throw InputError("pipetwin profile: --precision must be fp32, bf16 or fp16, got " +
+                     o.precision);
+  if (o.precision != "fp32" && o.device != "cuda")
+    throw InputError("pipetwin profile: --precision " + o.precision + " needs --device cuda");
+  // Workers sharing a GPU take turns on it (the simulator runs their ops one at a time): a
+  // layer is timed alone.
+  if (o.device == "cuda" && o.concurrent > 1)
+    throw InputError("pipetwin profile: --concurrent is for CPUs; on a GPU the layers are timed "
+                     "alone");
   if (vm.count("load-cpu")) o.load_cpu = vm["load-cpu"].as<int>();
   if (o.concurrent < 1)
     throw InputError("pipetwin profile: --concurrent must be >= 1, got " +

@@ -22,9 +22,9 @@ inline const char* RunUsage() { return "SCENARIO [--plan PLAN] [--json] [--trace
 inline const char* RunDescription() {
   return "Train the plan for real with LibTorch: one process per worker (launched here, or\n"
          "started by torchrun/Slurm with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and\n"
-         "MASTER_PORT set), c10d Gloo between them, the schedule's op lists run in order. Prints\n"
-         "the measured report: samples/s in steady state, per-worker busy/idle time, memory by\n"
-         "category, the weight version each micro-batch used.";
+         "MASTER_PORT set), c10d Gloo between them on CPUs and NCCL on GPUs, the schedule's op\n"
+         "lists run in order. Prints the measured report: samples/s in steady state, per-worker\n"
+         "busy/idle time, memory by category, the weight version each micro-batch used.";
 }
 
 inline po::options_description RunOptionsDescription() {
@@ -43,6 +43,13 @@ inline po::options_description RunOptionsDescription() {
        "folder of the Fashion-MNIST IDX files (gzipped or not)")
       ("evaluate", "after training, measure accuracy on the test set through the pipeline")
       ("no-weight-stashing", "pipedream only: backwards use the latest weights (for comparison)")
+      ("device", po::value<std::string>()->default_value("cpu"),
+       "cpu|cuda: where workers compute. cuda: GPU LOCAL_RANK of the machine, NCCL between "
+       "workers on their own GPUs; workers beyond the GPUs share one, messages through host "
+       "memory over Gloo (docs/executor.md)")
+      ("precision", po::value<std::string>()->default_value("fp32"),
+       "fp32|bf16|fp16: with --device cuda, forwards under CUDA autocast to bf16 or fp16; "
+       "weights, gradients, optimizer and messages stay fp32")
       ("threads", po::value<int>(), "intra-op threads per worker (default: cores / workers)")
       ("default-scheduler", "keep workers under SCHED_OTHER where they outnumber the cores "
        "(else SCHED_RR, which the simulator models)")
@@ -84,6 +91,8 @@ struct RunOptions {
   std::string data_dir;
   bool evaluate = false;
   bool weight_stashing = true;
+  std::string device = "cpu";   // "cpu" or "cuda" (exec/runtime/device.h)
+  std::string precision = "fp32";  // "fp32", "bf16", "fp16" (CUDA autocast)
   int threads = 0;              // 0: cores / local workers
   bool round_robin = true;      // SCHED_RR where the workers outnumber the cores (cpu_policy.h)
   double timeout_s = 25;
@@ -111,6 +120,8 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
   o.evaluate = vm.count("evaluate") > 0;
   o.weight_stashing = vm.count("no-weight-stashing") == 0;
   if (vm.count("threads")) o.threads = vm["threads"].as<int>();
+  o.device = vm["device"].as<std::string>();
+  o.precision = vm["precision"].as<std::string>();
   o.round_robin = vm.count("default-scheduler") == 0;
   o.timeout_s = vm["timeout"].as<double>();
   o.verbose = vm.count("verbose") > 0;
@@ -128,6 +139,13 @@ inline RunOptions ReadRunOptions(const po::variables_map& vm) {
                      std::to_string(o.warmup_iterations));
   if (o.data != "synthetic" && o.data != "fashion-mnist")
     throw InputError("pipetwin run: --data must be synthetic or fashion-mnist, got " + o.data);
+  if (o.device != "cpu" && o.device != "cuda")
+    throw InputError("pipetwin run: --device must be cpu or cuda, got " + o.device);
+  if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16")
+    throw InputError("pipetwin run: --precision must be fp32, bf16 or fp16, got " + o.precision);
+  if (o.precision != "fp32" && o.device != "cuda")
+    throw InputError("pipetwin run: --precision " + o.precision + " needs --device cuda (mixed "
+                     "precision is CUDA autocast)");
   if (vm.count("threads") && o.threads < 1)
     throw InputError("pipetwin run: --threads must be >= 1, got " + std::to_string(o.threads));
   if (!(o.timeout_s > 0))

@@ -1,4 +1,5 @@
 #define USE_C10D_GLOO 1
+#define USE_C10D_NCCL 1  // every build: the wheel's LibTorch has c10d NCCL, and CI compiles it
 #include "exec/runtime/communicator.h"
 #include "exec/launch/worker.h"
 
@@ -10,8 +11,10 @@
 #include <iostream>
 #include <cstdio>
 
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 namespace pipetwin::exec {
@@ -61,6 +64,20 @@ c10::intrusive_ptr<c10d::Backend> MakeGroup(const c10::intrusive_ptr<c10d::Store
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
 }
 
+// A ProcessGroupNCCL over `ranks` (global ranks, this worker at `rank` among them). Its timeout
+// is the run's: NCCL's watchdog aborts a communicator whose operation has not completed within
+// it, and with asynchronous error handling (TORCH_NCCL_ASYNC_ERROR_HANDLING, set by the worker)
+// ends the process, which ends the run (a launcher stops the others: launcher.h).
+c10::intrusive_ptr<c10d::Backend> MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                                int rank, const std::vector<int>& ranks,
+                                                double timeout_s) {
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = ToMilliseconds(timeout_s);
+  options->global_ranks_in_group.assign(ranks.begin(), ranks.end());
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, static_cast<int>(ranks.size()),
+                                                     options);
+}
+
 }  // namespace
 
 void Communicator::Connect(const std::vector<std::vector<int>>& replica_groups,
@@ -98,7 +115,7 @@ void Communicator::Connect(const std::vector<std::vector<int>>& replica_groups,
                    OneLine(e.what()));
   }
   // Every worker must agree on the world size and on what it runs.
-  const std::string agreed = std::to_string(env.world_size) + " " + fingerprint;
+  const std::string agreed = std::to_string(env.world_size) + " " + fingerprint + " " + transport();
   try {
     if (env.rank == 0) store_->set("pipetwin/run", Bytes(agreed));
     const std::string theirs = Bytes(store_->get("pipetwin/run"));
@@ -108,8 +125,9 @@ void Communicator::Connect(const std::vector<std::vector<int>>& replica_groups,
         throw RunError("rank " + std::to_string(env.rank) + " was started with WORLD_SIZE=" +
                        std::to_string(env.world_size) + " but rank 0 with WORLD_SIZE=" +
                        their_world);
-      throw RunError("rank " + std::to_string(env.rank) + " runs another scenario, plan or "
-                     "options than rank 0 (every worker must be started with the same ones)");
+      throw RunError("rank " + std::to_string(env.rank) + " runs another scenario, plan, "
+                     "options or transport (" + transport() + ") than rank 0 (every worker must "
+                     "be started with the same ones, and all share GPUs or none)");
     }
   } catch (const RunError&) {
     throw;
@@ -125,8 +143,10 @@ void Communicator::Connect(const std::vector<std::vector<int>>& replica_groups,
       if (group.size() < 2 || it == group.end()) continue;
       replica_ranks_ = group;
       auto prefixed = c10::make_intrusive<c10d::PrefixStore>("stage" + std::to_string(s), store_);
-      replicas_ = MakeGroup(prefixed, static_cast<int>(it - group.begin()),
-                            static_cast<int>(group.size()), env, timeout_s);
+      const int member = static_cast<int>(it - group.begin());
+      replicas_ = nccl_ ? MakeNcclGroup(prefixed, member, group, timeout_s)
+                        : MakeGroup(prefixed, member, static_cast<int>(group.size()), env,
+                                    timeout_s);
     }
   } catch (const std::exception& e) {
     throw RunError("rank " + std::to_string(env.rank) + ": the workers did not all meet " +
@@ -138,8 +158,15 @@ void Communicator::Connect(const std::vector<std::vector<int>>& replica_groups,
 
 Communicator::Communicator(const ProcessEnv& env, double timeout_s,
                            const std::vector<std::vector<int>>& replica_groups,
-                           const std::string& fingerprint, bool verbose)
-    : env_(env), timeout_s_(timeout_s) {
+                           const std::string& fingerprint, bool verbose,
+                           const ExecDevice& device)
+    : env_(env), timeout_s_(timeout_s), device_(device) {
+  // PIPETWIN_EXEC_STAGED=1 stages every message through host memory whatever the device: the
+  // CPU tests prove the shared-GPU transport's copies and posted receives with it, and a GPU
+  // machine can compare it with NCCL.
+  const char* force = std::getenv("PIPETWIN_EXEC_STAGED");
+  staged_ = (device.cuda() && device.shared()) || (force && std::string(force) == "1");
+  nccl_ = device.cuda() && !staged_;
   if (verbose) {
     Connect(replica_groups, fingerprint);
     return;
@@ -186,13 +213,24 @@ void Communicator::Lost(int peer, const std::string& what, const std::string& ca
 void Communicator::Wait(const c10::intrusive_ptr<c10d::Work>& work, int peer,
                         const std::string& what) {
   try {
-    work->wait(ToMilliseconds(timeout_s_));
+    // NCCL: wait() orders the current stream after the work, without blocking the host (a
+    // timeout here would block it); the watchdog enforces the group's timeout instead.
+    if (nccl_) work->wait();
+    else work->wait(ToMilliseconds(timeout_s_));
   } catch (const std::exception& e) {
     Lost(peer, what, e.what());
   }
 }
 
 void Communicator::PruneSends() {
+  if (nccl_) {
+    // NCCL's work reports completion by its CUDA event, and keeps its tensor until then: drop
+    // the finished ones without waiting on anything.
+    sends_.erase(std::remove_if(sends_.begin(), sends_.end(),
+                                [](const PendingSend& s) { return s.work->isCompleted(); }),
+                 sends_.end());
+    return;
+  }
   // c10d's Gloo send work reports isCompleted() only once wait() has run, so polling it never
   // frees anything: every sent buffer would stay alive until FinishSends, and a worker's memory
   // grow with every message. Sends complete in the order they were posted and a peer takes them in schedule
@@ -202,35 +240,89 @@ void Communicator::PruneSends() {
   sends_.erase(sends_.begin(), sends_.begin() + static_cast<std::ptrdiff_t>(excess));
 }
 
-void Communicator::Send(const torch::Tensor& buffer, int peer, int tag, const std::string& what) {
-  std::vector<at::Tensor> tensors = {buffer};
+std::string Communicator::transport() const {
+  return nccl_ ? "nccl" : staged_ ? "gloo, staged through host memory" : "gloo";
+}
+
+c10d::Backend& Communicator::Channel(int sender, int receiver, Direction direction) {
+  auto& group = channels_[{sender, receiver, direction}];
+  if (!group) {
+    const std::string name = std::string(direction == Direction::kActivations ? "act" : "grad") +
+                             "/" + std::to_string(sender) + "-" + std::to_string(receiver);
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("nccl/" + name, store_);
+    group = MakeNcclGroup(prefixed, env_.rank == sender ? 0 : 1, {sender, receiver}, timeout_s_);
+  }
+  return *group;
+}
+
+void Communicator::OpenChannels(const std::vector<ChannelKey>& channels) {
+  if (!nccl_) return;
+  torch::Tensor token = torch::zeros({1}, device_.options());
+  for (const auto& [sender, receiver, direction] : channels) {
+    if (sender != env_.rank && receiver != env_.rank) continue;
+    std::vector<at::Tensor> tensors = {token};
+    const std::string what = "opening the NCCL channel from rank " + std::to_string(sender) +
+                             " to rank " + std::to_string(receiver);
+    const int peer = sender == env_.rank ? receiver : sender;
+    try {
+      auto& group = Channel(sender, receiver, direction);
+      auto work = sender == env_.rank ? group.send(tensors, 1, 0) : group.recv(tensors, 0, 0);
+      work->wait();
+    } catch (const std::exception& e) {
+      Lost(peer, what, e.what());
+    }
+    c10::cuda::device_synchronize();
+  }
+  if (replicas_) {
+    torch::Tensor t = torch::zeros({1}, device_.options());
+    AllReduceSum(t, "opening the replicas' NCCL group");
+    c10::cuda::device_synchronize();
+  }
+}
+
+torch::Tensor Communicator::Outgoing(const torch::Tensor& buffer) const {
+  if (!staged_) return buffer;
+  // A host copy (a copy on the CPU too): on a GPU the copy waits for the kernels that made the
+  // buffer, on this worker's stream.
+  return buffer.to(buffer.options().device(torch::kCPU), /*non_blocking=*/false, /*copy=*/true);
+}
+
+torch::Tensor Communicator::Incoming(const torch::Tensor& buffer) const {
+  return staged_ ? torch::empty_like(buffer, buffer.options().device(torch::kCPU)) : buffer;
+}
+
+void Communicator::Send(const torch::Tensor& buffer, int peer, int tag, const std::string& what,
+                        Direction direction) {
+  PendingSend s{nullptr, peer, what, Outgoing(buffer), torch::Tensor()};
+  std::vector<at::Tensor> tensors = {s.payload};
   try {
-    sends_.push_back({world_->send(tensors, peer, tag), peer, what});
+    // In a channel's two-rank group the receiver is rank 1.
+    s.work = nccl_ ? Channel(env_.rank, peer, direction).send(tensors, 1, 0)
+                   : world_->send(tensors, peer, tag);
   } catch (const std::exception& e) {
     Lost(peer, what, e.what());
   }
+  sends_.push_back(std::move(s));
   if (sends_.size() > kSendWindow) PruneSends();
 }
 
-void Communicator::Recv(torch::Tensor& buffer, int peer, int tag, const std::string& what) {
-  std::vector<at::Tensor> tensors = {buffer};
-  c10::intrusive_ptr<c10d::Work> work;
+int Communicator::PostRecv(torch::Tensor& buffer, int peer, int tag, const std::string& what,
+                           Direction direction) {
+  PendingSend r{nullptr, peer, what, Incoming(buffer), staged_ ? buffer : torch::Tensor()};
+  std::vector<at::Tensor> tensors = {r.payload};
   try {
-    work = world_->recv(tensors, peer, tag);
+    r.work = nccl_ ? Channel(peer, env_.rank, direction).recv(tensors, 0, 0)
+                   : world_->recv(tensors, peer, tag);
   } catch (const std::exception& e) {
     Lost(peer, what, e.what());
   }
-  Wait(work, peer, what);
+  recvs_[next_recv_] = std::move(r);
+  return next_recv_++;
 }
 
-int Communicator::PostRecv(torch::Tensor& buffer, int peer, int tag, const std::string& what) {
-  std::vector<at::Tensor> tensors = {buffer};
-  try {
-    recvs_[next_recv_] = {world_->recv(tensors, peer, tag), peer, what};
-  } catch (const std::exception& e) {
-    Lost(peer, what, e.what());
-  }
-  return next_recv_++;
+void Communicator::Recv(torch::Tensor& buffer, int peer, int tag, const std::string& what,
+                        Direction direction) {
+  WaitRecv(PostRecv(buffer, peer, tag, what, direction));
 }
 
 void Communicator::WaitRecv(int id) {
@@ -239,11 +331,13 @@ void Communicator::WaitRecv(int id) {
   PendingSend r = std::move(it->second);
   recvs_.erase(it);
   Wait(r.work, r.peer, r.what);
+  if (r.target.defined()) r.target.copy_(r.payload);
 }
 
 void Communicator::AllReduceSum(torch::Tensor& buffer, const std::string& what) {
   if (!replicas_) return;
-  std::vector<at::Tensor> tensors = {buffer};
+  torch::Tensor payload = Outgoing(buffer);
+  std::vector<at::Tensor> tensors = {payload};
   c10::intrusive_ptr<c10d::Work> work;
   try {
     work = replicas_->allreduce(tensors);
@@ -251,6 +345,7 @@ void Communicator::AllReduceSum(torch::Tensor& buffer, const std::string& what) 
     Lost(-1, what, e.what());
   }
   Wait(work, -1, what);
+  if (staged_) buffer.copy_(payload);
 }
 
 void Communicator::FinishSends() {

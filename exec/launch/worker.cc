@@ -10,6 +10,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <iostream>
 #include <thread>
 
@@ -65,6 +66,28 @@ int ConfigureThreads(int requested, const ProcessEnv& env) {
   return threads;
 }
 
+// Every channel of the run (sender, receiver, direction; op.h), in one order on every worker.
+std::vector<Communicator::ChannelKey> Channels(const PipelineSchedule& schedule) {
+  std::set<Communicator::ChannelKey> channels;
+  for (const auto& w : schedule.workers)
+    for (const Op& op : w.ops)
+      if (op.kind == OpKind::kSendActivation || op.kind == OpKind::kSendGradient)
+        channels.insert({w.worker, op.peer_worker,
+                         op.kind == OpKind::kSendActivation
+                             ? Communicator::Direction::kActivations
+                             : Communicator::Direction::kGradients});
+  return {channels.begin(), channels.end()};
+}
+
+// A CUDA or NCCL failure inside LibTorch ends this worker's run as a failed run (exit 1) naming
+// the rank and the device, in one line; the launcher (or torchrun) then stops the others.
+[[noreturn]] void DeviceFailure(const ProcessEnv& env, const ExecDevice& device,
+                                const c10::Error& e) {
+  std::string what = e.what_without_backtrace();
+  if (auto newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
+  throw RunError("rank " + std::to_string(env.rank) + " on " + device.Describe() + ": " + what);
+}
+
 // What every worker must agree on (checked through the store): the op lists and the options
 // that change the numbers.
 std::string Fingerprint(const ExecutorJob& job) {
@@ -73,7 +96,7 @@ std::string Fingerprint(const ExecutorJob& job) {
                            std::to_string(o.seed) + "|" +
                            o.data + "|" + std::to_string(o.weight_stashing) + "|" +
                            std::to_string(job.microbatch_size) + "|" +
-                           std::to_string(o.evaluate);
+                           std::to_string(o.evaluate) + "|" + o.device + "|" + o.precision;
   return std::to_string(std::hash<std::string>()(text));
 }
 
@@ -123,11 +146,17 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   WorkerMeasurement measurement;
   measurement.rank = env.rank;
   UseCachingCpuAllocator();  // before the first tensor (cpu_allocator.h)
+  // NCCL's watchdog ends the process when an operation outlives the group's timeout or a
+  // communicator fails (TORCH_NCCL_ASYNC_ERROR_HANDLING=3: abort, no clean-up), so that a rank
+  // whose peer is lost never hangs. The user's own setting wins.
+  ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", 0);
+  const ExecDevice device = SelectDevice(options.device, options.precision, env);
+  measurement.device = device.Describe();
   const bool oversubscribed = env.local_world_size > static_cast<int>(AllowedCpus().size());
   measurement.threads = ConfigureThreads(options.threads, env);
   measurement.host = HostName();
-  measurement.capacity_bytes = MemoryShareBytes(env);
-  AllocatorProbe allocator;
+  measurement.capacity_bytes = device.cuda() ? device.CapacityBytes() : MemoryShareBytes(env);
+  AllocatorProbe allocator(device);
 
   Model model = BuildModel(job.network);
   ApplyLayerOrder(model, job.plan.layer_order);
@@ -142,30 +171,42 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
 
   std::vector<std::vector<int>> replica_groups(job.schedule.stages);
   for (const auto& w : job.schedule.workers) replica_groups[w.stage].push_back(w.worker);
-  Communicator comm(env, options.timeout_s, replica_groups, Fingerprint(job), options.verbose);
+  Communicator comm(env, options.timeout_s, replica_groups, Fingerprint(job), options.verbose,
+                    device);
+  measurement.transport = comm.transport();
   // More workers than cores: every thread of the worker (c10d Gloo's too, started by now) under
   // SCHED_RR, so that no core idles while a worker waits to run (cpu_policy.h).
   if (oversubscribed && options.round_robin) {
     std::string why;
     measurement.cpu_policy = UseRoundRobin(&why) ? "SCHED_RR" : "SCHED_OTHER (" + why + ")";
   }
-  StageExecutor executor(job, program, stage, data.get(), comm, allocator, measurement);
+  try {
+    comm.OpenChannels(Channels(job.schedule));
+    StageExecutor executor(job, program, stage, data.get(), comm, allocator, measurement, device);
 
-  comm.Barrier();
-  const auto origin = StageExecutor::Clock::now();
-  measurement.boot_id = BootId();
-  measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
-  executor.Run(origin);
-  comm.FinishSends();
-  measurement.end_s =
-      std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
-  if (options.evaluate && program.replica == 0)
-    executor.Evaluate(FirstReplica(job.schedule, program.stage - 1),
-                      FirstReplica(job.schedule, program.stage + 1),
-                      TestBatchCount(options.data, job.microbatch_size));
+    comm.Barrier();
+    const auto origin = StageExecutor::Clock::now();
+    measurement.boot_id = BootId();
+    measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
+    executor.Run(origin);
+    comm.FinishSends();
+    executor.Finish();
+    measurement.end_s =
+        std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
+    if (options.evaluate && program.replica == 0)
+      executor.Evaluate(FirstReplica(job.schedule, program.stage - 1),
+                        FirstReplica(job.schedule, program.stage + 1),
+                        TestBatchCount(options.data, job.microbatch_size));
+  } catch (const c10::Error& e) {
+    if (!device.cuda()) throw;
+    DeviceFailure(env, device, e);
+  }
   measurement.allocator_peak_bytes = static_cast<double>(allocator.peak());
   measurement.allocator_reserved_bytes =
       static_cast<double>(CachingCpuAllocatorStats().system_bytes);
+  measurement.cuda_allocator = CudaAllocatorView(device);
+  if (measurement.cuda_allocator)
+    measurement.allocator_reserved_bytes = measurement.cuda_allocator->reserved_peak_bytes;
   measurement.peak_rss_bytes = PeakRssBytes();
   comm.Publish("result/" + std::to_string(env.rank), JsonText(MeasurementToJson(measurement)));
   if (env.rank != 0) return 0;

@@ -101,8 +101,10 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
   for (const auto& s : m.memory_timeline) memory.push_back({s.time_s, CategoriesJson(s.bytes)});
   nlohmann::json versions = nlohmann::json::array();
   for (const auto& v : m.versions) versions.push_back({v.microbatch, v.forward, v.backward});
-  return {{"rank", m.rank}, {"stage", m.stage}, {"replica", m.replica}, {"host", m.host},
-          {"threads", m.threads}, {"cpu_policy", m.cpu_policy}, {"ops", ops},
+  nlohmann::json j = {
+          {"rank", m.rank}, {"stage", m.stage}, {"replica", m.replica}, {"host", m.host},
+          {"device", m.device}, {"transport", m.transport}, {"threads", m.threads},
+          {"cpu_policy", m.cpu_policy}, {"ops", ops},
           {"end_s", m.end_s}, {"memory", memory},
           {"max_weight_versions", m.max_weight_versions},
           {"max_in_flight_microbatches", m.max_in_flight_microbatches},
@@ -113,6 +115,12 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
           {"update_staleness", m.update_staleness}, {"losses", m.losses},
           {"test_accuracy", m.test_accuracy}, {"test_samples", m.test_samples},
           {"boot_id", m.boot_id}, {"clock_origin_s", m.clock_origin_s}};
+  if (m.cuda_allocator)
+    j["cuda_allocator"] = {m.cuda_allocator->allocated_bytes,
+                           m.cuda_allocator->allocated_peak_bytes,
+                           m.cuda_allocator->reserved_bytes,
+                           m.cuda_allocator->reserved_peak_bytes};
+  return j;
 }
 
 WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
@@ -121,6 +129,12 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.stage = j.at("stage");
   m.replica = j.at("replica");
   m.host = j.at("host");
+  m.device = j.value("device", std::string("cpu"));
+  m.transport = j.value("transport", std::string("gloo"));
+  if (j.contains("cuda_allocator")) {
+    const auto& a = j.at("cuda_allocator");
+    m.cuda_allocator = AllocatorView{a[0], a[1], a[2], a[3]};
+  }
   m.threads = j.at("threads");
   m.cpu_policy = j.value("cpu_policy", std::string("SCHED_OTHER"));
   for (const auto& o : j.at("ops"))
@@ -214,10 +228,12 @@ nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report&
                         {"allocator_peak_bytes", w.allocator_peak_bytes},
                         {"allocator_reserved_bytes", w.allocator_reserved_bytes},
                         {"peak_rss_bytes", w.peak_rss_bytes}, {"threads", w.threads},
-                        {"cpu_policy", w.cpu_policy}, {"host", w.host}});
+                        {"cpu_policy", w.cpu_policy}, {"host", w.host},
+                        {"device", w.device}, {"transport", w.transport}});
     MemoryPeaks peaks;
     for (const MemorySample& s : w.memory_timeline) peaks.Add(s.time_s, s.bytes);
     r.devices.push_back(peaks.Report(w.rank, w.rank, w.capacity_bytes, w.memory_timeline));
+    r.devices.back().cuda_allocator = w.cuda_allocator;
   }
   return overhead;
 }

@@ -10,6 +10,7 @@
 // Free of LibTorch: workers hand their measurement to rank 0 as JSON through the store.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,8 @@ struct VersionUse {
 struct WorkerMeasurement {
   int rank = 0, stage = 0, replica = 0;
   std::string host;
+  std::string device = "cpu";  // ExecDevice::Describe(): "cpu", "cuda:0 (NVIDIA H200, ...)"
+  std::string transport = "gloo";  // Communicator::transport()
   int threads = 1;
   // How the OS schedules its threads: "SCHED_OTHER", or "SCHED_RR" where it shares its cores
   // with more workers than cores (cpu_policy.h), or why that was refused.
@@ -57,8 +60,11 @@ struct WorkerMeasurement {
   std::vector<MemorySample> memory_timeline;
   int max_weight_versions = 1;
   int max_in_flight_microbatches = 0;
-  double allocator_peak_bytes = 0;  // every live CPU tensor of the process, at its peak
-  double allocator_reserved_bytes = 0;  // what the caching allocator holds (cpu_allocator.h)
+  // Every live tensor of the worker's device at its peak, and what its caching allocator holds
+  // (the CPU's: cpu_allocator.h; a GPU's: the CUDA caching allocator's peak reserved bytes).
+  double allocator_peak_bytes = 0;
+  double allocator_reserved_bytes = 0;
+  std::optional<AllocatorView> cuda_allocator;  // a GPU worker's CUDA caching allocator
   double peak_rss_bytes = 0;        // the process's peak resident set
   double capacity_bytes = 0;        // this worker's share of the machine's memory
   std::vector<VersionUse> versions;

@@ -112,7 +112,7 @@ class Block : public LayerFunction {
     auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
     if (gpt_) {
-      auto future = torch::ones({s, s}, torch::kBool).triu(1);
+      auto future = torch::ones({s, s}, scores.options().dtype(torch::kBool)).triu(1);
       scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
     }
     auto context = torch::matmul(torch::softmax(scores, -1), v);

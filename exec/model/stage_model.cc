@@ -131,9 +131,12 @@ std::vector<torch::Tensor> StageModel::Forward(at::TensorList parameters,
 }
 
 torch::Tensor Pack(const std::vector<torch::Tensor>& tensors) {
-  if (tensors.size() == 1) return tensors[0].detach().reshape({-1}).contiguous();
+  // In fp32 whatever the compute type (autocast may leave a boundary in bf16): a receiver's
+  // buffer, posted before the sender computes, has one type, and the simulator's message bytes
+  // are the workload's fp32 activation bytes.
+  if (tensors.size() == 1) return tensors[0].detach().reshape({-1}).to(torch::kFloat).contiguous();
   std::vector<torch::Tensor> flat;
-  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
+  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}).to(torch::kFloat));
   return torch::cat(flat);
 }
 

@@ -83,7 +83,7 @@ class StageModel {
   std::vector<int> parameter_offset_;  // per stage layer: index of its first tensor
 };
 
-// Packs tensors into one flat float buffer and back (a stage boundary is one message).
+// Packs tensors into one flat fp32 buffer and back (a stage boundary is one message).
 torch::Tensor Pack(const std::vector<torch::Tensor>& tensors);
 std::vector<torch::Tensor> Unpack(const torch::Tensor& buffer,
                                   const std::vector<std::vector<int64_t>>& shapes);

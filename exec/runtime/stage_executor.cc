@@ -34,18 +34,30 @@ int FailAtOp(int rank, int* signal) {
 
 // --- AllocatorProbe ---
 
-AllocatorProbe::AllocatorProbe() { UseCachingCpuAllocator(); }
-int64_t AllocatorProbe::allocated() const { return CachingCpuAllocatorStats().live_bytes; }
-int64_t AllocatorProbe::peak() const { return CachingCpuAllocatorStats().peak_live_bytes; }
+AllocatorProbe::AllocatorProbe(const ExecDevice& device) : device_(device) {
+  UseCachingCpuAllocator();
+}
+int64_t AllocatorProbe::allocated() const { return AllocatedBytes(device_); }
+int64_t AllocatorProbe::peak() const {
+  if (auto view = CudaAllocatorView(device_))
+    return static_cast<int64_t>(view->allocated_peak_bytes);
+  return CachingCpuAllocatorStats().peak_live_bytes;
+}
+
+// Timer keys of the waits for blocking sends, clear of the op indices.
+constexpr size_t kSendWaitKey = size_t{1} << 40;
 
 // --- StageExecutor ---
 
 StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& program,
                              const StageModel& stage, DataSource* data, Communicator& comm,
-                             const AllocatorProbe& allocator, WorkerMeasurement& measurement)
+                             const AllocatorProbe& allocator, WorkerMeasurement& measurement,
+                             const ExecDevice& device)
     : job_(job), program_(program), stage_(stage), data_(data), comm_(comm),
-      allocator_(allocator), out_(measurement),
-      weights_(stage.InitialParameters(job.options.seed),
+      allocator_(allocator), out_(measurement), device_(device),
+      // Every worker draws its initial weights on the CPU (one generator per layer and seed):
+      // a stage's weights are the same on every device.
+      weights_(device.ToDevice(stage.InitialParameters(job.options.seed)),
                OptimizerFromName(job.scenario.training.optimizer,
                                  job.scenario.training.learning_rate)),
       stashing_(job.options.weight_stashing), recompute_(job.schedule.recompute) {
@@ -57,7 +69,7 @@ StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& progra
     // back), and the simulator's measured all-reduce is all it costs.
     int64_t elements = 1;
     for (const auto& p : weights_.Current()) elements += p.numel();
-    gradient_flat_ = torch::zeros({elements});
+    gradient_flat_ = torch::zeros({elements}, device_.options());
     int64_t offset = 0;
     for (const auto& p : weights_.Current()) {
       gradient_sum_.push_back(gradient_flat_.narrow(0, offset, p.numel()).view_as(p));
@@ -83,10 +95,34 @@ int StageExecutor::Tag(const MessageKey& message) const {
 void StageExecutor::Run(Clock::time_point origin) {
   origin_ = origin;
   posted_until_ = 0;
+  if (device_.cuda()) {
+    timer_ = std::make_unique<GpuTimer>(device_);  // the stream is idle: its origin is now
+    timer_offset_s_ = std::chrono::duration<double>(Clock::now() - origin_).count();
+  }
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     PostReceivesAhead(i);
     Execute(program_.ops[i]);
   }
+}
+
+void StageExecutor::Finish() {
+  for (const auto& [mb, loss] : losses_) out_.losses.push_back({mb, loss.item<double>()});
+  losses_.clear();
+  if (!timer_) return;
+  for (const auto& [key, span] : timer_->Read()) {
+    const double start = timer_offset_s_ + span.first, end = timer_offset_s_ + span.second;
+    if (key >= kSendWaitKey) {
+      // The wait for blocking sends lengthens the latest send (as on the CPU).
+      OpRecord& send = out_.ops.at(send_waits_.at(key));
+      send.end_s = std::max(send.end_s, send.start_s) + (end - start);
+      continue;
+    }
+    out_.ops.at(key).start_s = start;
+    out_.ops.at(key).end_s = end;
+  }
+  for (size_t k = 0; k < sample_ops_.size() && k < out_.memory_timeline.size(); ++k)
+    out_.memory_timeline[k].time_s = out_.ops.at(sample_ops_[k]).end_s;
+  timer_.reset();
 }
 
 void StageExecutor::PostReceivesAhead(size_t from) {
@@ -101,12 +137,14 @@ void StageExecutor::PostReceivesAhead(size_t from) {
     if (op.kind != OpKind::kRecvActivation && op.kind != OpKind::kRecvGradient) continue;
     const bool activation = op.kind == OpKind::kRecvActivation;
     const int mb = op.microbatch;
-    torch::Tensor buffer =
-        torch::empty({TotalElements(activation ? stage_.InputShapes() : stage_.OutputShapes())});
+    torch::Tensor buffer = torch::empty(
+        {TotalElements(activation ? stage_.InputShapes() : stage_.OutputShapes())},
+        device_.options());
     const int id = comm_.PostRecv(
         buffer, op.peer_worker, Tag(MessageOf(op, program_.worker)),
         std::string(activation ? "receiving the activation" : "receiving the gradient") +
-            " of micro-batch " + std::to_string(mb));
+            " of micro-batch " + std::to_string(mb),
+        activation ? Communicator::Direction::kActivations : Communicator::Direction::kGradients);
     posted_[{activation, mb}] = {buffer, id};
   }
 }
@@ -127,6 +165,7 @@ void StageExecutor::Execute(const Op& op) {
   record.peer = op.peer_worker;
   record.iteration = mb >= 0 ? job_.IterationOf(mb) : current_iteration_;
   const auto start = Clock::now();
+  if (timer_) timer_->Start(out_.ops.size());
   switch (op.kind) {
     case OpKind::kForward:
       Forward(op, mb, version);
@@ -168,6 +207,7 @@ void StageExecutor::Execute(const Op& op) {
       if (stashing_) weights_.Release(version);
       break;
   }
+  if (timer_) timer_->End(out_.ops.size());
   const auto end = Clock::now();
   record.start_s = std::chrono::duration<double>(start - origin_).count();
   record.end_s = std::chrono::duration<double>(end - origin_).count();
@@ -185,6 +225,8 @@ Batch& StageExecutor::DataFor(int microbatch) {
     Batch b = stage_.is_first()
                   ? data_->Train(microbatch, job_.microbatch_size)
                   : Batch{torch::Tensor(), data_->TrainLabels(microbatch, job_.microbatch_size)};
+    if (b.input.defined()) b.input = b.input.to(device_.device);
+    b.labels = b.labels.to(device_.device);
     it = batches_.emplace(microbatch, std::move(b)).first;
   }
   return it->second;
@@ -205,6 +247,7 @@ std::vector<torch::Tensor> StageExecutor::StageInputs(int microbatch) {
 std::vector<torch::Tensor> StageExecutor::RunStage(int version,
                                                    const std::vector<torch::Tensor>& inputs,
                                                    int microbatch) {
+  AutocastScope autocast(device_);  // --precision bf16/fp16: the forward (and loss) under autocast
   std::vector<torch::Tensor> out = stage_.Forward(weights_.Version(version), inputs);
   if (!stage_.is_last()) return out;
   return {stage_.model().Loss(out[0], DataFor(microbatch).labels)};
@@ -229,7 +272,8 @@ void StageExecutor::Forward(const Op& op, int mb, int version) {
     f.outputs = RunStage(used, f.inputs, mb);
   }
   f.stash_bytes = allocator_.allocated() - before + Bytes(f.inputs);
-  if (stage_.is_last()) out_.losses.push_back({mb, f.outputs[0].item<double>()});
+  // The loss is read once the run has finished (reading it now would stall the host on a GPU).
+  if (stage_.is_last()) losses_.push_back({mb, f.outputs[0].detach()});
   else activations_to_send_[mb] = Pack(f.outputs);
   if (!f.has_graph) f.outputs.clear();
   versions_[mb].microbatch = mb;
@@ -311,8 +355,12 @@ void StageExecutor::Backward(const Op& op, int mb, int version) {
   if (weight_part) targets.insert(targets.end(), parameters.begin(), parameters.end());
   if (!targets.empty()) {
     std::vector<torch::Tensor> grad_outputs;
-    if (!stage_.is_last())
+    if (!stage_.is_last()) {
+      // Messages are fp32; under autocast an output may be bf16 or fp16.
       grad_outputs = Unpack(received_gradients_.at(mb), stage_.OutputShapes());
+      for (size_t i = 0; i < grad_outputs.size(); ++i)
+        grad_outputs[i] = grad_outputs[i].to(f.outputs[i].scalar_type());
+    }
     const std::vector<torch::Tensor> grads =
         Differentiate(f, targets, grad_outputs, input_part, weight_part);
     torch::NoGradGuard no_grad;
@@ -378,14 +426,26 @@ void StageExecutor::Update(int version) {
 // Blocking sends (op.h): the worker's posted sends are delivered before its next compute op. The
 // wait is the sends' exposed time: it lengthens the latest send's record.
 void StageExecutor::WaitForSends() {
-  const auto from = Clock::now();
-  comm_.FinishSends();
-  const double waited = std::chrono::duration<double>(Clock::now() - from).count();
+  auto latest = out_.ops.rend();
   for (auto it = out_.ops.rbegin(); it != out_.ops.rend() && !IsComputeOp(it->kind); ++it)
     if (IsSendOp(it->kind)) {
-      it->end_s += waited;
+      latest = it;
       break;
     }
+  const size_t key = kSendWaitKey + out_.ops.size();
+  if (timer_ && latest != out_.ops.rend()) {
+    // On a GPU the wait is the compute stream's (NCCL: it waits on the sends' events).
+    send_waits_[key] = static_cast<size_t>(out_.ops.rend() - latest) - 1;
+    timer_->Start(key);
+  }
+  const auto from = Clock::now();
+  comm_.FinishSends();
+  if (timer_) {
+    if (latest != out_.ops.rend()) timer_->End(key);
+    return;
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - from).count();
+  if (latest != out_.ops.rend()) latest->end_s += waited;
 }
 
 void StageExecutor::Send(const Op& op, int mb, OpRecord& record) {
@@ -396,7 +456,9 @@ void StageExecutor::Send(const Op& op, int mb, OpRecord& record) {
   record.bytes = static_cast<double>(it->second.numel() * it->second.element_size());
   comm_.Send(it->second, op.peer_worker, Tag(MessageOf(op, program_.worker)),
              std::string(activation ? "sending the activation" : "sending the gradient") +
-                 " of micro-batch " + std::to_string(mb));
+                 " of micro-batch " + std::to_string(mb),
+             activation ? Communicator::Direction::kActivations
+                        : Communicator::Direction::kGradients);
   pending.erase(it);
 }
 
@@ -406,7 +468,7 @@ void StageExecutor::Recv(const Op& op, int mb, OpRecord& record) {
   TORCH_CHECK(it != posted_.end(), "Recv of micro-batch ", mb, " was never posted");
   const PostedRecv posted = it->second;
   posted_.erase(it);
-  record.bytes = static_cast<double>(posted.buffer.numel() * sizeof(float));
+  record.bytes = static_cast<double>(posted.buffer.numel() * posted.buffer.element_size());
   comm_.WaitRecv(posted.id);
   (activation ? received_activations_ : received_gradients_)[mb] = posted.buffer;
 }
@@ -419,16 +481,24 @@ void StageExecutor::Evaluate(int previous, int next, int64_t batches) {
     const int mb = kEvaluationMicrobatchBase + static_cast<int>(i);
     std::vector<torch::Tensor> inputs;
     Batch batch;
-    if (stage_.is_first() || stage_.is_last()) batch = data_->Test(i, size);
+    if (stage_.is_first() || stage_.is_last()) {
+      batch = data_->Test(i, size);
+      if (batch.input.defined()) batch.input = batch.input.to(device_.device);
+      batch.labels = batch.labels.to(device_.device);
+    }
     if (stage_.is_first()) {
       inputs = {batch.input};
     } else {
-      torch::Tensor buffer = torch::empty({TotalElements(stage_.InputShapes())});
+      torch::Tensor buffer = torch::empty({TotalElements(stage_.InputShapes())}, device_.options());
       comm_.Recv(buffer, previous, Tag({true, program_.stage - 1, mb, previous, program_.worker}),
                  "receiving test batch " + std::to_string(i));
       inputs = Unpack(buffer, stage_.InputShapes());
     }
-    auto outputs = stage_.Forward(weights_.Current(), inputs);
+    std::vector<torch::Tensor> outputs;
+    {
+      AutocastScope autocast(device_);
+      outputs = stage_.Forward(weights_.Current(), inputs);
+    }
     if (stage_.is_last()) correct += stage_.model().Correct(outputs[0], batch.labels);
     else comm_.Send(Pack(outputs), next, Tag({true, program_.stage, mb, program_.worker, next}),
                     "sending test batch " + std::to_string(i));
@@ -457,13 +527,14 @@ void StageExecutor::SampleMemory() {
       return;
   }
   timeline.push_back(s);
+  sample_ops_.push_back(out_.ops.empty() ? 0 : out_.ops.size() - 1);
 }
 
 void StageExecutor::DumpWeights() const {
   const std::string& dir = job_.options.dump_weights_dir;
   if (dir.empty()) return;
   std::vector<torch::Tensor> copy;
-  for (const auto& p : weights_.Current()) copy.push_back(p.detach().clone());
+  for (const auto& p : weights_.Current()) copy.push_back(p.detach().to(torch::kCPU).clone());
   torch::save(copy, dir + "/stage" + std::to_string(program_.stage) + "_replica" +
                         std::to_string(program_.replica) + "_v" +
                         std::to_string(weights_.current_version()) + ".pt");

@@ -1,6 +1,7 @@
 // StageExecutor: one worker's interpreter of its op list (partition/schedule.h), on real tensors.
 //
-// It runs the ops strictly in list order, one at a time:
+// It runs the ops strictly in list order, one at a time (on a GPU: it queues them in list order
+// on the device's compute stream, and the device runs them in that order):
 //   Forward(stage, mb, v)   the stage's layers on weight version v (which must be alive: the
 //                           current one or a stashed one); the graph is kept for the backward
 //   Backward(stage, mb, v)  gradients of the stage's parameters (accumulated) and of its inputs
@@ -33,6 +34,7 @@
 
 #include "exec/runtime/communicator.h"
 #include "exec/runtime/data.h"
+#include "exec/runtime/device.h"
 #include "exec/job.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/stage_model.h"
@@ -40,13 +42,17 @@
 
 namespace pipetwin::exec {
 
-// Tensor bytes of the process, as the executor's CPU allocator counts them (cpu_allocator.h; the
-// probe installs it): every thread's live tensors, in bytes as requested.
+// Tensor bytes of the worker's device: on the CPU as the executor's allocator counts them
+// (cpu_allocator.h; the probe installs it): every thread's live tensors, in bytes as requested;
+// on a GPU as its CUDA caching allocator does.
 class AllocatorProbe {
  public:
-  AllocatorProbe();
+  explicit AllocatorProbe(const ExecDevice& device = ExecDevice());
   int64_t allocated() const;  // live now
   int64_t peak() const;       // the most live since the allocator was installed
+
+ private:
+  ExecDevice device_;
 };
 
 class StageExecutor {
@@ -55,12 +61,15 @@ class StageExecutor {
 
   StageExecutor(const ExecutorJob& job, const WorkerProgram& program, const StageModel& stage,
                 DataSource* data, Communicator& comm, const AllocatorProbe& allocator,
-                WorkerMeasurement& measurement);
+                WorkerMeasurement& measurement, const ExecDevice& device = ExecDevice());
   StageExecutor(const StageExecutor&) = delete;
   StageExecutor& operator=(const StageExecutor&) = delete;
 
   // Runs the worker's op list. Times count from `origin`.
   void Run(Clock::time_point origin);
+  // Waits for the device to finish what Run queued; on a GPU, puts the CUDA events' op times
+  // into the measurement (ops and memory samples). Call after Run and the last sends.
+  void Finish();
   // Forward-only pass over the test set through the replica-0 workers of every stage; the last
   // stage records the accuracy. `next` / `previous`: the replica-0 ranks of the neighbours.
   // `batches` test micro-batches of the run's micro-batch size.
@@ -113,6 +122,12 @@ class StageExecutor {
   Communicator& comm_;
   const AllocatorProbe& allocator_;
   WorkerMeasurement& out_;
+  ExecDevice device_;
+  std::unique_ptr<GpuTimer> timer_;     // GPU: op times by CUDA events
+  double timer_offset_s_ = 0;           // the timer's origin, in seconds from origin_
+  std::vector<size_t> sample_ops_;      // GPU: the op after which each memory sample was taken
+  std::map<size_t, size_t> send_waits_; // GPU: timer key of a blocking-send wait -> its send record
+  std::vector<std::pair<int, torch::Tensor>> losses_;  // last stage, read in Finish
   StageWeights weights_;
   bool stashing_, recompute_;
   Clock::time_point origin_;

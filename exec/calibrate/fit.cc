@@ -107,18 +107,13 @@ namespace {
 
 // The calibrated server: `workers` devices on loopback at the ping-pong's bandwidth and the raw
 // TCP latency, and the measured all-reduce as its table (returned as a record too).
-ClusterLevel HostLevel(const CalibrationProbes& p, const LinearFit& fit, double latency_s,
-                       int workers, nlohmann::json& allreduce_record) {
-  ClusterLevel host;
-  host.name = "host";
-  host.count = workers;
-  host.bandwidth_gbps = fit.bandwidth_bytes_per_s() * 8 / 1e9;
-  host.latency_us = latency_s * 1e6;
-  host.link = "loopback";
+// The all-reduce probe (2 ranks) as the level's table, and as a record.
+void AddAllReduceTable(const std::vector<AllReduceRow>& rows, ClusterLevel& host,
+                       nlohmann::json& allreduce_record) {
   allreduce_record = nlohmann::json::array();
-  if (p.allreduce.empty()) return host;
+  if (rows.empty()) return;
   host.allreduce.ranks = 2;
-  for (const AllReduceRow& r : p.allreduce) {
+  for (const AllReduceRow& r : rows) {
     host.allreduce.bytes.push_back(r.bytes);
     host.allreduce.seconds.push_back(r.seconds);
     allreduce_record.push_back({{"bytes", r.bytes},
@@ -127,6 +122,17 @@ ClusterLevel HostLevel(const CalibrationProbes& p, const LinearFit& fit, double 
                                 {"median_us", r.median_s * 1e6},
                                 {"fastest_us", r.fastest_s * 1e6}});
   }
+}
+
+ClusterLevel HostLevel(const CalibrationProbes& p, const LinearFit& fit, double latency_s,
+                       int workers, nlohmann::json& allreduce_record) {
+  ClusterLevel host;
+  host.name = "host";
+  host.count = workers;
+  host.bandwidth_gbps = fit.bandwidth_bytes_per_s() * 8 / 1e9;
+  host.latency_us = latency_s * 1e6;
+  host.link = "loopback";
+  AddAllReduceTable(p.allreduce, host, allreduce_record);
   return host;
 }
 
@@ -296,7 +302,99 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   return c;
 }
 
+Cluster GpuCalibratedCluster(const GpuProbes& p, int workers) {
+  const LinearFit fit = FitOneWayTime(p.ping_pong);
+  const bool shared = workers > p.gpus;
+  Cluster c;
+  c.name = "this machine (calibrated, " + p.gpu + ")";
+  c.device.name = p.gpu;
+  // The GPU's memory over the workers on it (LOCAL_RANK % GPUs: the first GPUs take one more
+  // when they do not divide).
+  c.device.memory_bytes = p.memory_bytes / ((workers + p.gpus - 1) / p.gpus);
+  c.device.relative_speed = 1;  // workloads are profiled on this GPU (`pipetwin profile`)
+  double best = 0;
+  for (const MeasuredGemm& g : p.gemms) best = std::max(best, g.tflops * 1e12);
+  // Analytic workloads: the best measured GEMM rate as the peak, the table for the shapes.
+  c.device.peak_flops = best;
+  c.device.flops_efficiency = 1;
+  c.device.gemm_efficiency = 1;
+  c.device.gemm_table = p.gemms;
+  c.device.multiprocessors = p.multiprocessors;
+  c.device.memory_bandwidth_bytes_per_s = p.copy_bytes / p.copy_s;
+  ClusterLevel server;
+  server.name = "server";
+  server.count = workers;
+  server.bandwidth_gbps = fit.bandwidth_bytes_per_s() * 8 / 1e9;
+  server.latency_us = fit.intercept_s * 1e6;
+  // Staged messages cross PCIe twice and Gloo's loopback; NCCL between a server's GPUs takes
+  // their direct links (each pair its own: the simulator's full NVLink zone). The probe's
+  // bandwidth is what the link carries either way.
+  server.link = shared ? "loopback" : "nvlink";
+  nlohmann::json allreduce;
+  AddAllReduceTable(p.allreduce, server, allreduce);
+  c.levels = {server};
+  c.network_model = "datacenter";
+  c.shared_cores = shared ? p.gpus : 0;
+  const nlohmann::json table = PingPongTable(p.ping_pong, fit);
+  nlohmann::json gemms = nlohmann::json::array();
+  for (const MeasuredGemm& g : p.gemms)
+    gemms.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"tflops", g.tflops}});
+  c.calibration = {
+      {"kind", "gpu"},
+      {"host", p.host},
+      {"when", p.when},
+      {"gpu", p.gpu},
+      {"gpus", p.gpus},
+      {"quick", p.quick},
+      {"transport", p.transport},
+      {"sources",
+       {{"device.gemm_table", "bf16 GEMMs timed by CUDA events on one GPU (gemms)"},
+        {"device.memory_bandwidth_bytes_per_s", "a device-to-device copy (memory_copy)"},
+        {"levels[0]", "the fit of the ping-pong over the run's transport: latency_us its "
+                      "intercept, bandwidth_gbps 1 / its slope"},
+        {"levels[0].allreduce", "mean times of the all-reduce probe (2 ranks)"},
+        {"shared_cores", "the GPUs, where the workers outnumber them (else 0)"}}},
+      {"gemms", gemms},
+      {"memory_copy", {{"bytes", p.copy_bytes}, {"seconds", p.copy_s},
+                       {"bandwidth_gbps", p.copy_bytes / p.copy_s * 8 / 1e9}}},
+      {"host_copies", {{"bytes", p.host_copy_bytes},
+                       {"to_device_gbps", p.host_copy_bytes / p.to_device_s * 8 / 1e9},
+                       {"to_host_gbps", p.host_copy_bytes / p.to_host_s * 8 / 1e9}}},
+      {"ping_pong", table},
+      {"allreduce", allreduce},
+      {"fit", FitRecord(table, fit, server.bandwidth_gbps)}};
+  return c;
+}
+
+namespace {
+
+std::string GpuCalibrationSummary(const Cluster& c) {
+  const nlohmann::json& k = c.calibration;
+  const ClusterLevel& server = c.levels.at(0);
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  out << c.name << ": " << server.count << " worker" << (server.count > 1 ? "s" : "") << " on "
+      << k["gpus"].get<int>() << " GPU" << (k["gpus"].get<int>() > 1 ? "s" : "") << " of "
+      << k["host"].get<std::string>() << ", " << c.device.memory_bytes / (1 << 30)
+      << " GiB each, " << k["when"].get<std::string>() << "\n";
+  out << "GEMMs        bf16, " << c.device.gemm_table.size() << " shapes, best "
+      << c.device.peak_flops / 1e12 << " TFLOP/s (CUDA events)\n";
+  out << "memory       device copy " << k["memory_copy"]["bandwidth_gbps"].get<double>() / 8
+      << " GB/s; host to device " << k["host_copies"]["to_device_gbps"].get<double>() / 8
+      << " GB/s, device to host " << k["host_copies"]["to_host_gbps"].get<double>() / 8
+      << " GB/s (pinned)\n";
+  out << "messages     " << k["transport"].get<std::string>() << ": one way = "
+      << server.latency_us << " us + bytes / " << server.bandwidth_gbps / 8 << " GB/s\n";
+  if (c.shared_cores > 0)
+    out << "shared GPU   " << server.count << " workers take turns on " << c.shared_cores
+        << " GPU" << (c.shared_cores > 1 ? "s" : "") << " (shared_cores)\n";
+  return out.str();
+}
+
+}  // namespace
+
 std::string CalibrationSummary(const Cluster& c) {
+  if (c.calibration.value("kind", std::string()) == "gpu") return GpuCalibrationSummary(c);
   const nlohmann::json& k = c.calibration;
   const ClusterLevel& host = c.levels.at(0);
   const auto& compute = k["compute"];

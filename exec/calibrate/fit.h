@@ -91,6 +91,24 @@ struct CalibrationProbes {
   int cores() const { return static_cast<int>(cpus.size()); }
 };
 
+// `pipetwin calibrate --device cuda`: what the GPU probes measured (gpu_probes.cc).
+struct GpuProbes {
+  std::string host, when;
+  std::string gpu;               // the device's name (cudaDeviceProp::name)
+  int gpus = 1;                  // CUDA devices on this machine
+  int multiprocessors = 0;       // SMs
+  double memory_bytes = 0;       // the device's memory
+  bool quick = false;
+  // The transport the run's workers would use, which the message probes went over: "nccl"
+  // (each worker its own GPU) or "gloo, staged through host memory" (workers share a GPU).
+  std::string transport;
+  std::vector<MeasuredGemm> gemms;  // bf16, timed by CUDA events on one GPU
+  double copy_bytes = 0, copy_s = 0;  // a device-to-device copy: bytes read plus written
+  double host_copy_bytes = 0, to_device_s = 0, to_host_s = 0;  // pinned host memory
+  std::vector<PingPongRow> ping_pong;   // ranks 0 and 1 over `transport`
+  std::vector<AllReduceRow> allreduce;  // ranks 0 and 1 over `transport`
+};
+
 // one_way_s = intercept_s + bytes * seconds_per_byte.
 struct LinearFit {
   double intercept_s = 0;
@@ -123,6 +141,14 @@ LinearFit FitOneWayTime(const std::vector<PingPongRow>& rows);
 // all-reduce table (for groups of 2), shared_cores = the probes' cores, the device's memory, GEMM
 // rate and copy bandwidth, and every probe in `calibration`.
 Cluster CalibratedCluster(const CalibrationProbes& probes, int workers);
+
+// The cluster of this GPU machine for `workers` worker processes: one server of `workers`
+// devices, each the measured GPU (its memory over the workers that share it, its GEMM table,
+// copy bandwidth and SMs; relative_speed 1: workloads are profiled on it), joined by the
+// message probe's fitted a + S / B (latency a, no separate per-message overhead) and its
+// all-reduce table; with more workers than GPUs, shared_cores = the GPUs (the simulator runs
+// the workers' ops one at a time on them, as CUDA time-slices the processes of one GPU).
+Cluster GpuCalibratedCluster(const GpuProbes& probes, int workers);
 
 // How much other work slowed the probes down: the largest, over the sizes up to 4 KB, of median /
 // fastest round trip (a round trip of a tiny message is a pair of wake-ups, which wait for a time

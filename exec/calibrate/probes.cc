@@ -21,7 +21,11 @@
 #include <iostream>
 #include <sstream>
 
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+
 #include "exec/calibrate/fit.h"
+#include "exec/runtime/device.h"
 #include "exec/runtime/cpu_policy.h"
 #include "exec/runtime/communicator.h"
 #include "exec/launch/launcher.h"
@@ -208,14 +212,17 @@ double TcpOneWaySeconds(Communicator& comm, int bytes, int warmup, int repeats) 
 // over the probe (a program starting, the clock changing) adds about the same to every size
 // instead of bending the curve the fit sees. (Not interleaved round by round: a message right
 // after a much larger one often stalls, which no pipeline's steady message sizes see.)
-std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan) {
+// On a GPU (`device`) the messages go over the communicator's transport (NCCL or staged Gloo)
+// and each round trip ends when the device has finished it.
+std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan,
+                                      const ExecDevice& device = ExecDevice()) {
   const int peer = 1 - comm.rank();
   const size_t n = plan.sizes.size();
   std::vector<std::vector<double>> round_trips(n);
   auto sweep = [&](size_t i) {
     const auto elements = static_cast<int64_t>(plan.sizes[i]);
-    torch::Tensor outgoing = torch::ones({elements}, torch::kUInt8);
-    torch::Tensor incoming = torch::empty({elements}, torch::kUInt8);
+    torch::Tensor outgoing = torch::ones({elements}, device.options().dtype(torch::kUInt8));
+    torch::Tensor incoming = torch::empty({elements}, device.options().dtype(torch::kUInt8));
     const std::string what = "calibration ping-pong of " + std::to_string(elements) + " bytes";
     const int tag = static_cast<int>(i);
     for (int r = 0; r < plan.warmup + plan.RepeatsOf(plan.sizes[i]); ++r) {
@@ -227,6 +234,7 @@ std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan)
         comm.Recv(incoming, peer, tag, what);
         comm.Send(outgoing, peer, tag, what);
       }
+      if (device.cuda()) c10::cuda::device_synchronize();
       if (r >= plan.warmup) round_trips[i].push_back(SecondsSince(start));
     }
     comm.FinishSends();
@@ -249,18 +257,20 @@ std::vector<PingPongRow> GlooPingPong(Communicator& comm, const ProbePlan& plan)
 // stage's gradients take; like the ping-pong, up the sizes then down. The mean per size, not the
 // median: on shared cores some repeats stall for a scheduler tick, and a run's throughput pays
 // for those stalls too.
-std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& plan) {
+std::vector<AllReduceRow> GlooAllReduce(Communicator& comm, const ProbePlan& plan,
+                                        const ExecDevice& device = ExecDevice()) {
   const size_t n = plan.allreduce_sizes.size();
   std::vector<std::vector<double>> times(n);
   auto sweep = [&](size_t i) {
     const double bytes = plan.allreduce_sizes[i];
-    torch::Tensor t = torch::ones({static_cast<int64_t>(bytes / 4)});
+    torch::Tensor t = torch::ones({static_cast<int64_t>(bytes / 4)}, device.options());
     const std::string what = "calibration all-reduce of " + std::to_string(t.nbytes()) + " bytes";
     const int repeats =
         bytes < kMegabyte ? plan.allreduce_small_repeats : plan.allreduce_large_repeats;
     for (int r = 0; r < plan.warmup + repeats; ++r) {
       const auto start = Clock::now();
       comm.AllReduceSum(t, what);
+      if (device.cuda()) c10::cuda::device_synchronize();
       if (r >= plan.warmup) times[i].push_back(SecondsSince(start));
     }
   };
@@ -360,6 +370,123 @@ std::string Exactly(double seconds) {
   return text.str();
 }
 
+// --- GPU probes (calibrate --device cuda) ----------------------------------------------------
+
+// Seconds of each of `repeats` runs of `work` after `warmup`, by CUDA events around each.
+template <typename Work>
+std::vector<double> GpuSeconds(const ExecDevice& device, int warmup, int repeats, Work work) {
+  for (int i = 0; i < warmup; ++i) work();
+  GpuTimer timer(device);
+  for (int i = 0; i < repeats; ++i) {
+    timer.Start(static_cast<size_t>(i));
+    work();
+    timer.End(static_cast<size_t>(i));
+  }
+  std::vector<double> seconds;
+  for (const auto& [index, span] : timer.Read()) seconds.push_back(span.second - span.first);
+  return seconds;
+}
+
+// bf16 GEMMs at the shapes of a transformer layer's linear layers (Megatron-LM's: tokens T = b s
+// by hidden h: QKV T x 3h x h, projection T x h x h, MLP T x 4h x h and T x h x 4h; C[m x n] =
+// A[m x k] B[k x n] with m = T) over T and h, and the attention's batched GEMMs (s = 2048, head
+// size 128): the shapes the device model looks up its nearest measured one among
+// (workloads/megatron, GemmEfficiency).
+std::vector<MeasuredGemm> GpuGemms(const ExecDevice& device, bool quick) {
+  torch::NoGradGuard no_grad;
+  std::vector<MeasuredGemm> shapes;
+  const std::vector<double> tokens = quick ? std::vector<double>{4096}
+                                           : std::vector<double>{2048, 4096, 8192};
+  const std::vector<double> hiddens = quick ? std::vector<double>{2048, 8192}
+                                            : std::vector<double>{1024, 2048, 4096, 8192};
+  for (double t : tokens)
+    for (double h : hiddens)
+      for (const auto& [n, k] : std::vector<std::pair<double, double>>{
+               {3 * h, h}, {h, h}, {4 * h, h}, {h, 4 * h}})
+        shapes.push_back({t, n, k, 1, 0});
+  shapes.push_back({2048, 2048, 128, 32, 0});  // scores Q K^T per head
+  shapes.push_back({2048, 128, 2048, 32, 0});  // context: probabilities V
+  const auto options = device.options().dtype(torch::kBFloat16);
+  for (MeasuredGemm& g : shapes) {
+    const auto m = static_cast<int64_t>(g.m), n = static_cast<int64_t>(g.n),
+               k = static_cast<int64_t>(g.k), batch = static_cast<int64_t>(g.batch);
+    const torch::Tensor a = torch::randn({batch, m, k}, options);
+    const torch::Tensor b = torch::randn({batch, k, n}, options);
+    torch::Tensor c = torch::empty({batch, m, n}, options);
+    const double seconds =
+        Median(GpuSeconds(device, 3, quick ? 5 : 10, [&] { at::bmm_out(c, a, b); }));
+    g.tflops = 2 * g.m * g.n * g.k * g.batch / seconds / 1e12;
+  }
+  return shapes;
+}
+
+// A device-to-device copy, and copies between pinned host memory and the device, by CUDA events.
+void GpuCopies(const ExecDevice& device, bool quick, GpuProbes& p) {
+  torch::NoGradGuard no_grad;
+  const int64_t elements = (quick ? 64 : 256) * (int64_t{1} << 20);  // fp32: 256 MiB or 1 GiB
+  const torch::Tensor from = torch::ones({elements}, device.options());
+  torch::Tensor to = torch::empty_like(from);
+  p.copy_bytes = 2.0 * static_cast<double>(from.nbytes());  // read and written
+  p.copy_s = Median(GpuSeconds(device, 2, 10, [&] { to.copy_(from); }));
+  const int64_t host_elements = elements / 4;
+  torch::Tensor host = torch::ones({host_elements}, torch::TensorOptions().pinned_memory(true));
+  torch::Tensor on_device = torch::empty({host_elements}, device.options());
+  p.host_copy_bytes = static_cast<double>(host.nbytes());
+  p.to_device_s =
+      Median(GpuSeconds(device, 2, 10, [&] { on_device.copy_(host, /*non_blocking=*/true); }));
+  p.to_host_s =
+      Median(GpuSeconds(device, 2, 10, [&] { host.copy_(on_device, /*non_blocking=*/true); }));
+}
+
+void Report(const CalibrateOptions& options, const Cluster& cluster);
+
+int RunGpuCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
+  ExecDevice device = SelectDevice("cuda", "fp32", env);  // refuses a machine without a GPU
+  GpuProbes p;
+  p.gpus = c10::cuda::device_count();
+  const int workers = options.workers > 0 ? options.workers : p.gpus;
+  // The messages go as the run's would: NCCL between GPUs of their own, staged Gloo between
+  // workers sharing one (and between the two probe workers on a machine of one GPU).
+  const bool shared = workers > p.gpus || p.gpus < 2;
+  const auto index = static_cast<c10::DeviceIndex>(shared ? 0 : env.rank);
+  device.device = torch::Device(torch::kCUDA, index);
+  device.sharers = shared ? 2 : 1;
+  c10::cuda::set_device(index);
+  const ProbePlan plan = PlanFor(options.quick);
+  Communicator comm(env, options.timeout_s, {{0, 1}},
+                    std::string("calibrate cuda ") + (options.quick ? "quick" : "full"), false,
+                    device);
+  p.transport = comm.transport();
+  using D = Communicator::Direction;
+  comm.OpenChannels({{0, 1, D::kActivations}, {1, 0, D::kActivations}});
+  p.ping_pong = GlooPingPong(comm, plan, device);
+  p.allreduce = GlooAllReduce(comm, plan, device);
+  comm.Barrier();
+  if (env.rank == 0) {  // alone on the GPU
+    cudaDeviceProp props{};
+    if (cudaGetDeviceProperties(&props, index) == cudaSuccess) {
+      p.gpu = props.name;
+      p.multiprocessors = props.multiProcessorCount;
+      p.memory_bytes = static_cast<double>(props.totalGlobalMem);
+    }
+    p.gemms = GpuGemms(device, options.quick);
+    GpuCopies(device, options.quick, p);
+  }
+  comm.Barrier();
+  if (env.rank != 0) return 0;
+  p.host = HostName();
+  p.when = UtcNow();
+  p.quick = options.quick;
+  Cluster cluster;
+  try {
+    cluster = GpuCalibratedCluster(p, workers);
+  } catch (const std::invalid_argument& e) {
+    throw RunError(std::string("the message probe cannot be fitted: ") + e.what());
+  }
+  Report(options, cluster);
+  return 0;
+}
+
 // Rank 0 prints the cluster and writes --output.
 void Report(const CalibrateOptions& options, const Cluster& cluster) {
   if (!options.output_file.empty()) {
@@ -385,12 +512,14 @@ bool IsCalibrationWorker() {
 int RunCalibrate(const CalibrateOptions& options, const std::string& program,
                  const std::vector<std::string>& args) {
   CheckCalibrationOutput(options);
+  if (options.device == "cuda") return LaunchLocalWorkers(2, program, args);  // ranks 0 and 1
   // One process per core (at least 2), and one more for the oversubscribed ring.
   const int workers = std::max(2, static_cast<int>(AllowedCpus().size())) + 1;
   return LaunchLocalWorkers(workers, program, args);
 }
 
 int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
+  if (options.device == "cuda") return RunGpuCalibrateWorker(options, env);
   const ProbePlan plan = PlanFor(options.quick);
   CalibrationProbes probes;
   probes.load_average = LoadAverage();  // before the probes add to it

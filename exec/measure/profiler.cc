@@ -9,6 +9,9 @@
 // step; the mean over the steps after warm-up without the slowest tenth (TrimmedMean). With more
 // processes than cores, by the thread's CPU time (LayerClock).
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
 #include <chrono>
 #include <ctime>
 #include <iomanip>
@@ -23,6 +26,7 @@
 
 #include "exec/runtime/cpu_allocator.h"
 #include "exec/runtime/data.h"
+#include "exec/runtime/device.h"
 #include "exec/job.h"
 #include "exec/launch/launcher.h"
 #include "exec/model/stage_model.h"
@@ -46,10 +50,39 @@ using Clock = std::chrono::steady_clock;
 // cores, the OS time-shares them and a layer's wall time counts the slices the other processes
 // got, which the simulator models itself (it shares a server's cores among its workers); what
 // the layer costs is then its thread's CPU time, which still counts what time-sharing does to
-// it (caches refilled after another process ran).
+// it (caches refilled after another process ran). On a GPU: the time between CUDA events
+// recorded on the stream before and after the layer's kernels (the host only queues them; a host
+// clock around the calls would time the launches).
 class LayerClock {
  public:
-  explicit LayerClock(bool thread_cpu_time = false) : thread_cpu_time_(thread_cpu_time) {}
+  explicit LayerClock(bool thread_cpu_time = false, const ExecDevice& device = ExecDevice())
+      : thread_cpu_time_(thread_cpu_time), device_(device) {}
+  const ExecDevice& device() const { return device_; }
+  void Start(size_t key) {
+    if (device_.cuda()) return Gpu().Start(key);
+    started_[key] = NowMs();
+  }
+  void End(size_t key) {
+    if (device_.cuda()) return Gpu().End(key);
+    spans_[key] = NowMs() - started_.at(key);
+  }
+  // The milliseconds of every span since the last Read (on a GPU, once the device is done).
+  std::map<size_t, double> Read() {
+    if (gpu_) {
+      for (const auto& [key, span] : gpu_->Read()) spans_[key] = 1e3 * (span.second - span.first);
+      gpu_.reset();
+    }
+    std::map<size_t, double> out;
+    out.swap(spans_);
+    started_.clear();
+    return out;
+  }
+
+ private:
+  GpuTimer& Gpu() {
+    if (!gpu_) gpu_ = std::make_unique<GpuTimer>(device_);
+    return *gpu_;
+  }
   double NowMs() const {
     if (!thread_cpu_time_)
       return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
@@ -58,8 +91,10 @@ class LayerClock {
     return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
   }
 
- private:
   bool thread_cpu_time_;
+  ExecDevice device_;
+  std::map<size_t, double> started_, spans_;
+  std::unique_ptr<GpuTimer> gpu_;
 };
 
 // The mean of the runs without the slowest tenth: a pipeline's throughput follows the mean time
@@ -104,7 +139,8 @@ Source ReadSource(const std::string& path) {
   return s;
 }
 
-std::string HostDescription(int threads) {
+std::string HostDescription(int threads, const ExecDevice& device, const std::string& precision) {
+  if (device.cuda()) return HostName() + " " + device.Describe() + ", " + precision;
   return HostName() + " CPU, " + std::to_string(threads) + " thread" +
          (threads > 1 ? "s" : "");
 }
@@ -126,6 +162,12 @@ void PrintPipelineBound(std::ostream& out, const Workload& w, const Plan& plan, 
       << " samples/s (1 / slowest stage)\n" << std::defaultfloat;
 }
 
+Batch ToDevice(Batch b, const ExecDevice& device) {
+  if (b.input.defined()) b.input = b.input.to(device.device);
+  if (b.labels.defined()) b.labels = b.labels.to(device.device);
+  return b;
+}
+
 // What timing one layer needs: its inputs (taken from one forward pass of the whole model), its
 // parameters, and the tensors its backward differentiates against.
 struct LayerRun {
@@ -133,14 +175,16 @@ struct LayerRun {
   torch::Tensor output;
 };
 
-std::vector<LayerRun> PrepareLayers(const Model& model, const Batch& sample) {
+std::vector<LayerRun> PrepareLayers(const Model& model, Batch sample, const ExecDevice& device) {
   std::vector<LayerRun> runs(model.LayerCount());
   std::vector<torch::Tensor> outputs;
+  sample = ToDevice(sample, device);
   {
     torch::NoGradGuard no_grad;
+    AutocastScope autocast(device);
     for (int i = 0; i < model.LayerCount(); ++i) {
       at::Generator g = at::detail::createCPUGenerator(1000003ULL + i);
-      runs[i].parameters = model.layers[i]->InitialParameters(g);
+      runs[i].parameters = device.ToDevice(model.layers[i]->InitialParameters(g));
       std::vector<torch::Tensor> in;
       for (int j : model.layer_inputs[i]) in.push_back(j < 0 ? sample.input : outputs[j]);
       outputs.push_back(model.layers[i]->Forward(in, runs[i].parameters));
@@ -180,7 +224,7 @@ struct PassTimes {
 PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
                        int64_t k, int64_t batch,
                        std::vector<std::vector<torch::Tensor>>& gradient_sums,
-                       const LayerClock& clock,
+                       LayerClock& clock,
                        const AllocatorProbe* allocator = nullptr,
                        std::vector<double>* stash_bytes = nullptr) {
   const int n = model.LayerCount();
@@ -188,20 +232,25 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
   std::vector<std::vector<torch::Tensor>> inputs(n);
   std::vector<torch::Tensor> graph_outputs(n), outputs(n), output_grads(n);
   Batch sample;
+  const ExecDevice& device = clock.device();
   for (int i = 0; i < n; ++i) {
-    const double start = clock.NowMs();
-    if (i == 0) sample = data.Train(k, batch);
+    clock.Start(2 * i);
+    if (i == 0) sample = ToDevice(data.Train(k, batch), device);
     double data_bytes = 0;  // a data batch is new every micro-batch: the first layer keeps it
     for (int j : model.layer_inputs[i]) {
       inputs[i].push_back(j < 0 ? sample.input : outputs[j]);
       if (j < 0) data_bytes += static_cast<double>(sample.input.nbytes());
     }
     const int64_t before = allocator ? allocator->allocated() : 0;
-    graph_outputs[i] = model.layers[i]->Forward(inputs[i], runs[i].parameters);
-    if (i == n - 1)
-      graph_outputs[i] =
-          model.Loss(graph_outputs[i], n == 1 ? sample.labels : data.TrainLabels(k, batch));
-    times.forward_ms[i] = clock.NowMs() - start;
+    {
+      AutocastScope autocast(device);
+      graph_outputs[i] = model.layers[i]->Forward(inputs[i], runs[i].parameters);
+      if (i == n - 1)
+        graph_outputs[i] = model.Loss(graph_outputs[i],
+                                      n == 1 ? sample.labels
+                                             : data.TrainLabels(k, batch).to(device.device));
+    }
+    clock.End(2 * i);
     if (allocator && stash_bytes)
       (*stash_bytes)[i] = static_cast<double>(allocator->allocated() - before) + data_bytes;
     outputs[i] = graph_outputs[i].detach();
@@ -223,7 +272,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
     if (targets.empty()) continue;
     const torch::Tensor grad_out =
         output_grads[i].defined() ? output_grads[i] : torch::ones_like(graph_outputs[i]);  // loss: 1
-    const double start = clock.NowMs();
+    clock.Start(2 * i + 1);
     const auto grads = torch::autograd::grad({graph_outputs[i]}, targets, {grad_out}, false,
                                              false, /*allow_unused=*/true);
     {
@@ -231,12 +280,14 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
       for (size_t k = first_parameter; k < grads.size(); ++k)
         if (grads[k].defined()) gradient_sums[i][k - first_parameter].add_(grads[k]);
     }
-    times.backward_ms[i] = clock.NowMs() - start;
+    clock.End(2 * i + 1);
     for (size_t k = 0; k < first_parameter; ++k) {
       torch::Tensor& g = output_grads[producers[k]];
       g = g.defined() ? g + grads[k] : grads[k];
     }
   }
+  for (const auto& [key, ms] : clock.Read())
+    (key % 2 ? times.backward_ms : times.forward_ms)[key / 2] = ms;
   return times;
 }
 
@@ -260,17 +311,18 @@ class UpdatePass {
   }
   // Per layer, the milliseconds of its step (0 for a layer without parameters).
   std::vector<double> Run(const std::vector<std::vector<torch::Tensor>>& gradients,
-                          const LayerClock& clock) {
+                          LayerClock& clock) {
     torch::NoGradGuard no_grad;
     std::vector<double> ms(parameters_.size(), 0);
     for (size_t i = parameters_.size(); i-- > 0;) {  // in the backward's order
       if (parameters_[i].empty()) continue;
-      const double start = clock.NowMs();
+      clock.Start(i);
       if (versioned_)
         for (auto& p : parameters_[i]) p = p.clone();
       optimizers_[i].Step(parameters_[i], gradients[i], 0.125);
-      ms[i] = clock.NowMs() - start;
+      clock.End(i);
     }
+    for (const auto& [key, span] : clock.Read()) ms[key] = span;
     return ms;
   }
 
@@ -361,8 +413,9 @@ class LoadProcesses {
                           DataSource& data, int64_t batch, int cpu) {
   PinToCore(cpu);
   auto sums = GradientSums(runs);
+  LayerClock clock;
   for (int64_t k = 0;; ++k) {
-    TrainingPass(model, runs, data, k, batch, sums, LayerClock());
+    TrainingPass(model, runs, data, k, batch, sums, clock);
     if (k == 0) std::cout << "ready" << std::endl;
   }
 }
@@ -388,11 +441,11 @@ bool CheckedTimeSharing(const ProfileOptions& options, int cores) {
 
 // The measured workload's header: where and how its times were taken.
 Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int batch,
-                          bool time_shared, int cores) {
+                          bool time_shared, int cores, const ExecDevice& device) {
   Workload w;
   w.name = model.name + "-measured";
   w.reference.batch_size = batch;
-  w.reference.device = HostDescription(options.threads);
+  w.reference.device = HostDescription(options.threads, device, options.precision);
   if (options.concurrent > 1)
     w.reference.device += ", " + std::to_string(options.concurrent) + " processes computing at once";
   if (time_shared)
@@ -412,7 +465,7 @@ struct TimedPasses {
 
 TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
                        int64_t batch, const Source& source, const ProfileOptions& options,
-                       const LayerClock& clock) {
+                       LayerClock& clock) {
   auto sums = GradientSums(runs);
   UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
                     source.versioned_weights);
@@ -486,22 +539,25 @@ int RunProfile(const ProfileOptions& options) {
   at::set_num_threads(options.threads);
   SetBlasThreads(options.threads);
   UseCachingCpuAllocator();  // the executor's allocator (cpu_allocator.h)
+  ProcessEnv env;  // the GPU of LOCAL_RANK when a launcher set it, else the first
+  if (const char* local = std::getenv("LOCAL_RANK")) env.local_rank = std::atoi(local);
+  const ExecDevice device = SelectDevice(options.device, options.precision, env);
   const Model model = BuildModel(source.network);
   auto data = MakeDataSource("synthetic", "", model, 1);
-  const std::vector<LayerRun> runs = PrepareLayers(model, data->Train(0, batch));
+  const std::vector<LayerRun> runs = PrepareLayers(model, data->Train(0, batch), device);
   if (options.load_cpu >= 0) RunLoad(model, runs, *data, batch, options.load_cpu);
   const int cores = CoresAvailable();
   const bool time_shared = CheckedTimeSharing(options, cores);
-  const LayerClock clock(time_shared);
+  LayerClock clock(time_shared, device);
   // The load processes pin themselves within the mask they inherit: pin this one after.
   LoadProcesses load(options, batch, cores);
   if (options.concurrent > 1) PinToCore(0);
 
-  Workload w = MeasuredWorkload(model, options, batch, time_shared, cores);
+  Workload w = MeasuredWorkload(model, options, batch, time_shared, cores, device);
   std::vector<double> stash_bytes(model.LayerCount(), 0);
   {
     auto sums = GradientSums(runs);
-    const AllocatorProbe allocator;
+    const AllocatorProbe allocator(device);
     TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
   }
   const TimedPasses timed = TimePasses(model, runs, *data, batch, source, options, clock);

@@ -140,6 +140,70 @@ TEST(ExecCalibrateFit, TheClusterChargesAMessageWhatTheFitPredicts) {
       << CalibrationSummary(c);
 }
 
+GpuProbes SyntheticGpuProbes(int gpus) {
+  GpuProbes p;
+  p.host = "gpuhost";
+  p.when = "2026-12-02T06:00:00Z";
+  p.gpu = "NVIDIA H200";
+  p.gpus = gpus;
+  p.multiprocessors = 132;
+  p.memory_bytes = 140e9;
+  p.transport = gpus > 1 ? "nccl" : "gloo, staged through host memory";
+  p.gemms = {{4096, 6144, 2048, 1, 520}, {4096, 8192, 8192, 1, 760}, {2048, 2048, 128, 32, 310}};
+  p.copy_bytes = 2e9;
+  p.copy_s = 0.5e-3;  // 4 TB/s
+  p.host_copy_bytes = 256e6;
+  p.to_device_s = 5e-3;
+  p.to_host_s = 5.5e-3;
+  p.ping_pong = ExactRows(30e-6, 20e9);
+  p.allreduce = {{kMegabyte, 10, 1e-4, 9e-5, 1e-4}, {16 * kMegabyte, 10, 1e-3, 9e-4, 1e-3}};
+  return p;
+}
+
+// `calibrate --device cuda`: one server of the measured GPU. Workers beyond the GPUs share them
+// (shared_cores = GPUs: the simulator runs their ops one at a time, as CUDA time-slices the
+// processes of one GPU; its memory split among them; messages at the staged transport's fitted
+// line); with a GPU each, the whole memory and NCCL's line. The GEMM table and the copy
+// bandwidth are the device model's; the file reads back as it was written.
+TEST(ExecCalibrateFit, AGpuMachineIsOneServerOfItsMeasuredGpu) {
+  const Cluster shared =
+      ClusterFromJson(ClusterToJson(GpuCalibratedCluster(SyntheticGpuProbes(1), 4)), "gpu");
+  ASSERT_EQ(shared.levels.size(), 1u);
+  EXPECT_EQ(shared.levels[0].count, 4);
+  EXPECT_EQ(shared.shared_cores, 1);
+  EXPECT_EQ(shared.levels[0].link, "loopback");
+  EXPECT_NEAR(shared.device.memory_bytes, 35e9, 1);
+  EXPECT_NEAR(shared.levels[0].latency_us, 30, 1e-6);
+  EXPECT_NEAR(shared.levels[0].bandwidth_bytes_per_s(), 20e9, 1);
+  EXPECT_EQ(shared.communication_overhead_us, 0);
+  for (const PingPongRow& row : SyntheticGpuProbes(1).ping_pong)
+    EXPECT_NEAR((shared.levels[0].latency_us * 1e-6 +
+                 row.bytes / shared.levels[0].bandwidth_bytes_per_s()) / row.one_way_s,
+                1, 1e-9) << row.bytes;
+  EXPECT_EQ(shared.device.name, "NVIDIA H200");
+  EXPECT_EQ(shared.device.relative_speed, 1);
+  EXPECT_EQ(shared.device.multiprocessors, 132);
+  ASSERT_EQ(shared.device.gemm_table.size(), 3u);
+  EXPECT_EQ(shared.device.gemm_table[1].tflops, 760);
+  EXPECT_EQ(shared.device.gemm_table[2].batch, 32);
+  EXPECT_NEAR(shared.device.peak_flops, 760e12, 1);
+  EXPECT_NEAR(shared.device.memory_bandwidth_bytes_per_s, 4e12, 1);
+  EXPECT_EQ(shared.levels[0].allreduce.ranks, 2);
+  EXPECT_EQ(shared.levels[0].allreduce.seconds[1], 1e-3);
+  const std::string summary = CalibrationSummary(shared);
+  EXPECT_NE(summary.find("4 workers take turns on 1 GPU"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("gloo, staged through host memory: one way = 30.0 us"),
+            std::string::npos) << summary;
+  // Two GPUs, two workers: each its own, NCCL.
+  const Cluster own = GpuCalibratedCluster(SyntheticGpuProbes(2), 2);
+  EXPECT_EQ(own.shared_cores, 0);
+  EXPECT_EQ(own.levels[0].link, "nvlink");
+  EXPECT_NEAR(own.device.memory_bytes, 140e9, 1);
+  EXPECT_EQ(CalibrationSummary(own).find("take turns"), std::string::npos);
+  // Three workers on two GPUs: the first GPU holds two of them.
+  EXPECT_NEAR(GpuCalibratedCluster(SyntheticGpuProbes(2), 3).device.memory_bytes, 70e9, 1);
+}
+
 // With the GEMMs' CPU time measured in each ring, a message costs the median over the rings of
 // (the ring's hop x cores / processes - its own GEMM time): 5.6 - 5.4, 4.8 - 3.0, 4.0 - 3.9 ms,
 // median 0.2 ms, not the medians' difference (0.9 ms) nor the busy-core GEMMs' (1.05 ms).

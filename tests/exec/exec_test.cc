@@ -287,6 +287,35 @@ TEST(ExecEquivalence, BlockingSendsEndWithTheWeightsOfSequentialAccumulation) {
   EXPECT_EQ(report["p2p"], "blocking");
 }
 
+// Workers sharing a GPU send their messages through host memory over Gloo (communicator.h), a
+// copy out before each send, a receive into a host buffer and a copy in when it is waited for,
+// the all-reduce likewise. PIPETWIN_EXEC_STAGED=1 takes that path on the CPU: the same weights as
+// sequential training, a replicated stage's all-reduce included, and the report names the
+// transport of every worker.
+TEST(ExecEquivalence, MessagesStagedThroughHostMemoryEndWithTheSameWeights) {
+  ScenarioSpec s;
+  s.schedule = "flush";
+  s.stages = {{0, 1, 2}, {2, 3, 1}};
+  const std::string dir = TemporaryDirectory();
+  const Result r = Exec("run '" + WriteScenario(s) + "' --json --timeout 20 --threads 1 " +
+                            "--dump-weights " + dir,
+                        "PIPETWIN_EXEC_STAGED=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double worst = CompareAllVersions(s, dir, Sequential(s), s.iterations);
+  std::cout << "[ measured ] flush, staged messages: max abs difference " << worst << "\n";
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["details"]["workers"].size(), 3u);
+  for (const auto& w : report["details"]["workers"]) {
+    EXPECT_EQ(w["transport"], "gloo, staged through host memory");
+    EXPECT_EQ(w["device"], "cpu");
+  }
+  // Without it, plain Gloo; the CPU report carries no CUDA allocator statistics.
+  auto [plain_dir, plain] = RunAndDump(s);
+  ASSERT_FALSE(plain.is_null());
+  for (const auto& w : plain["details"]["workers"]) EXPECT_EQ(w["transport"], "gloo");
+  for (const auto& d : plain["devices"]) EXPECT_FALSE(d.contains("cuda_allocator"));
+}
+
 TEST(ExecEquivalence, ReplicatedStageEqualsDataParallelTraining) {
   ScenarioSpec s;
   s.schedule = "flush";
@@ -958,6 +987,57 @@ TEST(ExecInput, WhatTheExecutorCannotRunIsRefusedBeforeAnyWorkerStarts) {
   // The front end without the back end beside it.
   r = Shell("'" PIPETWIN_BINARY "' run --frobnicate x");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// --device cuda on a machine without a GPU: one line naming the option, exit 2, before any
+// worker or probe starts; mixed precision is CUDA autocast, refused on the CPU. (On a machine
+// with a GPU, scripts/device-check.sh runs these commands for real.)
+TEST(ExecInput, CudaWithoutAGpuIsRefusedInOneLine) {
+  if (torch::cuda::device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
+  ScenarioSpec s;
+  const std::string path = WriteScenario(s);
+  auto one_line = [](const Result& r) {
+    return std::count(r.err.begin(), r.err.end(), '\n') == 1;
+  };
+  Result r = Exec("run '" + path + "' --device cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pipetwin run: --device cuda, but this machine has no CUDA device"),
+            std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r)) << r.err;
+  r = Exec("run '" + path + "' --precision bf16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--precision bf16 needs --device cuda"), std::string::npos) << r.err;
+  r = Exec("run '" + path + "' --device tpu");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--device must be cpu or cuda, got tpu"), std::string::npos) << r.err;
+  r = Exec("profile '" + path + "' --device cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pipetwin profile: --device cuda, but"), std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r)) << r.err;
+  r = Exec("calibrate --device cuda --quick");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pipetwin calibrate: --device cuda, but"), std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r)) << r.err;
+  // Through the front end too, with compare's options.
+  r = Shell("'" PIPETWIN_BINARY "' compare '" + path + "' --precision fp16");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--precision fp16 needs --device cuda"), std::string::npos) << r.err;
+}
+
+// What a GPU worker measures beyond a CPU worker's (its device, its transport, its CUDA caching
+// allocator's statistics) travels to rank 0 in its measurement.
+TEST(ExecReport, AGpuWorkersMeasurementReadsBack) {
+  WorkerMeasurement m;
+  m.device = "cuda:1 (NVIDIA H200, 139.8 GiB)";
+  m.transport = "nccl";
+  m.cuda_allocator = AllocatorView{1e9, 2e9, 3e9, 4e9};
+  const WorkerMeasurement back = MeasurementFromJson(MeasurementToJson(m));
+  EXPECT_EQ(back.device, m.device);
+  EXPECT_EQ(back.transport, "nccl");
+  ASSERT_TRUE(back.cuda_allocator.has_value());
+  EXPECT_EQ(back.cuda_allocator->allocated_peak_bytes, 2e9);
+  EXPECT_EQ(back.cuda_allocator->reserved_peak_bytes, 4e9);
+  EXPECT_FALSE(MeasurementFromJson(MeasurementToJson(WorkerMeasurement())).cuda_allocator);
 }
 
 // Synthetic data: micro-batch k is the same in every process (the first stage reads its samples,

@@ -6,10 +6,10 @@
 
 #include <cmath>
 
+#include "partition/report/text.h"
+#include "partition/report/validation_table.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
-#include "partition/report/text.h"
-#include "partition/util/error.h"
 #include "test_support.h"
 #include "partition/timeline/chrome_trace.h"
 
@@ -188,6 +188,30 @@ TEST(Report, CudaAllocatorStatisticsSurviveJsonAndShowInText) {
     EXPECT_NE(std::string(e.what()).find("cuda_allocator.reserved_peak_bytes"), std::string::npos)
         << e.what();
   }
+}
+
+// The validation table shows the allocator's peaks (the largest over the devices) when a row was
+// measured on a GPU, and keeps its CPU form when none was.
+TEST(ValidationTable, GpuRowsShowTheAllocatorPeaks) {
+  const Report predicted = TwoWorkerReport(1000, 2e9, 0.2, 0.75);
+  Report on_gpu = TwoWorkerReport(900, 2e9, 0.2, 0.75);
+  on_gpu.devices[0].cuda_allocator = AllocatorView{0, 2.5e9, 0, 3e9};
+  on_gpu.devices[1].cuda_allocator = AllocatorView{0, 4e9, 0, 4.5e9};
+  const Report on_cpu = TwoWorkerReport(900, 2e9, 0.2, 0.75);
+  const std::vector<ValidationRow> cpu = {
+      {"cpu", ComparisonToJson(CompareReports(predicted, on_cpu))}};
+  std::vector<ValidationRow> both = cpu;
+  both.push_back({"gpu", ComparisonToJson(CompareReports(predicted, on_gpu))});
+
+  const std::string cpu_md = ValidationMarkdown(cpu, "m", "c");
+  EXPECT_EQ(cpu_md.find("allocator"), std::string::npos) << cpu_md;
+  const std::string md = ValidationMarkdown(both, "m", "c");
+  EXPECT_NE(md.find("| allocator peak allocated MB | allocator peak reserved MB |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| 4000.00 | 4500.00 |"), std::string::npos) << md;  // device 1's, in MB
+  const std::string csv = ValidationCsv(both);
+  EXPECT_NE(csv.find(",true,,\n"), std::string::npos) << csv;             // the CPU row: empty
+  EXPECT_NE(csv.find(",true,4000000000,4500000000\n"), std::string::npos) << csv;
 }
 
 }  // namespace

@@ -79,8 +79,9 @@ std::vector<Communicator::ChannelKey> Channels(const PipelineSchedule& schedule)
   return {channels.begin(), channels.end()};
 }
 
-// A CUDA or NCCL failure inside LibTorch ends this worker's run as a failed run (exit 1) naming
-// the rank and the device, in one line; the launcher (or torchrun) then stops the others.
+// A failure inside LibTorch's compute (on a GPU, a CUDA error) ends this worker's run as a failed
+// run (exit 1) naming the rank and the device, in one line; the launcher (or torchrun) then stops
+// the others.
 [[noreturn]] void DeviceFailure(const ProcessEnv& env, const ExecDevice& device,
                                 const c10::Error& e) {
   std::string what = e.what_without_backtrace();
@@ -197,8 +198,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
       executor.Evaluate(FirstReplica(job.schedule, program.stage - 1),
                         FirstReplica(job.schedule, program.stage + 1),
                         TestBatchCount(options.data, job.microbatch_size));
-  } catch (const c10::Error& e) {
-    if (!device.cuda()) throw;
+  } catch (const c10::Error& e) {  // the communicator turns its own failures into RunErrors
     DeviceFailure(env, device, e);
   }
   measurement.allocator_peak_bytes = static_cast<double>(allocator.peak());

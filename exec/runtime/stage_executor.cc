@@ -19,14 +19,18 @@ int64_t Bytes(const std::vector<torch::Tensor>& tensors) { return TensorBytes(te
 
 // PIPETWIN_EXEC_FAIL_AT=RANK:OP makes worker RANK kill itself (SIGKILL) at its OP-th op, and
 // RANK:OP:stop stop itself (SIGSTOP: alive, making no progress), RANK:OP:hang wait forever (a
-// running process that never answers): the fault tests' way to lose a worker mid-run.
+// running process that never answers), RANK:OP:error fail inside LibTorch on its device (an
+// index out of range: on a GPU a device-side assert, a CUDA error that loses the context as a
+// kernel fault does): the fault tests' way to lose a worker mid-run.
+constexpr int kDeviceError = -1;
 int FailAtOp(int rank, int* signal) {
   const char* spec = std::getenv("PIPETWIN_EXEC_FAIL_AT");
   if (!spec) return -1;
   int r = -1, op = -1;
   char how[8] = "";
   if (std::sscanf(spec, "%d:%d:%7s", &r, &op, how) < 2 || r != rank) return -1;
-  *signal = std::string(how) == "stop" ? SIGSTOP : std::string(how) == "hang" ? 0 : SIGKILL;
+  const std::string kind = how;
+  *signal = kind == "stop" ? SIGSTOP : kind == "hang" ? 0 : kind == "error" ? kDeviceError : SIGKILL;
   return op;
 }
 
@@ -152,6 +156,10 @@ void StageExecutor::PostReceivesAhead(size_t from) {
 void StageExecutor::Execute(const Op& op) {
   if (op_counter_++ == fail_at_op_) {
     while (fail_signal_ == 0) ::pause();  // hung: alive and running, making no progress
+    if (fail_signal_ == kDeviceError) {
+      const torch::Tensor index = torch::full({1}, 99, device_.options().dtype(torch::kLong));
+      torch::zeros({4}, device_.options()).index_select(0, index).cpu();  // throws c10::Error
+    }
     ::kill(::getpid(), fail_signal_);
   }
   if (IsComputeOp(op.kind) && job_.schedule.send_mode == SendMode::kBlocking) WaitForSends();

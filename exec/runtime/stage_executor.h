@@ -132,8 +132,8 @@ class StageExecutor {
   bool stashing_, recompute_;
   Clock::time_point origin_;
   int op_counter_ = 0;
-  int fail_at_op_ = -1;  // fault injection (tests): PIPETWIN_EXEC_FAIL_AT=rank:op[:stop]
-  int fail_signal_ = 9;  // SIGKILL, or SIGSTOP
+  int fail_at_op_ = -1;  // fault injection (tests): PIPETWIN_EXEC_FAIL_AT=rank:op[:how]
+  int fail_signal_ = 9;  // SIGKILL, SIGSTOP, 0 (hang) or -1 (an error on the device)
 
   std::map<int, InFlight> in_flight_;
   std::map<int, torch::Tensor> received_activations_, received_gradients_;

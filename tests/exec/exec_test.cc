@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -211,12 +212,19 @@ class Reference {
   std::vector<Optimizer> optimizers_;
 };
 
+// PIPETWIN_TEST_DEVICE=cuda (scripts/device-check.sh on a GPU machine) runs the equivalence
+// runs on the GPU: the same references, computed on the CPU, must hold there (fp32, no TF32).
+std::string TestDeviceFlag() {
+  const char* device = std::getenv("PIPETWIN_TEST_DEVICE");
+  return device && *device ? std::string(" --device ") + device : "";
+}
+
 // Runs the scenario with --dump-weights; returns the dump folder and the JSON report.
 std::pair<std::string, nlohmann::json> RunAndDump(const ScenarioSpec& s,
                                                   const std::string& extra = "") {
   const std::string dir = TemporaryDirectory();
   const Result r = Exec("run '" + WriteScenario(s) + "' --json --timeout 20 --threads 1 " +
-                        "--dump-weights " + dir + " " + extra);
+                        "--dump-weights " + dir + " " + extra + TestDeviceFlag());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json report;
   if (r.exit_code == 0) report = nlohmann::json::parse(r.out);
@@ -312,8 +320,10 @@ TEST(ExecEquivalence, MessagesStagedThroughHostMemoryEndWithTheSameWeights) {
   // Without it, plain Gloo; the CPU report carries no CUDA allocator statistics.
   auto [plain_dir, plain] = RunAndDump(s);
   ASSERT_FALSE(plain.is_null());
-  for (const auto& w : plain["details"]["workers"]) EXPECT_EQ(w["transport"], "gloo");
-  for (const auto& d : plain["devices"]) EXPECT_FALSE(d.contains("cuda_allocator"));
+  if (TestDeviceFlag().empty())  // on one GPU, every worker's messages go through host memory
+    for (const auto& w : plain["details"]["workers"]) EXPECT_EQ(w["transport"], "gloo");
+  for (const auto& d : plain["devices"])
+    EXPECT_EQ(d.contains("cuda_allocator"), !TestDeviceFlag().empty());
 }
 
 TEST(ExecEquivalence, ReplicatedStageEqualsDataParallelTraining) {
@@ -903,6 +913,21 @@ TEST(ExecFaults, AHungWorkerIsNamedByItsPeersWithinTheTimeout) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_LT(r.seconds, 4 + 4);  // the timeout, start-up and the shutdown
   EXPECT_NE(r.err.find("lost rank 1"), std::string::npos) << r.err;
+}
+
+// An error inside LibTorch on one rank's device (on a GPU a device-side assert: a CUDA error)
+// ends that rank naming it and the device, and every other rank with it, well within 30 s.
+TEST(ExecFaults, AnErrorOnARanksDeviceEndsEveryRankNamingIt) {
+  ScenarioSpec s;
+  s.stages = {{0, 1}, {2, 2}, {3, 3}};
+  s.iterations = 50;
+  const Result r = Exec("run '" + WriteScenario(s) + "' --timeout 20" + TestDeviceFlag(),
+                        "PIPETWIN_EXEC_FAIL_AT=1:30:error");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(r.seconds, 30);
+  const bool gpu = !TestDeviceFlag().empty();
+  EXPECT_NE(r.err.find(gpu ? "rank 1 on cuda" : "rank 1 on cpu"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(gpu ? "CUDA error" : "out of range"), std::string::npos) << r.err;
 }
 
 // Communication-library noise is folded into one line; --verbose shows it. Was: 3 to 33 lines

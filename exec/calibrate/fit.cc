@@ -334,7 +334,9 @@ Cluster GpuCalibratedCluster(const GpuProbes& p, int workers) {
   AddAllReduceTable(p.allreduce, server, allreduce);
   c.levels = {server};
   c.network_model = "datacenter";
-  c.shared_cores = shared ? p.gpus : 0;
+  // The workers beyond the GPUs take turns on them (LOCAL_RANK % GPUs), in this calibration and
+  // in any scenario the cluster is widened to (ShapeCalibratedMachine).
+  c.shared_cores = p.gpus;
   const nlohmann::json table = PingPongTable(p.ping_pong, fit);
   nlohmann::json gemms = nlohmann::json::array();
   for (const MeasuredGemm& g : p.gemms)
@@ -345,6 +347,7 @@ Cluster GpuCalibratedCluster(const GpuProbes& p, int workers) {
       {"when", p.when},
       {"gpu", p.gpu},
       {"gpus", p.gpus},
+      {"gpu_memory_bytes", p.memory_bytes},
       {"quick", p.quick},
       {"transport", p.transport},
       {"sources",
@@ -353,7 +356,7 @@ Cluster GpuCalibratedCluster(const GpuProbes& p, int workers) {
         {"levels[0]", "the fit of the ping-pong over the run's transport: latency_us its "
                       "intercept, bandwidth_gbps 1 / its slope"},
         {"levels[0].allreduce", "mean times of the all-reduce probe (2 ranks)"},
-        {"shared_cores", "the GPUs, where the workers outnumber them (else 0)"}}},
+        {"shared_cores", "the GPUs: workers beyond them take turns on them"}}},
       {"gemms", gemms},
       {"memory_copy", {{"bytes", p.copy_bytes}, {"seconds", p.copy_s},
                        {"bandwidth_gbps", p.copy_bytes / p.copy_s * 8 / 1e9}}},
@@ -385,7 +388,7 @@ std::string GpuCalibrationSummary(const Cluster& c) {
       << " GB/s (pinned)\n";
   out << "messages     " << k["transport"].get<std::string>() << ": one way = "
       << server.latency_us << " us + bytes / " << server.bandwidth_gbps / 8 << " GB/s\n";
-  if (c.shared_cores > 0)
+  if (server.count > c.shared_cores)
     out << "shared GPU   " << server.count << " workers take turns on " << c.shared_cores
         << " GPU" << (c.shared_cores > 1 ? "s" : "") << " (shared_cores)\n";
   return out.str();

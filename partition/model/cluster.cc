@@ -369,6 +369,14 @@ Cluster ShapeCalibratedMachine(const Cluster& calibrated, const std::string& fil
   }
   if (cluster.levels.size() == 1) {
     cluster.levels[0].count = devices;  // one machine, as pipetwin calibrate writes it
+    // A GPU machine (calibrate --device cuda): each GPU's memory split among the workers on it
+    // (LOCAL_RANK % GPUs, the first GPUs taking one more when they do not divide).
+    const double gpu_memory = calibrated.calibration.is_object()
+                                  ? calibrated.calibration.value("gpu_memory_bytes", 0.0)
+                                  : 0.0;
+    if (gpu_memory > 0 && cluster.shared_cores > 0)
+      cluster.device.memory_bytes =
+          gpu_memory / ((devices + cluster.shared_cores - 1) / cluster.shared_cores);
   } else if (cluster.DeviceCount() < devices) {
     throw InputError(file, "levels",
                      "expected at least " + std::to_string(devices) +

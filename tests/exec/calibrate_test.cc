@@ -196,12 +196,16 @@ TEST(ExecCalibrateFit, AGpuMachineIsOneServerOfItsMeasuredGpu) {
             std::string::npos) << summary;
   // Two GPUs, two workers: each its own, NCCL.
   const Cluster own = GpuCalibratedCluster(SyntheticGpuProbes(2), 2);
-  EXPECT_EQ(own.shared_cores, 0);
+  EXPECT_EQ(own.shared_cores, 2);  // the GPUs: no turns while the workers are no more
   EXPECT_EQ(own.levels[0].link, "nvlink");
   EXPECT_NEAR(own.device.memory_bytes, 140e9, 1);
   EXPECT_EQ(CalibrationSummary(own).find("take turns"), std::string::npos);
   // Three workers on two GPUs: the first GPU holds two of them.
   EXPECT_NEAR(GpuCalibratedCluster(SyntheticGpuProbes(2), 3).device.memory_bytes, 70e9, 1);
+  // compare widens a calibration to its scenario's workers: the memory follows them.
+  EXPECT_NEAR(ShapeCalibratedMachine(shared, "gpu", 1, 1, 0, 0).device.memory_bytes, 140e9, 1);
+  EXPECT_NEAR(ShapeCalibratedMachine(own, "gpu", 4, 1, 0, 0).device.memory_bytes, 70e9, 1);
+  EXPECT_EQ(ShapeCalibratedMachine(own, "gpu", 4, 1, 0, 0).shared_cores, 2);
 }
 
 // With the GEMMs' CPU time measured in each ring, a message costs the median over the rings of

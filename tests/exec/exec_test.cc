@@ -214,10 +214,12 @@ class Reference {
 
 // PIPETWIN_TEST_DEVICE=cuda (scripts/device-check.sh on a GPU machine) runs the equivalence
 // runs on the GPU: the same references, computed on the CPU, must hold there (fp32, no TF32).
-std::string TestDeviceFlag() {
+std::string TestDevice() {
   const char* device = std::getenv("PIPETWIN_TEST_DEVICE");
-  return device && *device ? std::string(" --device ") + device : "";
+  return device && *device ? device : "cpu";
 }
+bool TestOnGpu() { return TestDevice() == "cuda"; }
+std::string TestDeviceFlag() { return " --device " + TestDevice(); }
 
 // Runs the scenario with --dump-weights; returns the dump folder and the JSON report.
 std::pair<std::string, nlohmann::json> RunAndDump(const ScenarioSpec& s,
@@ -320,10 +322,10 @@ TEST(ExecEquivalence, MessagesStagedThroughHostMemoryEndWithTheSameWeights) {
   // Without it, plain Gloo; the CPU report carries no CUDA allocator statistics.
   auto [plain_dir, plain] = RunAndDump(s);
   ASSERT_FALSE(plain.is_null());
-  if (TestDeviceFlag().empty())  // on one GPU, every worker's messages go through host memory
+  if (!TestOnGpu())  // on one GPU, every worker's messages go through host memory
     for (const auto& w : plain["details"]["workers"]) EXPECT_EQ(w["transport"], "gloo");
   for (const auto& d : plain["devices"])
-    EXPECT_EQ(d.contains("cuda_allocator"), !TestDeviceFlag().empty());
+    EXPECT_EQ(d.contains("cuda_allocator"), TestOnGpu());
 }
 
 TEST(ExecEquivalence, ReplicatedStageEqualsDataParallelTraining) {
@@ -925,7 +927,7 @@ TEST(ExecFaults, AnErrorOnARanksDeviceEndsEveryRankNamingIt) {
                         "PIPETWIN_EXEC_FAIL_AT=1:30:error");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_LT(r.seconds, 30);
-  const bool gpu = !TestDeviceFlag().empty();
+  const bool gpu = TestOnGpu();
   EXPECT_NE(r.err.find(gpu ? "rank 1 on cuda" : "rank 1 on cpu"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(gpu ? "CUDA error" : "out of range"), std::string::npos) << r.err;
 }

@@ -13,7 +13,9 @@ if [ "${1:-}" = "--core" ]; then
 else
   torch_cmake=$("$root/scripts/setup-torch.sh" 2>/dev/null | tail -n 1)
   torch_lib=$(cd "$torch_cmake/../../lib" && pwd)
+  venv=${PIPETWIN_VENV:-$root/.venv}
   exec_flag=(-DCMAKE_PREFIX_PATH="$torch_cmake" -DPIPETWIN_WITH_EXEC=ON
+             -DPIPETWIN_TORCH_PYTHON="$venv/bin/python"
              -Dc10_LIBRARY="$torch_lib/libc10.so" -DC10_CUDA_LIBRARY="$torch_lib/libc10_cuda.so")
 fi
 generator=()

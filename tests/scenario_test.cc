@@ -70,16 +70,17 @@ TEST(Scenario, InterleavedPlanCountsWorkersNotChunks) {
   testing::WriteFile(dir + "/f.json", "{" + body + R"("flush"})");
   EXPECT_THROW(LoadScenarioFile(dir + "/f.json"), InputError);
   // A schedule's rule broken by a setting names the scenario's field, not a flag of `pipetwin
-  // schedule`: Megatron's interleaving needs micro-batches in multiples of the workers.
+  // schedule`: interleaving needs micro-batches in rounds of equal size (torch's rule: 5 on 2
+  // workers would be 2 rounds of 2.5).
   testing::WriteFile(dir + "/m.json", "{" + body + R"("interleaved", "training": {"chunks": 2,
-      "microbatches": 3}})");
+      "microbatches": 5}})");
   const Scenario odd = LoadScenarioFile(dir + "/m.json");
   try {
     ScheduleForScenario(odd, *odd.plan, 1);
-    ADD_FAILURE() << "3 micro-batches on 2 workers were accepted";
+    ADD_FAILURE() << "5 micro-batches on 2 workers were accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(dir + "/m.json: training.microbatches: schedule "
-                                                "interleaved: needs each replica's micro-batch count",
+                                                "interleaved: needs each replica's micro-batches in rounds",
                                           0),
               0u)
         << e.what();

@@ -86,7 +86,7 @@ TEST(ScheduleCliTest, BadInputIsOneLineAndExit2) {
   testing::WriteFile(dir + "/norecv.csv", "0F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
   const std::vector<BadCase> cases = {
       {"--kind 2bw --stages 4 --microbatches 3", "m >= d"},
-      {"--kind interleaved --stages 4 --microbatches 6", "multiple of the stage count"},
+      {"--kind interleaved --stages 4 --microbatches 9", "rounds of equal size"},
       {"--kind flush --stages 8 --microbatches 8 --layers 6", "more stages (8) than layers (6)"},
       {"--kind pipedream --stages 3 --microbatches 8 --replicas 2,1", "one count per stage"},
       {"--kind pipedream --stages 2 --microbatches 8 --replicas 2,1 --workers 4",

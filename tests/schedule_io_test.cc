@@ -48,13 +48,36 @@ std::string ImportError(const std::string& csv) {
   return "";
 }
 
+// Compute-only rows carry no REDUCE_GRAD for one iteration's list (torch's compute-only loader
+// refuses them; its lowering adds them), the lowered form carries sends, receives and
+// REDUCE_GRAD, and a list that updates several times says where.
 TEST(ScheduleCsvTest, FlushCsvIsTorchNotation) {
   EXPECT_EQ(ScheduleToCsv(Build(ScheduleKind::kFlush, 2, 3)),
-            "0F0,0F1,0B0,0F2,0B1,0B2,0REDUCE_GRAD\n"
-            "1F0,1B0,1F1,1B1,1F2,1B2,1REDUCE_GRAD\n");
+            "0F0,0F1,0B0,0F2,0B1,0B2\n"
+            "1F0,1B0,1F1,1B1,1F2,1B2\n");
   EXPECT_EQ(ScheduleToCsv(Build(ScheduleKind::kZeroBubbleH1, 2, 2)),
-            "0F0,0F1,0I0,0W0,0I1,0W1,0REDUCE_GRAD\n"
-            "1F0,1I0,1F1,1I1,1W0,1W1,1REDUCE_GRAD\n");
+            "0F0,0F1,0I0,0W0,0I1,0W1\n"
+            "1F0,1I0,1F1,1I1,1W0,1W1\n");
+  EXPECT_EQ(ScheduleToCsv(Build(ScheduleKind::kFlush, 2, 2), CsvForm::kWithCommunication),
+            "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD\n"
+            "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1REDUCE_GRAD\n");
+  EXPECT_EQ(ScheduleToCsv(Build(ScheduleKind::kPipeDream, 1, 2)),
+            "0F0,0B0,0REDUCE_GRAD,0F1,0B1,0REDUCE_GRAD\n");
+}
+
+// torch's DualPipeV writes an overlapped forward and backward as one cell; it is read as its
+// two actions in turn, and a malformed pair is refused naming the line.
+TEST(ScheduleCsvTest, OverlappedPairsAreTheirTwoActions) {
+  const PipelineSchedule s =
+      ScheduleFromCsv("0F0,1F0,(0F1;1B0)OVERLAP_F_B,1F1,1B1,0B0,0B1\n", "dual.csv");
+  std::vector<std::string> row;
+  for (const Op& op : s.workers[0].ops)
+    if (IsComputeOp(op.kind)) row.push_back(ActionName(op));
+  EXPECT_EQ(row, (std::vector<std::string>{"0F0", "1F0", "0F1", "1B0", "1F1", "1B1", "0B0",
+                                            "0B1"}));
+  EXPECT_NE(ImportError("0F0,(0F1;1B0)OVERLAP_X,0B1\n").find("in.csv: line 1: unknown action"),
+            std::string::npos);
+  EXPECT_NE(ImportError("0F0,()OVERLAP_F_B\n").find("overlaps no actions"), std::string::npos);
 }
 
 // Export, import, and get the same compute orders, weight versions and updates back.

@@ -505,8 +505,21 @@ TEST(ScheduleRulesTest, ImpossibleCombinationsNameTheRule) {
   EXPECT_NE(BuildError(spec).find("m >= d"), std::string::npos) << BuildError(spec);
   spec.kind = ScheduleKind::kInterleaved;
   spec.chunks = 2;
-  spec.microbatches = 6;
-  EXPECT_NE(BuildError(spec).find("multiple of the stage count"), std::string::npos);
+  spec.microbatches = 9;  // torch's rounds: floor(9 / 4) = 2 rounds of 4.5
+  EXPECT_NE(BuildError(spec).find("rounds of equal size"), std::string::npos);
+  spec.microbatches = 6;  // one round of 6: torch builds it, so does pipetwin
+  EXPECT_EQ(BuildError(spec), "");
+  spec.kind = ScheduleKind::kDualPipeV;
+  EXPECT_NE(BuildError(spec).find("m >= 2p = 8"), std::string::npos);
+  spec.microbatches = 8;
+  EXPECT_EQ(BuildError(spec), "");
+  spec.kind = ScheduleKind::kZeroBubbleV;
+  spec.chunks = 3;
+  EXPECT_NE(BuildError(spec).find("exactly 2 model chunks"), std::string::npos);
+  spec.kind = ScheduleKind::kFlush;
+  EXPECT_NE(BuildError(spec).find("model chunks per worker apply to"), std::string::npos);
+  spec.kind = ScheduleKind::kInterleaved;
+  spec.chunks = 2;
   spec.microbatches = 8;
   spec.layer_count = 6;
   EXPECT_NE(BuildError(spec).find("more stages (8) than layers (6)"), std::string::npos);

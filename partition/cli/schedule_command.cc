@@ -56,8 +56,9 @@ std::string OutputFormat(const po::variables_map& vm) {
     format = "json";
   }
   if (format.empty()) format = "text";
-  if (format != "text" && format != "csv" && format != "json" && format != "svg")
-    throw InputError("pipetwin schedule: --format must be text, csv, json or svg, got '" +
+  if (format != "text" && format != "csv" && format != "csv-comms" && format != "json" &&
+      format != "svg")
+    throw InputError("pipetwin schedule: --format must be text, csv, csv-comms, json or svg, got '" +
                      format + "'");
   return format;
 }
@@ -82,7 +83,7 @@ ScheduleSpec SpecFrom(const po::variables_map& vm) {
   spec.microbatches = vm["microbatches"].as<int>();
   if (vm.count("replicas")) spec.replicas = ParseReplicas(vm["replicas"].as<std::string>());
   if (vm.count("chunks")) spec.chunks = vm["chunks"].as<int>();
-  else if (spec.kind == ScheduleKind::kInterleaved) spec.chunks = 2;
+  else if (TakesChunkCount(spec.kind) || IsVShaped(spec.kind)) spec.chunks = 2;
   if (vm.count("batches")) {
     spec.batches = vm["batches"].as<int>();
     if (spec.batches < 1) throw InputError("pipetwin schedule: --batches must be >= 1");
@@ -130,7 +131,9 @@ int RunScheduleCommand(const Args& args) {
       ("backward-time", po::value<double>(), "backward time per stage and micro-batch (default 2)")
       ("check", "check validity and replay for deadlocks; exit 2 when broken")
       ("import", po::value<std::string>(), "read a torch.distributed.pipelining action CSV")
-      ("format", po::value<std::string>(), "text|csv|json|svg (default text)")
+      ("format", po::value<std::string>(),
+       "text|csv|csv-comms|json|svg (default text); csv: torch's compute-only action CSV, "
+       "csv-comms: its lowered form with sends, receives and REDUCE_GRAD")
       ("json", "same as --format json")
       ("output,o", po::value<std::string>(), "write to FILE (atomically) instead of stdout")
       ("force", "replace an existing --output file (never the --import file)");
@@ -171,7 +174,8 @@ int RunScheduleCommand(const Args& args) {
                      "deadlock in the replay: " + replay.deadlock);
 
   std::string text;
-  if (format == "csv") text = ScheduleToCsv(schedule);
+  if (format == "csv") text = ScheduleToCsv(schedule, CsvForm::kComputeOnly);
+  if (format == "csv-comms") text = ScheduleToCsv(schedule, CsvForm::kWithCommunication);
   if (format == "json") text = JsonText(ScheduleToJson(schedule, replay, costs), 1) + "\n";
   if (format == "svg") text = ScheduleToSvg(schedule, replay);
   if (format == "text") {

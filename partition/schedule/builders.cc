@@ -77,7 +77,8 @@ PipelineSchedule Skeleton(const ScheduleSpec& spec, const std::vector<int>& repl
       w.worker = worker++;
       w.stage = stage;
       w.replica = r;
-      for (int c = 0; c < spec.chunks; ++c) w.model_stages.push_back(c * spec.stages + stage);
+      for (int c = 0; c < spec.chunks; ++c)
+        w.model_stages.push_back(ModelStageOf(spec.kind, spec.stages, stage, c));
       s.workers.push_back(w);
     }
   }
@@ -161,57 +162,182 @@ void BuildTwoBW(PipelineSchedule& s) {
   }
 }
 
-// Interleaved 1F1B (Megatron-LM, Narayanan et al., SC'21, section 2.2): worker w holds model
-// stages w, w+p, ..., w+(v-1)p. Forward k goes to chunk (k mod pv) div p, micro-batch
-// (k div pv) p + k mod p; backwards visit chunks in reverse. Warm-up: 2(p-w-1) + (v-1)p
-// forwards, capped at m v (torch ScheduleInterleaved1F1B._calculate_single_rank_operations and
-// Megatron forward_backward_pipelining_with_interleaving). With data parallelism (every stage
-// replicated d times, as Megatron replicates the whole pipeline) each replica runs this order over
-// its own m / d micro-batches (k = r, r + d, ...).
-void BuildInterleaved(PipelineSchedule& s) {
+// The looped 1F1B family, torch.distributed.pipelining's _get_1f1b_rank_ops: the worker at
+// position r of p holds v chunks (model stages r, r + p, ...). Its m micro-batches go in rounds
+// of n = m / max(1, floor(m / p)) (n = p when p divides m; torch's flexible rounds, which need n
+// to divide m). Forward step k runs chunk floor(k / n) mod v, backwards visit the chunks in
+// reverse; each chunk takes its micro-batches in order. Warm-up: (v - 1) n + f (p - 1 - r)
+// forwards, capped at m v, then one forward and one backward at a time, then the remaining
+// backwards.
+//   - interleaved 1F1B (Narayanan et al., SC'21, section 2.2; Megatron-LM
+//     forward_backward_pipelining_with_interleaving; torch ScheduleInterleaved1F1B): f = 2;
+//   - with the backward split (Qi et al., ICLR 2024; torch ScheduleInterleavedZeroBubble, "ZB1P"):
+//     f = 1, and from the worker's (r + 1)-th backward on each backward-input is followed by the
+//     weight pass of the oldest backward still without one; the rest come at the end. With
+//     v = 1 this is ZB-H1 (section 2.1): stage r delays its W passes by r micro-batches, so it
+//     holds p - r activations at most, as 1F1B does, and the W passes fill the cool-down bubble.
+// With data parallelism (every stage replicated d times, as Megatron replicates the whole
+// pipeline) each replica runs this order over its own m / d micro-batches (k = q, q + d, ...).
+void BuildLoopedOneFOneB(PipelineSchedule& s, int warmup_factor, bool zero_bubble) {
   const int p = s.stages, v = s.chunks;
-  auto chunk_of = [&](int k, bool forward) {
-    int c = (k % (p * v)) / p;
-    return forward ? c : v - 1 - c;
-  };
-  auto microbatch_of = [&](int k) { return (k / (p * v)) * p + k % p; };
   for (auto& w : s.workers) {
     const auto mine = MicrobatchesOf(s, w);
-    const int total = static_cast<int>(mine.size()) * v;
-    const int warmup = std::min(2 * (p - w.stage - 1) + (v - 1) * p, total);
-    auto push = [&](int k, bool forward) {
-      const int c = chunk_of(k, forward);
-      w.ops.push_back(MakeOp(forward ? OpKind::kForward : OpKind::kBackward, c * p + w.stage, c,
-                             mine[microbatch_of(k)]));
+    const int m = static_cast<int>(mine.size());
+    const int per_round = m / std::max(1, m / p);
+    const int total = m * v;
+    const int warmup = std::min((v - 1) * per_round + warmup_factor * (p - 1 - w.stage), total);
+    std::vector<int> next_forward(v, 0), next_backward(v, 0), next_weight(v, 0);
+    std::vector<int> backward_chunks;  // the chunk of each backward so far, in order
+    size_t weights_done = 0;
+    auto push = [&](OpKind kind, int c, std::vector<int>& next) {
+      w.ops.push_back(MakeOp(kind, ModelStageOf(s.kind, p, w.stage, c), c, mine[next[c]++]));
     };
-    for (const Step& step : OneFOneB(total, warmup)) push(step.index, step.forward);
+    auto backward = [&](int k) {
+      const int c = v - 1 - ((k - warmup) / per_round) % v;
+      push(zero_bubble ? OpKind::kBackwardInput : OpKind::kBackward, c, next_backward);
+      backward_chunks.push_back(c);
+      if (zero_bubble && k - warmup >= w.stage)
+        push(OpKind::kBackwardWeight, backward_chunks[weights_done++], next_weight);
+    };
+    for (int k = 0; k < total + warmup; ++k) {
+      if (k < total) push(OpKind::kForward, (k / per_round) % v, next_forward);
+      if (k >= warmup) backward(k);
+    }
+    while (zero_bubble && weights_done < backward_chunks.size())
+      push(OpKind::kBackwardWeight, backward_chunks[weights_done++], next_weight);
     AppendSync(s, w);
   }
 }
 
-// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, section 2.1): the 1F1B order
-// with the backward split into I (input gradient) and W (weight gradient); stage s delays its W
-// passes by s micro-batches, so every stage holds p activations at most (1F1B's peak) and the W
-// passes fill the cool-down bubble. Same order as torch ScheduleInterleavedZeroBubble with one
-// stage per rank. With data parallelism each replica runs it over its own micro-batches.
-void BuildZeroBubbleH1(PipelineSchedule& s) {
+// Breadth-first looped pipeline (Lamy-Poirier, "Breadth-First Pipeline Parallelism", 2022;
+// torch ScheduleLoopedBFS): chunk by chunk, every micro-batch's forward; then the chunks in
+// reverse, each with its micro-batches' backwards in reverse. Like GPipe it keeps every
+// micro-batch's activations of every chunk until the backward.
+void BuildLoopedBFS(PipelineSchedule& s) {
+  const int p = s.stages, v = s.chunks;
   for (auto& w : s.workers) {
     const auto mine = MicrobatchesOf(s, w);
-    const int m = static_cast<int>(mine.size());
-    const int lag = w.stage;
-    int weights_done = 0;
-    for (const Step& step : OneFOneB(m, s.stages - w.stage - 1)) {
-      const int k = step.index;
-      if (step.forward) {
-        w.ops.push_back(MakeOp(OpKind::kForward, w.stage, 0, mine[k]));
-        continue;
-      }
-      w.ops.push_back(MakeOp(OpKind::kBackwardInput, w.stage, 0, mine[k]));
-      if (k >= lag)
-        w.ops.push_back(MakeOp(OpKind::kBackwardWeight, w.stage, 0, mine[weights_done++]));
+    for (int c = 0; c < v; ++c)
+      for (int k : mine)
+        w.ops.push_back(MakeOp(OpKind::kForward, ModelStageOf(s.kind, p, w.stage, c), c, k));
+    for (int c = v - 1; c >= 0; --c)
+      for (auto k = mine.rbegin(); k != mine.rend(); ++k)
+        w.ops.push_back(MakeOp(OpKind::kBackward, ModelStageOf(s.kind, p, w.stage, c), c, *k));
+    AppendSync(s, w);
+  }
+}
+
+// Appends one worker's compute ops of a V schedule (two chunks: 0 going down the workers, 1
+// coming back up) by chunk and per-chunk micro-batch counter; a counter past the worker's
+// micro-batches appends nothing (ZB-V's order is built for at least 2p - 1 of them).
+class VOrder {
+ public:
+  VOrder(const PipelineSchedule& s, WorkerProgram& w)
+      : s_(s), w_(w), mine_(MicrobatchesOf(s, w)) {}
+  int microbatches() const { return static_cast<int>(mine_.size()); }
+  // The op `kind` of chunk c on its micro-batch `index` (in the worker's own order).
+  void Push(OpKind kind, int c, int index) {
+    if (index >= microbatches()) return;
+    w_.ops.push_back(MakeOp(kind, ModelStageOf(s_.kind, s_.stages, w_.stage, c), c, mine_[index]));
+  }
+
+ private:
+  const PipelineSchedule& s_;
+  WorkerProgram& w_;
+  std::vector<int> mine_;
+};
+
+// ZB-V (Qi et al., ICLR 2024, section 6; torch ScheduleZBVZeroBubble): worker r of p holds
+// model stages r and 2p - 1 - r. Warm-up: 2(p - r) - 1 forwards of chunk 0, then r pairs
+// F1 F0, then p - r rounds of F1 I1 W1; steady state F0 I0 W0 F1 I1 W1 until every forward has
+// run; cool-down: r pairs I0 I1, p - r pairs I0 W0, then the W passes left (chunk 1's first).
+// Built over n = max(2p - 1, m) micro-batches, those past m left out (as torch does). With F, I
+// and W of equal time it has no bubble in the steady state and holds 2p chunk activations on
+// every worker, 1F1B's peak of p whole stages (section 6).
+void BuildZeroBubbleV(PipelineSchedule& s) {
+  const int p = s.stages;
+  for (auto& w : s.workers) {
+    VOrder order(s, w);
+    const int r = w.stage, n = std::max(2 * p - 1, order.microbatches());
+    int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+    for (int i = 0; i < 2 * (p - r) - 1; ++i) order.Push(OpKind::kForward, 0, f0++);
+    for (int i = 0; i < r; ++i) {
+      order.Push(OpKind::kForward, 1, f1++);
+      order.Push(OpKind::kForward, 0, f0++);
     }
-    while (weights_done < m)
-      w.ops.push_back(MakeOp(OpKind::kBackwardWeight, w.stage, 0, mine[weights_done++]));
+    for (int i = 0; i < p - r; ++i) {
+      order.Push(OpKind::kForward, 1, f1++);
+      order.Push(OpKind::kBackwardInput, 1, b1);
+      order.Push(OpKind::kBackwardWeight, 1, b1++);
+    }
+    while (f1 < f0 || f0 < n) {
+      if (f0 < n) order.Push(OpKind::kForward, 0, f0++);
+      order.Push(OpKind::kBackwardInput, 0, b0);
+      order.Push(OpKind::kBackwardWeight, 0, b0++);
+      order.Push(OpKind::kForward, 1, f1++);
+      order.Push(OpKind::kBackwardInput, 1, b1);
+      order.Push(OpKind::kBackwardWeight, 1, b1++);
+    }
+    int w0 = b0, w1 = b1;
+    for (int i = 0; i < r; ++i) {
+      order.Push(OpKind::kBackwardInput, 0, b0++);
+      order.Push(OpKind::kBackwardInput, 1, b1++);
+    }
+    for (int i = 0; i < p - r; ++i) {
+      order.Push(OpKind::kBackwardInput, 0, b0++);
+      order.Push(OpKind::kBackwardWeight, 0, w0++);
+    }
+    while (w1 < b1) order.Push(OpKind::kBackwardWeight, 1, w1++);
+    while (w0 < b0) order.Push(OpKind::kBackwardWeight, 0, w0++);
+    AppendSync(s, w);
+  }
+}
+
+// DualPipeV (DeepSeek-V3 technical report, section 3.2.1, DualPipe; its V form from
+// deepseek-ai/DualPipe, as torch ScheduleDualPipeV builds it): worker r of p holds model stages r
+// and 2p - 1 - r, m >= 2p. Eight phases: 2(p - r - 1) forwards of chunk 0; r + 1 pairs F0 F1;
+// p - r - 1 rounds I1 W F1; m - 2p + r + 1 rounds of F0 with B1 then F1 with B0 (DualPipe's
+// overlapped forward and backward chunks: here one after the other, as torch's runtime runs
+// them without a custom function); p - r - 1 rounds B1, F1 with B0; r + 1 pairs of chunk 1's and
+// chunk 0's backward, split into I (W queued) from the middle pair on; p - r - 1 rounds of a
+// queued W and a chunk-0 backward; the queued W passes left. B is a full backward, I the
+// input-gradient half whose W comes later from the queue, oldest first.
+void BuildDualPipeV(PipelineSchedule& s) {
+  const int p = s.stages;
+  for (auto& w : s.workers) {
+    VOrder order(s, w);
+    const int r = w.stage, m = order.microbatches();
+    int forward[2] = {0, 0}, backward[2] = {0, 0};
+    std::vector<std::pair<int, int>> weights;  // queued W passes: (chunk, index), oldest first
+    size_t weights_done = 0;
+    auto F = [&](int c) { order.Push(OpKind::kForward, c, forward[c]++); };
+    auto B = [&](int c, bool split) {
+      if (split) weights.push_back({c, backward[c]});
+      order.Push(split ? OpKind::kBackwardInput : OpKind::kBackward, c, backward[c]++);
+    };
+    auto queued_weight = [&]() {
+      if (weights_done == weights.size()) return;
+      const auto [c, index] = weights[weights_done++];
+      order.Push(OpKind::kBackwardWeight, c, index);
+    };
+    for (int i = 0; i < 2 * (p - r - 1); ++i) F(0);
+    for (int i = 0; i < r + 1; ++i) F(0), F(1);
+    for (int i = 0; i < p - r - 1; ++i) B(1, true), queued_weight(), F(1);
+    for (int i = 0; i < m - 2 * p + r + 1; ++i) {
+      F(0), B(1, false);  // on the last worker the first pair is not overlapped; same order here
+      F(1), B(0, false);
+    }
+    for (int i = 0; i < p - r - 1; ++i) B(1, false), F(1), B(0, false);
+    bool split = false;
+    const int pairs = r + 1;
+    for (int i = 0; i < pairs; ++i) {
+      if (i == pairs / 2 && r % 2 == 1) split = true;
+      B(1, split);
+      if (i == pairs / 2 && r % 2 == 0) split = true;
+      B(0, split);
+    }
+    for (int i = 0; i < p - r - 1; ++i) queued_weight(), B(0, split);
+    for (int i = 0; i < r + 1; ++i) queued_weight();
     AppendSync(s, w);
   }
 }
@@ -251,7 +377,9 @@ std::vector<int> CheckedReplicas(const ScheduleSpec& spec) {
                      std::to_string(spec.worker_count));
   const bool replicated = workers > spec.stages;
   const ScheduleKind k = spec.kind;
-  if (replicated && (k == ScheduleKind::kInterleaved || k == ScheduleKind::kZeroBubbleH1) &&
+  const bool per_replica_order = k == ScheduleKind::kZeroBubbleH1 || spec.chunks > 1 ||
+                                 TakesChunkCount(k) || IsVShaped(k);
+  if (replicated && per_replica_order &&
       std::adjacent_find(replicas.begin(), replicas.end(), std::not_equal_to<int>()) !=
           replicas.end())
     Broken(spec, "replicas", "replicates the whole pipeline (every stage the same replica count, "
@@ -263,18 +391,32 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
   const int p = spec.stages, m = spec.microbatches;
   const ScheduleKind kind = spec.kind;
   if (kind == ScheduleKind::kImported) Broken(spec, "kind", "an imported schedule is read, not built");
-  if (spec.chunks > 1 && kind != ScheduleKind::kInterleaved)
-    Broken(spec, "chunks", "model chunks per worker apply to the interleaved schedule only");
+  if (spec.chunks > 1 && !TakesChunkCount(kind) && !IsVShaped(kind))
+    Broken(spec, "chunks", "model chunks per worker apply to interleaved, looped-bfs and "
+                           "interleaved-zb (and zb-v and dualpipe-v, which have two)");
   if (kind == ScheduleKind::kInterleaved && spec.chunks < 2)
     Broken(spec, "chunks", "needs at least 2 model chunks per worker, got " +
                      std::to_string(spec.chunks));
-  if (kind == ScheduleKind::kInterleaved && m % (p * replicas[0]) != 0)
-    Broken(spec, "microbatches", "needs each replica's micro-batch count to be a multiple of the "
-                 "stage count (Megatron-LM), got m = " + std::to_string(m) + " over " +
-                 std::to_string(replicas[0]) + " replica(s), p = " + std::to_string(p));
-  if (kind == ScheduleKind::kZeroBubbleH1 && m % replicas[0] != 0)
+  if (IsVShaped(kind) && spec.chunks != 2)
+    Broken(spec, "chunks", "runs exactly 2 model chunks per worker (a V), got " +
+                     std::to_string(spec.chunks));
+  const bool per_replica_order = kind == ScheduleKind::kZeroBubbleH1 || TakesChunkCount(kind) ||
+                                 IsVShaped(kind);
+  if (per_replica_order && m % replicas[0] != 0)
     Broken(spec, "microbatches", "needs the micro-batches divisible by the replicas, got m = " +
                  std::to_string(m) + " over " + std::to_string(replicas[0]));
+  const int local = m / replicas[0];  // each replica's micro-batches
+  const bool looped_1f1b = kind == ScheduleKind::kInterleaved ||
+                           kind == ScheduleKind::kInterleavedZeroBubble;
+  if (looped_1f1b && local % std::max(1, local / p) != 0)
+    Broken(spec, "microbatches",
+           "needs each replica's micro-batches in rounds of equal size: m / max(1, floor(m / p))"
+           " whole (torch's rounds; any multiple of the stage count does), got m = " +
+               std::to_string(local) + " per replica, p = " + std::to_string(p));
+  if (kind == ScheduleKind::kDualPipeV && local < 2 * p)
+    Broken(spec, "microbatches", "needs at least as many micro-batches per replica as model "
+                 "stages (m >= 2p = " + std::to_string(2 * p) + "), got m = " +
+                 std::to_string(local));
   if (spec.layer_count > 0 && p * spec.chunks > spec.layer_count)
     Broken(spec, "stages", "more stages (" + std::to_string(p * spec.chunks) + ") than layers (" +
                      std::to_string(spec.layer_count) + ")");
@@ -353,8 +495,12 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
       BuildTwoBW(s);
       policy = VersionPolicy::kTwoBuffer;
       break;
-    case ScheduleKind::kInterleaved: BuildInterleaved(s); break;
-    case ScheduleKind::kZeroBubbleH1: BuildZeroBubbleH1(s); break;
+    case ScheduleKind::kInterleaved: BuildLoopedOneFOneB(s, 2, false); break;
+    case ScheduleKind::kZeroBubbleH1:
+    case ScheduleKind::kInterleavedZeroBubble: BuildLoopedOneFOneB(s, 1, true); break;
+    case ScheduleKind::kLoopedBFS: BuildLoopedBFS(s); break;
+    case ScheduleKind::kZeroBubbleV: BuildZeroBubbleV(s); break;
+    case ScheduleKind::kDualPipeV: BuildDualPipeV(s); break;
     case ScheduleKind::kImported: break;
   }
   if (spec.recompute) InsertRecompute(s);

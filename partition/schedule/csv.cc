@@ -2,8 +2,10 @@
 //
 // The CSV is the "compute_only" form torch's PipelineScheduleMulti._dump_csv writes and _load_csv
 // reads: one row per rank, one action per cell, "STAGE" + type + "MICROBATCH" ("0F0", "1B3",
-// "0I2", "0W2"); empty cells (torch's idle steps) are skipped. We also read the lowered form with
-// SEND_F/RECV_F/SEND_B/RECV_B cells, and use REDUCE_GRAD cells as the update points.
+// "0I2", "0W2"); empty cells (torch's idle steps) are skipped; an overlapped pair
+// "(0F3;1B2)OVERLAP_F_B" (DualPipeV) is its two actions in turn. We also read and write the
+// lowered "compute_comms" form with SEND_F/RECV_F/SEND_B/RECV_B cells, and use REDUCE_GRAD
+// cells as the update points.
 #include <algorithm>
 #include <cctype>
 #include <iomanip>
@@ -69,6 +71,32 @@ Action ParseAction(const std::string& cell, const std::string& file, int line) {
   return fail();
 }
 
+// A cell's actions: the cell itself, or the sub-actions of torch's overlapped pair
+// "(0F3;1B2)OVERLAP_F_B" (ScheduleDualPipeV), one after the other as torch's runtime runs them
+// when no custom function overlaps them.
+std::vector<std::string> SubActions(const std::string& cell, const std::string& file, int line) {
+  static const std::string kOverlap = "OVERLAP_F_B";
+  if (cell.empty() || cell.front() != '(') return {cell};
+  const size_t close = cell.find(')');
+  if (close == std::string::npos || cell.substr(close + 1) != kOverlap)
+    throw InputError(file, "line " + std::to_string(line),
+                     "unknown action '" + cell + "' (expected an overlapped pair as torch writes "
+                     "it: (0F3;1B2)OVERLAP_F_B)");
+  std::vector<std::string> parts;
+  std::string inner = cell.substr(1, close - 1);
+  for (size_t start = 0; start <= inner.size();) {
+    size_t end = inner.find(';', start);
+    if (end == std::string::npos) end = inner.size();
+    const std::string part = Trim(inner.substr(start, end - start));
+    if (!part.empty()) parts.push_back(part);
+    start = end + 1;
+  }
+  if (parts.empty())
+    throw InputError(file, "line " + std::to_string(line),
+                     "'" + cell + "' overlaps no actions (expected (0F3;1B2)OVERLAP_F_B)");
+  return parts;
+}
+
 // The largest CSV read: 4,096 ranks and as many actions as the compute ops a schedule may hold
 // (4,000,000, schedule/build.h), some 200 MB once parsed.
 constexpr size_t kMaxRanks = 4096;
@@ -99,7 +127,8 @@ std::vector<std::vector<std::pair<Action, int>>> ParseRows(const std::string& te
         throw InputError(file, "line " + std::to_string(number),
                          "more than " + std::to_string(kMaxCells) +
                              " actions (pipetwin's limit for a schedule CSV)");
-      row.push_back({ParseAction(cell, file, number), number});
+      for (const std::string& action : SubActions(cell, file, number))
+        row.push_back({ParseAction(action, file, number), number});
     }
     start = end + 1;
     if (row.empty()) {
@@ -244,14 +273,23 @@ void ResolvePeers(PipelineSchedule& s, const std::string& file) {
 
 }  // namespace
 
-std::string ScheduleToCsv(const PipelineSchedule& s) {
+std::string ScheduleToCsv(const PipelineSchedule& s, CsvForm form) {
+  const bool communication = form == CsvForm::kWithCommunication;
   std::string out;
   for (const auto& w : s.workers) {
+    // One iteration's list updates once, at its end, where torch's lowering puts REDUCE_GRAD
+    // itself; only a list that updates several times (PipeDream, 2BW) needs the cells to say
+    // where, and torch's compute-only loader refuses them.
+    const long updates = std::count_if(w.ops.begin(), w.ops.end(),
+                                       [](const Op& op) { return op.kind == OpKind::kUpdate; });
+    const bool reduce_cells = communication || updates > 1;
     std::string row;
     auto cell = [&row](const std::string& c) { row += (row.empty() ? "" : ",") + c; };
     for (const Op& op : w.ops) {
-      if (IsComputeOp(op.kind) && op.kind != OpKind::kRecompute) cell(ActionName(op));
-      if (op.kind == OpKind::kUpdate)
+      if ((IsComputeOp(op.kind) && op.kind != OpKind::kRecompute) ||
+          (communication && IsCommunicationOp(op.kind)))
+        cell(ActionName(op));
+      if (op.kind == OpKind::kUpdate && reduce_cells)
         for (int g : w.model_stages) cell(std::to_string(g) + "REDUCE_GRAD");
     }
     out += row + "\n";

@@ -13,6 +13,10 @@ std::string ScheduleKindName(ScheduleKind kind) {
     case ScheduleKind::kTwoBW: return "2bw";
     case ScheduleKind::kInterleaved: return "interleaved";
     case ScheduleKind::kZeroBubbleH1: return "zb-h1";
+    case ScheduleKind::kLoopedBFS: return "looped-bfs";
+    case ScheduleKind::kInterleavedZeroBubble: return "interleaved-zb";
+    case ScheduleKind::kZeroBubbleV: return "zb-v";
+    case ScheduleKind::kDualPipeV: return "dualpipe-v";
     case ScheduleKind::kImported: return "imported";
   }
   return "?";
@@ -22,20 +26,45 @@ bool IsAsynchronous(ScheduleKind kind) {
   return kind == ScheduleKind::kPipeDream || kind == ScheduleKind::kTwoBW;
 }
 
+bool IsVShaped(ScheduleKind kind) {
+  return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV;
+}
+
+int ModelStageOf(ScheduleKind kind, int positions, int position, int chunk) {
+  if (IsVShaped(kind)) return chunk == 0 ? position : 2 * positions - 1 - position;
+  return chunk * positions + position;
+}
+
+bool TakesChunkCount(ScheduleKind kind) {
+  return kind == ScheduleKind::kInterleaved || kind == ScheduleKind::kLoopedBFS ||
+         kind == ScheduleKind::kInterleavedZeroBubble;
+}
+
+namespace {
+
+constexpr ScheduleKind kBuildable[] = {
+    ScheduleKind::kGPipe,         ScheduleKind::kFlush,        ScheduleKind::kPipeDream,
+    ScheduleKind::kTwoBW,         ScheduleKind::kInterleaved,  ScheduleKind::kZeroBubbleH1,
+    ScheduleKind::kLoopedBFS,     ScheduleKind::kInterleavedZeroBubble,
+    ScheduleKind::kZeroBubbleV,   ScheduleKind::kDualPipeV};
+
+}  // namespace
+
 const std::vector<std::string>& ScheduleKindNames() {
-  static const std::vector<std::string> names = {"gpipe", "flush", "pipedream",
-                                                 "2bw",   "interleaved", "zb-h1"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (ScheduleKind kind : kBuildable) all.push_back(ScheduleKindName(kind));
+    return all;
+  }();
   return names;
 }
 
 ScheduleKind ParseScheduleKind(const std::string& name) {
-  for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush, ScheduleKind::kPipeDream,
-                            ScheduleKind::kTwoBW, ScheduleKind::kInterleaved,
-                            ScheduleKind::kZeroBubbleH1}) {
+  for (ScheduleKind kind : kBuildable)
     if (ScheduleKindName(kind) == name) return kind;
-  }
-  throw InputError("unknown schedule kind '" + name +
-                   "' (expected gpipe, flush, pipedream, 2bw, interleaved or zb-h1)");
+  std::string choices;
+  for (const std::string& n : ScheduleKindNames()) choices += (choices.empty() ? "" : ", ") + n;
+  throw InputError("unknown schedule kind '" + name + "' (expected one of " + choices + ")");
 }
 
 }  // namespace pipetwin

@@ -11,7 +11,9 @@
 namespace pipetwin {
 
 int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training) {
-  return schedule == ScheduleKind::kInterleaved ? std::max(training.chunks, 2) : 1;
+  if (IsVShaped(schedule)) return 2;
+  if (schedule == ScheduleKind::kInterleaved) return std::max(training.chunks, 2);
+  return TakesChunkCount(schedule) ? training.chunks : 1;
 }
 
 const std::vector<std::string>& PlannerNames() {

@@ -43,7 +43,7 @@ struct TrainingSettings {
   RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;
   // How the input stage's data loading meets its compute (cost/data_loading.h).
   DataLoading data_loading = DataLoading::kOverlapped;
-  int chunks = 1;              // model chunks per worker (interleaved 1F1B)
+  int chunks = 1;              // model chunks per worker (interleaved, looped-bfs, interleaved-zb)
   // Buckets a replicated stage's gradient all-reduce runs in (schedule/spec.h: 1 by default,
   // after the backward; more overlap the backward, which the executor does not do).
   int allreduce_buckets = kDefaultAllReduceBuckets;
@@ -103,7 +103,8 @@ Scenario LoadScenarioFile(const std::string& path);
 const char* DefaultScenarioJson();
 Scenario DefaultScenario();
 
-// Model chunks per worker: training.chunks (at least 2) under interleaved 1F1B, else 1.
+// Model chunks per worker: training.chunks under interleaved 1F1B (at least 2), looped-bfs and
+// interleaved-zb; 2 under zb-v and dualpipe-v (a V); else 1.
 int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training);
 
 }  // namespace pipetwin

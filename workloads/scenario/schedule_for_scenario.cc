@@ -60,7 +60,7 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   spec.chunks = ChunksPerWorker(spec.kind, scenario.training);
   if (plan.StageCount() % spec.chunks != 0)
     throw InputError(file, path.empty() ? "stages" : path + ".stages",
-                     "interleaved 1F1B with " + std::to_string(spec.chunks) +
+                     ScheduleKindName(spec.kind) + " with " + std::to_string(spec.chunks) +
                          " chunks per worker needs a multiple of " + std::to_string(spec.chunks) +
                          " stages (model chunks), got " + std::to_string(plan.StageCount()));
   spec.stages = plan.StageCount() / spec.chunks;

@@ -36,9 +36,18 @@ TEST(ScheduleMemory, ClosedFormsEqualWhatTheOpListsKeep) {
         ExpectClosedForms(kind, d, m);
       if (m >= d) ExpectClosedForms(ScheduleKind::kTwoBW, d, m);  // 2BW needs m >= d
     }
-    for (int v = 2; v <= 3; ++v)
-      for (int rounds = 1; rounds <= 3; ++rounds)  // interleaved: m a multiple of d
-        ExpectClosedForms(ScheduleKind::kInterleaved, d, rounds * d, v);
+    for (int v = 1; v <= 3; ++v) {
+      for (int m : {1, d, 2 * d + 1}) ExpectClosedForms(ScheduleKind::kLoopedBFS, d, m, v);
+      for (int m = 1; m <= 4 * d; ++m) {
+        if (m % MicrobatchesPerRound(d, m) != 0) continue;  // torch's rounds
+        if (v > 1) ExpectClosedForms(ScheduleKind::kInterleaved, d, m, v);
+        ExpectClosedForms(ScheduleKind::kInterleavedZeroBubble, d, m, v);
+      }
+    }
+    for (int m = 1; m <= 4 * d; ++m) {
+      ExpectClosedForms(ScheduleKind::kZeroBubbleV, d, m, 2);
+      if (m >= 2 * d) ExpectClosedForms(ScheduleKind::kDualPipeV, d, m, 2);
+    }
   }
 }
 

@@ -209,6 +209,26 @@ TEST(ScheduleBubbleTest, ZeroBubbleH1IsAThirdOfOneFOneB) {
     }
 }
 
+// ZB-V (Qi et al., ICLR'24, section 6) and DualPipeV (DeepSeek-V3 report, section 3.2.1; its
+// bubble (PP/2 - 1)(F&B + B - 3W) does not grow with m) with F = I = W: their steady state has
+// no bubble, so a worker's idle time is the same for 2p and for 6p micro-batches. What is left,
+// measured here, is the fill: p - 1 chunk forwards on every worker, 1/6 of 1F1B's (p-1)(F+B).
+TEST(ScheduleBubbleTest, VSchedulesHaveNoSteadyStateBubble) {
+  for (ScheduleKind kind : {ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV}) {
+    for (int p = 1; p <= 16; ++p) {
+      ReplayResult short_run = ReplaySchedule(Build(kind, p, 2 * p, 2), Costs(1, 2));
+      ReplayResult long_run = ReplaySchedule(Build(kind, p, 6 * p, 2), Costs(1, 2));
+      ASSERT_TRUE(short_run.completed && long_run.completed);
+      for (int w = 0; w < p; ++w) {
+        ASSERT_NEAR(short_run.workers[w].idle, long_run.workers[w].idle, 1e-9)
+            << ScheduleKindName(kind) << " p=" << p << " worker " << w;
+        ASSERT_NEAR(long_run.workers[w].idle, (p - 1) * 0.5, 1e-9)
+            << ScheduleKindName(kind) << " p=" << p << " worker " << w;
+      }
+    }
+  }
+}
+
 // PipeDream and 2BW never flush: each worker idles only while the pipeline fills and drains, so
 // its idle time does not grow with the number of (micro-)batches run.
 TEST(ScheduleBubbleTest, PipeDreamAndTwoBWHaveNoSteadyStateBubble) {

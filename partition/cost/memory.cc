@@ -1,5 +1,7 @@
 #include "partition/cost/memory.h"
 
+#include "partition/schedule/spec.h"
+
 #include <algorithm>
 
 namespace pipetwin {
@@ -72,9 +74,18 @@ int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatche
   switch (kind) {
     case ScheduleKind::kGPipe:
     case ScheduleKind::kImported: return microbatches;  // no closed form: every micro-batch
-    case ScheduleKind::kZeroBubbleH1: return std::min(depth, microbatches);
+    case ScheduleKind::kZeroBubbleH1:
+    case ScheduleKind::kInterleavedZeroBubble:
+      return std::min((chunks - 1) * MicrobatchesPerRound(depth, microbatches) + depth,
+                      microbatches * chunks);
     case ScheduleKind::kInterleaved:
-      return std::min(2 * (depth - stage - 1) + (chunks - 1) * depth + 1, microbatches * chunks);
+      return std::min(2 * (depth - stage - 1) +
+                          (chunks - 1) * MicrobatchesPerRound(depth, microbatches) + 1,
+                      microbatches * chunks);
+    case ScheduleKind::kLoopedBFS: return microbatches * chunks;
+    case ScheduleKind::kZeroBubbleV:
+      return std::min({2 * depth, microbatches + 1 + stage, 2 * microbatches});
+    case ScheduleKind::kDualPipeV: return 2 * depth + 1;
     default: return std::min(depth - stage, microbatches);
   }
 }

@@ -78,8 +78,15 @@ double ModelStateBytes(const Workload& workload, double optimizer_bytes_per_para
 //                (Narayanan et al., SC'21, section 2.2.1; ICML'21, section 3.1; SOSP'19 NOAM)
 //   ZB-H1        min(d, m) on every stage: stage s delays its weight passes by s micro-batches,
 //                keeping 1F1B's peak of stage 0 (Qi et al., ICLR 2024, section 2.1)
-//   interleaved  min(2 (d - s - 1) + (v - 1) d + 1, m v) chunk micro-batches, each 1/v of the
-//                worker's layers: its warm-up forwards and one more (SC'21, section 2.2)
+// and in chunk micro-batches, each 1/v of the worker's layers, with n = MicrobatchesPerRound:
+//   interleaved  min(2 (d - s - 1) + (v - 1) n + 1, m v): its warm-up forwards and one more
+//                (SC'21, section 2.2; n = d when d divides m)
+//   interleaved-zb  min((v - 1) n + d, m v) on every stage: warm-up (v - 1) n + d - s - 1, one
+//                more, and s whose weight passes lag (ZB-H1's rule over v chunks; v = 1 is ZB-H1)
+//   looped-bfs   m v: every chunk's forwards before any backward, like GPipe
+//   zb-v         min(2d, m + 1 + s, 2m): two chunks in a V hold 1F1B's peak of d whole stages on
+//                every worker (Qi et al., section 6), fewer while m < 2d - 1
+//   dualpipe-v   2d + 1: DualPipe's "PP + 1" with PP = 2d chunks (DeepSeek-V3 report, table 2)
 int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatches,
                         int chunks = 1);
 // Weight versions stage `stage` keeps, at most: 2BW 2 (double buffering, ICML'21 section 3.1);

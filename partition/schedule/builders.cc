@@ -183,7 +183,7 @@ void BuildLoopedOneFOneB(PipelineSchedule& s, int warmup_factor, bool zero_bubbl
   for (auto& w : s.workers) {
     const auto mine = MicrobatchesOf(s, w);
     const int m = static_cast<int>(mine.size());
-    const int per_round = m / std::max(1, m / p);
+    const int per_round = MicrobatchesPerRound(p, m);
     const int total = m * v;
     const int warmup = std::min((v - 1) * per_round + warmup_factor * (p - 1 - w.stage), total);
     std::vector<int> next_forward(v, 0), next_backward(v, 0), next_weight(v, 0);
@@ -408,7 +408,7 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
   const int local = m / replicas[0];  // each replica's micro-batches
   const bool looped_1f1b = kind == ScheduleKind::kInterleaved ||
                            kind == ScheduleKind::kInterleavedZeroBubble;
-  if (looped_1f1b && local % std::max(1, local / p) != 0)
+  if (looped_1f1b && local % MicrobatchesPerRound(p, local) != 0)
     Broken(spec, "microbatches",
            "needs each replica's micro-batches in rounds of equal size: m / max(1, floor(m / p))"
            " whole (torch's rounds; any multiple of the stage count does), got m = " +

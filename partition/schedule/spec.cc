@@ -26,6 +26,10 @@ double OpCosts::Of(const Op& op, int chunks) const {
   }
 }
 
+int MicrobatchesPerRound(int stages, int microbatches) {
+  return microbatches / std::max(1, microbatches / std::max(stages, 1));
+}
+
 int OptimalActiveMinibatches(const std::vector<int>& replicas) {
   return InFlightTarget(replicas, 0);
 }

@@ -51,6 +51,11 @@ struct ScheduleSpec {
   SendMode send_mode = SendMode::kEager;
 };
 
+// The micro-batches per round of the looped 1F1B family (interleaved, interleaved-zb, zb-h1) on
+// `microbatches` per replica over `stages` positions: m / max(1, floor(m / p)), which is p when p
+// divides m (torch ScheduleInterleaved1F1B's number_of_rounds and microbatches_per_round).
+int MicrobatchesPerRound(int stages, int microbatches);
+
 // NOAM (PipeDream SOSP'19 section 3.2): ceil(workers / replicas of the input stage).
 int OptimalActiveMinibatches(const std::vector<int>& replicas);
 // Micro-batches a worker of position `stage` has in flight in 1F1B: ceil(workers at positions

@@ -204,6 +204,25 @@ TEST(ScheduleOrderTest, ReplicatedInterleavedAndZeroBubbleRunTheOrderPerReplica)
       }
 }
 
+// The kinds added from torch's classes (their unreplicated orders are compared with torch itself
+// by tests/scripts/torch_schedules_test.py) replicate the whole pipeline the same way: replica q
+// of every stage runs the unreplicated order over micro-batches q, q + d, ...; and the lists
+// check.
+TEST(ScheduleOrderTest, ReplicatedTorchKindsRunTheOrderPerReplica) {
+  for (ScheduleKind kind : {ScheduleKind::kLoopedBFS, ScheduleKind::kInterleavedZeroBubble,
+                            ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV})
+    for (int p = 1; p <= 4; ++p)
+      for (int d = 2; d <= 3; ++d) {
+        const int v = 2, m = 2 * p * d;
+        PipelineSchedule one = Build(kind, p, m / d, {}, v);
+        PipelineSchedule s = Build(kind, p, m, std::vector<int>(p, d), v);
+        ASSERT_NO_THROW(CheckSchedule(s));
+        for (const WorkerProgram& w : s.workers)
+          ASSERT_EQ(ComputeOrder(w), OnReplica(ComputeOrder(one.workers[w.stage]), d, w.replica))
+              << ScheduleKindName(kind) << " p=" << p << " d=" << d << " worker " << w.worker;
+      }
+}
+
 // A literal golden, p = 2 and m = 3, so the notation itself is pinned down.
 TEST(ScheduleOrderTest, LiteralOneFOneBForTwoStages) {
   PipelineSchedule s = Build(ScheduleKind::kFlush, 2, 3);

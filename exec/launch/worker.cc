@@ -164,11 +164,17 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   const WorkerProgram& program = job.schedule.workers[env.rank];
   measurement.stage = program.stage;
   measurement.replica = program.replica;
-  const StagePlan& plan = job.plan.stages[program.stage];
-  StageModel stage(model, plan.first_layer, plan.last_layer, job.microbatch_size);
+  // One stage model per model stage the worker holds (several under a multi-chunk schedule).
+  std::vector<std::unique_ptr<StageModel>> stages;
+  bool ends = false;  // the worker holds the first or the last stage: it reads data
+  for (int g : program.model_stages) {
+    const StagePlan& plan = job.plan.stages[g];
+    stages.push_back(std::make_unique<StageModel>(model, plan.first_layer, plan.last_layer,
+                                                  job.microbatch_size));
+    ends = ends || stages.back()->is_first() || stages.back()->is_last();
+  }
   std::unique_ptr<DataSource> data;
-  if (stage.is_first() || stage.is_last())
-    data = MakeDataSource(options.data, options.data_dir, model, options.seed);
+  if (ends) data = MakeDataSource(options.data, options.data_dir, model, options.seed);
 
   std::vector<std::vector<int>> replica_groups(job.schedule.stages);
   for (const auto& w : job.schedule.workers) replica_groups[w.stage].push_back(w.worker);
@@ -183,19 +189,26 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   }
   try {
     comm.OpenChannels(Channels(job.schedule));
-    StageExecutor executor(job, program, stage, data.get(), comm, allocator, measurement, device);
+    std::vector<std::unique_ptr<StageExecutor>> executors;
+    std::vector<StageExecutor*> chunks;
+    for (size_t c = 0; c < stages.size(); ++c) {
+      executors.push_back(std::make_unique<StageExecutor>(job, program, *stages[c], data.get(),
+                                                          comm, allocator, measurement, device,
+                                                          program.model_stages[c]));
+      chunks.push_back(executors.back().get());
+    }
 
     comm.Barrier();
     const auto origin = StageExecutor::Clock::now();
     measurement.boot_id = BootId();
     measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
-    executor.Run(origin);
+    RunProgram(program, chunks, origin);
     comm.FinishSends();
-    executor.Finish();
+    for (StageExecutor* e : chunks) e->Finish();
     measurement.end_s =
         std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
-    if (options.evaluate && program.replica == 0)
-      executor.Evaluate(FirstReplica(job.schedule, program.stage - 1),
+    if (options.evaluate && program.replica == 0)  // one chunk per worker (PrepareJob)
+      chunks.front()->Evaluate(FirstReplica(job.schedule, program.stage - 1),
                         FirstReplica(job.schedule, program.stage + 1),
                         TestBatchCount(options.data, job.microbatch_size));
   } catch (const c10::Error& e) {  // the communicator turns its own failures into RunErrors

@@ -56,8 +56,10 @@ constexpr size_t kSendWaitKey = size_t{1} << 40;
 StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& program,
                              const StageModel& stage, DataSource* data, Communicator& comm,
                              const AllocatorProbe& allocator, WorkerMeasurement& measurement,
-                             const ExecDevice& device)
-    : job_(job), program_(program), stage_(stage), data_(data), comm_(comm),
+                             const ExecDevice& device, int model_stage)
+    : job_(job), program_(program), stage_(stage),
+      model_stage_(model_stage >= 0 ? model_stage : program.stage), siblings_{this},
+      data_(data), comm_(comm),
       allocator_(allocator), out_(measurement), device_(device),
       // Every worker draws its initial weights on the CPU (one generator per layer and seed):
       // a stage's weights are the same on every device.
@@ -96,16 +98,67 @@ int StageExecutor::Tag(const MessageKey& message) const {
   return static_cast<int>(tag % (int64_t{1} << 30));
 }
 
-void StageExecutor::Run(Clock::time_point origin) {
+void StageExecutor::SetSiblings(const std::vector<StageExecutor*>& chunks) { siblings_ = chunks; }
+
+void StageExecutor::Begin(Clock::time_point origin) {
   origin_ = origin;
   posted_until_ = 0;
   if (device_.cuda()) {
     timer_ = std::make_unique<GpuTimer>(device_);  // the stream is idle: its origin is now
     timer_offset_s_ = std::chrono::duration<double>(Clock::now() - origin_).count();
   }
-  for (size_t i = 0; i < program_.ops.size(); ++i) {
-    PostReceivesAhead(i);
-    Execute(program_.ops[i]);
+}
+
+namespace {
+
+// Ops that concern the worker's weights as a whole: their `stage` is the worker's position.
+bool IsWorkerWide(OpKind kind) {
+  return kind == OpKind::kAllReduce || kind == OpKind::kUpdate ||
+         kind == OpKind::kStashWeights || kind == OpKind::kReleaseWeights;
+}
+
+}  // namespace
+
+void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>& chunks,
+                StageExecutor::Clock::time_point origin) {
+  std::map<int, StageExecutor*> by_stage;
+  for (StageExecutor* e : chunks) {
+    e->SetSiblings(chunks);
+    e->Begin(origin);
+    by_stage[e->model_stage()] = e;
+  }
+  auto holder = [&](int stage) -> StageExecutor* {
+    auto it = by_stage.find(stage);
+    return it == by_stage.end() ? nullptr : it->second;
+  };
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    for (StageExecutor* e : chunks) e->PostReceivesAhead(i);
+    StageExecutor* runs = IsWorkerWide(op.kind) ? chunks.front() : holder(op.stage);
+    TORCH_CHECK(runs != nullptr, "worker ", program.worker, " holds no model stage ", op.stage,
+                " for its op ", ActionName(op));
+    runs->Execute(op);
+    // A message between two chunks of this worker: the lists send none.
+    if (op.kind == OpKind::kForward) {
+      if (StageExecutor* next = holder(op.stage + 1)) runs->HandOff(op, *next);
+    } else if (op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardInput) {
+      if (StageExecutor* previous = holder(op.stage - 1)) runs->HandOff(op, *previous);
+    }
+  }
+}
+
+void StageExecutor::HandOff(const Op& op, StageExecutor& to) {
+  const int mb = op.microbatch;
+  if (op.kind == OpKind::kForward) {
+    auto it = activations_to_send_.find(mb);
+    if (it == activations_to_send_.end()) return;
+    to.received_activations_[mb] = std::move(it->second);
+    activations_to_send_.erase(it);
+  } else {
+    auto it = gradients_to_send_.find(mb);
+    if (it == gradients_to_send_.end()) return;
+    to.received_gradients_[mb] = std::move(it->second);
+    gradients_to_send_.erase(it);
   }
 }
 
@@ -139,6 +192,7 @@ void StageExecutor::PostReceivesAhead(size_t from) {
   for (; posted_until_ < std::min(program_.ops.size(), from + kLookahead); ++posted_until_) {
     const Op& op = program_.ops[posted_until_];
     if (op.kind != OpKind::kRecvActivation && op.kind != OpKind::kRecvGradient) continue;
+    if (op.stage != model_stage_) continue;  // another chunk's (its receiver stage)
     const bool activation = op.kind == OpKind::kRecvActivation;
     const int mb = op.microbatch;
     torch::Tensor buffer = torch::empty(
@@ -191,15 +245,21 @@ void StageExecutor::Execute(const Op& op) {
     case OpKind::kSendGradient: Send(op, mb, record); break;
     case OpKind::kRecvActivation:
     case OpKind::kRecvGradient: Recv(op, mb, record); break;
-    case OpKind::kAllReduce: AllReduce(record); break;
-    case OpKind::kUpdate: Update(version); break;
+    // The worker-wide ops run on every chunk (siblings_ is this one alone for one stage).
+    case OpKind::kAllReduce:
+      for (StageExecutor* e : siblings_) e->AllReduce(record);
+      break;
+    case OpKind::kUpdate:
+      for (StageExecutor* e : siblings_) e->Update(version, e == this);
+      break;
     case OpKind::kStashActivation:
       // Idempotent per micro-batch: the bytes were measured by its forward.
       if (!stashed_.count(mb)) {
         stashed_[mb] = in_flight_.at(mb).stash_bytes;
         activation_bytes_ += stashed_[mb];
-        out_.max_in_flight_microbatches =
-            std::max(out_.max_in_flight_microbatches, static_cast<int>(stashed_.size()));
+        int in_flight = 0;  // the worker's, over its chunks
+        for (const StageExecutor* e : siblings_) in_flight += static_cast<int>(e->stashed_.size());
+        out_.max_in_flight_microbatches = std::max(out_.max_in_flight_microbatches, in_flight);
       }
       break;
     case OpKind::kReleaseActivation: {
@@ -209,10 +269,12 @@ void StageExecutor::Execute(const Op& op) {
       break;
     }
     case OpKind::kStashWeights:
-      if (stashing_) weights_.Stash(version);
+      for (StageExecutor* e : siblings_)
+        if (e->stashing_) e->weights_.Stash(version);
       break;
     case OpKind::kReleaseWeights:
-      if (stashing_) weights_.Release(version);
+      for (StageExecutor* e : siblings_)
+        if (e->stashing_) e->weights_.Release(version);
       break;
   }
   if (timer_) timer_->End(out_.ops.size());
@@ -394,7 +456,7 @@ void StageExecutor::FinishBackward(int mb, int version) {
   if (oldest_gradient_version_ < 0 || version < oldest_gradient_version_)
     oldest_gradient_version_ = version;
   versions_[mb].backward = version;
-  out_.versions.push_back(versions_[mb]);
+  if (this == siblings_.front()) out_.versions.push_back(versions_[mb]);  // one per micro-batch
   versions_.erase(mb);
   recompute_bytes_ -= in_flight_.at(mb).recompute_bytes;
   in_flight_.erase(mb);
@@ -409,20 +471,20 @@ void StageExecutor::AllReduce(OpRecord& record) {
   torch::Tensor& flat = gradient_flat_;
   const int64_t count_at = flat.numel() - 1;
   flat[count_at].fill_(gradient_count_);
-  record.bytes = static_cast<double>(flat.numel() * flat.element_size());
+  record.bytes += static_cast<double>(flat.numel() * flat.element_size());
   comm_.AllReduceSum(flat, "all-reduce of stage " + std::to_string(program_.stage) +
                                "'s gradients");
   gradient_count_ = flat[count_at].item<double>();
 }
 
-void StageExecutor::Update(int version) {
+void StageExecutor::Update(int version, bool first) {
   torch::NoGradGuard no_grad;
   // Before the first backward of the batch the buffers still hold the last batch's sums.
   if (gradient_count_ == 0)
     for (auto& g : gradient_sum_) g.zero_();
   // Staleness (AnalyzeSchedule's definition): current version - oldest version the gradients
   // were computed with.
-  if (oldest_gradient_version_ >= 0)
+  if (oldest_gradient_version_ >= 0 && first)
     out_.update_staleness.push_back(weights_.current_version() - oldest_gradient_version_);
   // The mean gradient: the sum over the micro-batches (all replicas', after the all-reduce).
   weights_.Update(version, gradient_sum_, 1 / std::max(gradient_count_, 1.0));
@@ -521,11 +583,13 @@ void StageExecutor::Evaluate(int previous, int next, int64_t batches) {
 void StageExecutor::SampleMemory() {
   MemorySample s;
   s.time_s = std::chrono::duration<double>(Clock::now() - origin_).count();
-  s.bytes.weights = static_cast<double>(weights_.WeightBytes());
-  s.bytes.optimizer = static_cast<double>(weights_.OptimizerBytes());
-  s.bytes.gradients = static_cast<double>(Bytes(gradient_sum_));
-  s.bytes.activations = static_cast<double>(std::max<int64_t>(0, activation_bytes_));
-  s.bytes.recompute = static_cast<double>(std::max<int64_t>(0, recompute_bytes_));
+  for (const StageExecutor* e : siblings_) {  // the worker's, over its chunks
+    s.bytes.weights += static_cast<double>(e->weights_.WeightBytes());
+    s.bytes.optimizer += static_cast<double>(e->weights_.OptimizerBytes());
+    s.bytes.gradients += static_cast<double>(Bytes(e->gradient_sum_));
+    s.bytes.activations += static_cast<double>(std::max<int64_t>(0, e->activation_bytes_));
+    s.bytes.recompute += static_cast<double>(std::max<int64_t>(0, e->recompute_bytes_));
+  }
   auto& timeline = out_.memory_timeline;
   if (!timeline.empty()) {
     const MemoryCategories& last = timeline.back().bytes;
@@ -543,7 +607,7 @@ void StageExecutor::DumpWeights() const {
   if (dir.empty()) return;
   std::vector<torch::Tensor> copy;
   for (const auto& p : weights_.Current()) copy.push_back(p.detach().to(torch::kCPU).clone());
-  torch::save(copy, dir + "/stage" + std::to_string(program_.stage) + "_replica" +
+  torch::save(copy, dir + "/stage" + std::to_string(model_stage_) + "_replica" +
                         std::to_string(program_.replica) + "_v" +
                         std::to_string(weights_.current_version()) + ".pt");
 }

@@ -21,8 +21,16 @@
 // current weights before differentiating, so the gradient mixes the forward's inputs with newer
 // weights (the inconsistency PipeDream SOSP'19 section 3.3 describes).
 //
-//   StageExecutor executor(job, program, stage, data.get(), comm, measurement);
-//   executor.Run(clock_origin);
+// A worker that holds several model stages (chunks: interleaved 1F1B, looped BFS, ZB-V,
+// DualPipeV) has one StageExecutor per chunk, each with its stage's weights, optimizer, stashes
+// and messages; RunProgram runs the worker's list in order, each op on its chunk's executor
+// (Send: the sender's stage, Recv: the receiver's), the worker-wide ops (AllReduce, Update,
+// StashWeights, ReleaseWeights) on every chunk under one record, and hands an activation or a
+// gradient from one chunk to the next inside the worker where the lists send none (a V's turn,
+// a one-worker pipeline). Memory, in-flight micro-batches and versions are the worker's.
+//
+//   StageExecutor executor(job, program, stage, data.get(), comm, allocator, measurement);
+//   RunProgram(program, {&executor}, clock_origin);
 #pragma once
 
 #include <chrono>
@@ -61,12 +69,16 @@ class StageExecutor {
 
   StageExecutor(const ExecutorJob& job, const WorkerProgram& program, const StageModel& stage,
                 DataSource* data, Communicator& comm, const AllocatorProbe& allocator,
-                WorkerMeasurement& measurement, const ExecDevice& device = ExecDevice());
+                WorkerMeasurement& measurement, const ExecDevice& device = ExecDevice(),
+                int model_stage = -1);  // -1: the worker's position (one stage per worker)
   StageExecutor(const StageExecutor&) = delete;
   StageExecutor& operator=(const StageExecutor&) = delete;
 
-  // Runs the worker's op list. Times count from `origin`.
-  void Run(Clock::time_point origin);
+  // The worker's other chunks (RunProgram sets them): memory and in-flight counts are summed
+  // over all, and the first chunk runs the worker-wide ops on each.
+  void SetSiblings(const std::vector<StageExecutor*>& chunks);
+  // The model stage this executor runs.
+  int model_stage() const { return model_stage_; }
   // Waits for the device to finish what Run queued; on a GPU, puts the CUDA events' op times
   // into the measurement (ops and memory samples). Call after Run and the last sends.
   void Finish();
@@ -78,6 +90,14 @@ class StageExecutor {
   const StageWeights& weights() const { return weights_; }
 
  private:
+  friend void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>& chunks,
+                         StageExecutor::Clock::time_point origin);
+  // Starts the clock (and on a GPU the CUDA-event timer) at `origin`.
+  void Begin(Clock::time_point origin);
+  // Moves what op (just run here) produced for `to`, the chunk of the same worker that holds
+  // the next model stage (a forward's activation) or the previous one (a backward's gradient).
+  void HandOff(const Op& op, StageExecutor& to);
+
   // What a forward left for its backward.
   struct InFlight {
     std::vector<torch::Tensor> inputs;   // leaves (gradients flow to them)
@@ -99,7 +119,8 @@ class StageExecutor {
                                            bool input_part, bool weight_part);
   void FinishBackward(int microbatch, int version);
   void AllReduce(OpRecord& record);
-  void Update(int version);
+  // `first`: the chunk that records the worker's update (its staleness), as one per update.
+  void Update(int version, bool first = true);
   void WaitForSends();
   void Send(const Op& op, int microbatch, OpRecord& record);
   void Recv(const Op& op, int microbatch, OpRecord& record);
@@ -118,6 +139,8 @@ class StageExecutor {
   const ExecutorJob& job_;
   const WorkerProgram& program_;
   const StageModel& stage_;
+  int model_stage_ = 0;                       // the model stage this executor runs
+  std::vector<StageExecutor*> siblings_;      // the worker's chunk executors, this one included
   DataSource* data_;
   Communicator& comm_;
   const AllocatorProbe& allocator_;
@@ -154,5 +177,10 @@ class StageExecutor {
   int current_iteration_ = 0;
   int64_t activation_bytes_ = 0, recompute_bytes_ = 0;
 };
+
+// Runs the worker's op list over its chunks' executors (one per model stage it holds, in the
+// order of program.model_stages; one for a worker of one stage). Times count from `origin`.
+void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>& chunks,
+                StageExecutor::Clock::time_point origin);
 
 }  // namespace pipetwin::exec

@@ -99,16 +99,18 @@ TEST(ExecCompare, ABadScenarioIsRefusedBeforeAnythingRuns) {
   const auto r = RunPipetwin("compare " + dir + "/bad.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
-  // A valid scenario the executor cannot run (interleaved 1F1B): one line, nothing profiled.
+  // A valid scenario the executor cannot run (a replicated stage's all-reduce in 4 buckets, the
+  // simulator's model only): one line, nothing profiled.
   s = nlohmann::json::parse(std::ifstream(Scenario()));
-  s["schedule"] = "interleaved";
-  s["plan"]["schedule"] = "interleaved";
-  s["training"]["chunks"] = 2;
-  WriteFile(dir + "/interleaved.json", s.dump());
-  const auto i = RunPipetwin("compare " + dir + "/interleaved.json");
+  s["cluster"]["levels"][0]["count"] = 3;
+  s["plan"]["stages"][1]["replicas"] = 2;
+  s["plan"]["stages"][1]["devices"] = {1, 2};
+  s["training"]["allreduce_buckets"] = 4;
+  WriteFile(dir + "/buckets.json", s.dump());
+  const auto i = RunPipetwin("compare " + dir + "/buckets.json");
   EXPECT_EQ(i.exit_code, 2);
   EXPECT_EQ(std::count(i.err.begin(), i.err.end(), '\n'), 1) << i.err;
-  EXPECT_NE(i.err.find("interleaved.json: schedule: the executor does not run interleaved"),
+  EXPECT_NE(i.err.find("buckets.json: training.allreduce_buckets: the executor all-reduces"),
             std::string::npos)
       << i.err;
   const auto runs = RunPipetwin("compare " + Scenario() + " --runs 0");

@@ -94,6 +94,7 @@ struct ScenarioSpec {
   int allreduce_buckets = 1;
   std::string p2p = "eager";
   bool distributed_optimizer = false;
+  int chunks = 1;  // model chunks per worker (interleaved, looped-bfs, interleaved-zb)
 };
 
 std::string WriteScenario(const ScenarioSpec& s) {
@@ -121,7 +122,8 @@ std::string WriteScenario(const ScenarioSpec& s) {
                     {"iterations", s.iterations}, {"optimizer", s.optimizer},
                     {"learning_rate", s.learning_rate}, {"vertical_sync", s.vertical_sync},
                     {"recompute", s.recompute}, {"allreduce_buckets", s.allreduce_buckets},
-                    {"p2p", s.p2p}, {"distributed_optimizer", s.distributed_optimizer}}}};
+                    {"p2p", s.p2p}, {"distributed_optimizer", s.distributed_optimizer},
+                    {"chunks", s.chunks}}}};
   const std::string path = TemporaryDirectory() + "/scenario.json";
   WriteFile(path, doc.dump(1));
   return path;
@@ -552,6 +554,30 @@ TEST(ExecModels, ZbH1EqualsSequentialAccumulation) {
     std::cout << "[ measured ] zb-h1, " << s.model["generator"].get<std::string>()
               << " in 2 stages: max abs difference " << worst << "\n";
   }
+}
+
+// Workers of several model stages (chunks): interleaved 1F1B, looped BFS and interleaved zero
+// bubble with 2 chunks per worker, and the V schedules (worker 0 holds the first and the last
+// stage; the activation turns inside worker 1 from stage 1 to stage 2), with and without data
+// parallelism: every version of every stage equals sequential accumulated-gradient training.
+TEST(ExecEquivalence, MultiChunkSchedulesEndWithTheWeightsOfSequentialAccumulation) {
+  for (const char* kind : {"interleaved", "looped-bfs", "interleaved-zb", "zb-v", "dualpipe-v"})
+    for (int replicas : {1, 2}) {
+      if (replicas == 2 && std::string(kind) != "zb-v" && std::string(kind) != "interleaved")
+        continue;  // data parallelism: one looped and one V kind
+      ScenarioSpec s;
+      s.schedule = kind;
+      s.stages = {{0, 0, replicas}, {1, 1, replicas}, {2, 2, replicas}, {3, 3, replicas}};
+      s.chunks = 2;
+      s.optimizer = "adam";
+      s.learning_rate = 0.01;
+      auto [dir, report] = RunAndDump(s);
+      const double worst = CompareAllVersions(s, dir, Sequential(s), s.iterations);
+      std::cout << "[ measured ] " << kind << ", 4 stages on 2 workers x " << replicas
+                << ": max abs difference " << worst << "\n";
+      ASSERT_FALSE(report.is_null());
+      EXPECT_EQ(report["worker_count"], 2 * replicas);
+    }
 }
 
 // A plan in another topological order of ResNet-50: res3a_branch1 (the shortcut) moved before
@@ -985,9 +1011,12 @@ TEST(ExecFaults, UnreachableStoreAndWrongWorldSizeGetClearErrors) {
 TEST(ExecInput, WhatTheExecutorCannotRunIsRefusedBeforeAnyWorkerStarts) {
   ScenarioSpec s;
   s.schedule = "interleaved";
-  Result r = Exec("run '" + WriteScenario(s) + "'");
+  s.stages = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
+  s.chunks = 2;
+  Result r = Exec("run '" + WriteScenario(s) + "' --evaluate");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("schedule: the executor does not run interleaved"), std::string::npos)
+  EXPECT_NE(r.err.find("--evaluate passes the test set through one stage per worker"),
+            std::string::npos)
       << r.err;
   ScenarioSpec f;
   f.schedule = "flush";

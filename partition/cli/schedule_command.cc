@@ -23,7 +23,7 @@ namespace pipetwin::cli {
 namespace {
 
 const char kUsage[] =
-    "--kind gpipe|flush|pipedream|2bw|interleaved|zb-h1 --stages P --microbatches M [options]\n"
+    "--kind KIND --stages P --microbatches M [options]\n"
     "       pipetwin schedule --import FILE.csv [options]";
 
 std::vector<int> ParseReplicas(const std::string& text) {
@@ -113,12 +113,15 @@ ScheduleSpec SpecFrom(const po::variables_map& vm) {
 int RunScheduleCommand(const Args& args) {
   po::options_description desc("options");
   desc.add_options()
-      ("kind", po::value<std::string>(), "gpipe|flush|pipedream|2bw|interleaved|zb-h1")
+      ("kind", po::value<std::string>(),
+       "gpipe|flush|pipedream|2bw|interleaved|zb-h1|looped-bfs|interleaved-zb|zb-v|dualpipe-v")
       ("stages", po::value<int>(), "pipeline depth P")
       ("microbatches", po::value<int>(),
        "micro-batches per batch M (pipedream: minibatches to run)")
       ("replicas", po::value<std::string>(), "replicas per stage R0,R1,... (1F1B-RR)")
-      ("chunks", po::value<int>(), "model chunks per worker (interleaved; default 2)")
+      ("chunks", po::value<int>(),
+       "model chunks per worker (interleaved, looped-bfs, interleaved-zb; default 2; zb-v and "
+       "dualpipe-v have 2)")
       ("batches", po::value<int>(), "batches to run (2bw; default 4)")
       ("vertical-sync", "PipeDream with vertical sync")
       ("recompute", "recompute activations in the backward (stash stage inputs only)")

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""The torch side of scripts/bench-vs-torch.sh: one pipetwin scenario trained by
+torch.distributed.pipelining (PipelineStage and its schedule classes) on CPUs with Gloo.
+
+  torchrun --nproc-per-node P scripts/bench_vs_torch.py SCENARIO [--iterations N] [--warmup W]
+
+It builds the model pipetwin's executor builds for the scenario's generator (exec/model/
+modules.cc: the MLP's Linear + ReLU layers; GPT's embedding, pre-LN blocks with causal attention
+and a GELU MLP of 4h, untied head; cross-entropy loss), cut at the plan's stages, with the
+scenario's schedule (gpipe: ScheduleGPipe, flush: Schedule1F1B, interleaved: ScheduleInterleaved1F1B
+with training.chunks stages per rank), micro-batch size and count, and optimizer (SGD, or Adam),
+on synthetic data. Rank 0 prints one JSON line: samples per second over the iterations after the
+warm-up, timed as a whole between two barriers (pipetwin's report likewise counts its steady
+state after one warm-up iteration).
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
+                                          ScheduleInterleaved1F1B)
+
+
+class Linear(nn.Module):
+    def __init__(self, n_in, n_out, relu):
+        super().__init__()
+        self.fc = nn.Linear(n_in, n_out)
+        self.relu = relu
+
+    def forward(self, x):
+        y = self.fc(x.flatten(1) if x.dim() > 2 else x)
+        return F.relu(y) if self.relu else y
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocabulary, sequence, hidden):
+        super().__init__()
+        self.token = nn.Parameter(torch.randn(vocabulary, hidden) * 0.02)
+        self.position = nn.Parameter(torch.randn(sequence, hidden) * 0.02)
+
+    def forward(self, tokens):
+        return F.embedding(tokens, self.token) + self.position.unsqueeze(0)
+
+
+class Block(nn.Module):
+    """Pre-LN GPT-2 block: causal multi-head attention and a GELU MLP of 4h (12h^2 + 13h)."""
+
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+        self.qkv, self.proj = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+        self.fc1, self.fc2 = nn.Linear(hidden, 4 * hidden), nn.Linear(4 * hidden, hidden)
+
+    def attention(self, x):
+        b, s, h = x.shape
+        d = h // self.heads
+        q, k, v = (t.reshape(b, s, self.heads, d).transpose(1, 2)
+                   for t in self.qkv(x).chunk(3, -1))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+        future = torch.ones(s, s, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+        return self.proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, h))
+
+    def forward(self, x):
+        y = x + self.attention(self.ln1(x))
+        return y + self.fc2(F.gelu(self.fc1(self.ln2(y))))
+
+
+class Head(nn.Module):
+    def __init__(self, hidden, vocabulary):
+        super().__init__()
+        self.ln = nn.LayerNorm(hidden)
+        self.out = nn.Linear(hidden, vocabulary, bias=False)
+
+    def forward(self, x):
+        return self.out(self.ln(x))
+
+
+def layers_of(workload):
+    g = workload["generator"]
+    if g == "mlp":
+        n, width = workload["layers"], workload["width"]
+        return [Linear(workload["input"] if i == 0 else width,
+                       workload["classes"] if i == n - 1 else width, i < n - 1)
+                for i in range(n)]
+    if g == "gpt":
+        h, s, v = workload["hidden"], workload["sequence"], workload["vocabulary"]
+        return ([Embedding(v, s, h)] + [Block(h, workload["heads"])
+                                        for _ in range(workload["layers"])] + [Head(h, v)])
+    raise SystemExit(f"bench_vs_torch: generator {g} is not built here (mlp, gpt)")
+
+
+def batch_of(workload, size, generator):
+    if workload["generator"] == "mlp":
+        x = torch.randn(size, workload["input"], generator=generator)
+        y = torch.randint(workload["classes"], (size,), generator=generator)
+    else:
+        s, v = workload["sequence"], workload["vocabulary"]
+        x = torch.randint(v, (size, s), generator=generator)
+        y = torch.randint(v, (size, s), generator=generator)
+    return x, y
+
+
+def loss_fn(output, target):
+    return F.cross_entropy(output.reshape(-1, output.size(-1)), target.reshape(-1))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario")
+    parser.add_argument("--iterations", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=1)
+    args = parser.parse_args()
+    with open(args.scenario) as f:
+        scenario = json.load(f)
+    workload, plan, training = scenario["workload"], scenario["plan"], scenario["training"]
+    schedule_name = scenario.get("schedule", plan.get("schedule", "flush"))
+    iterations = args.iterations or training.get("iterations", 10)
+    m, b = training["microbatches"], training["microbatch_size"]
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))  # as pipetwin run does
+    torch.manual_seed(1)  # the same weights on every rank before each keeps its stages
+    layers = layers_of(workload)
+    stages = plan["stages"]
+    chunks = max(2, training.get("chunks", 2)) if schedule_name == "interleaved" else 1
+    if len(stages) != world * chunks:
+        raise SystemExit(f"bench_vs_torch: {len(stages)} stages for {world} ranks x {chunks}")
+    mine = [rank + c * world for c in range(chunks)]
+    pipeline_stages = []
+    for index in mine:
+        first, last = stages[index]["first_layer"], stages[index]["last_layer"]
+        module = nn.Sequential(*layers[first:last + 1])
+        pipeline_stages.append(PipelineStage(module, index, len(stages), torch.device("cpu")))
+    if schedule_name == "gpipe":
+        schedule = ScheduleGPipe(pipeline_stages[0], m, loss_fn=loss_fn)
+    elif schedule_name == "flush":
+        schedule = Schedule1F1B(pipeline_stages[0], m, loss_fn=loss_fn)
+    elif schedule_name == "interleaved":
+        schedule = ScheduleInterleaved1F1B(pipeline_stages, m, loss_fn=loss_fn)
+    else:
+        raise SystemExit(f"bench_vs_torch: schedule {schedule_name} is not benchmarked here")
+    parameters = [p for s in pipeline_stages for p in s.submod.parameters()]
+    lr = training.get("learning_rate", 0.001)
+    optimizer = (torch.optim.Adam(parameters, lr=lr) if training.get("optimizer") == "adam"
+                 else torch.optim.SGD(parameters, lr=lr))
+    holds_first = 0 in mine
+    holds_last = len(stages) - 1 in mine
+    generator = torch.Generator().manual_seed(2)
+    batches = [batch_of(workload, m * b, generator) for _ in range(2)]
+
+    def step(it):
+        x, y = batches[it % 2]
+        optimizer.zero_grad(set_to_none=True)
+        schedule.step(*((x,) if holds_first else ()), target=y if holds_last else None)
+        optimizer.step()
+
+    warmup = min(args.warmup, iterations - 1)
+    for it in range(warmup):
+        step(it)
+    dist.barrier()  # the steady state, from one barrier to the next, as a whole
+    start = time.perf_counter()
+    for it in range(warmup, iterations):
+        step(it)
+    dist.barrier()
+    elapsed = time.perf_counter() - start
+    steady = iterations - warmup
+    if rank == 0:
+        print(json.dumps({"samples_per_s": m * b * steady / elapsed,
+                          "iteration_s": elapsed / steady, "iterations": steady,
+                          "ranks": world, "schedule": schedule_name}))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -102,6 +102,47 @@ std::string ErrorOf(const std::string& text) {
   return "(no error)";
 }
 
+// "schedule_csv": a torch action CSV beside the scenario is the plan's schedule (kind imported,
+// its stages per rank the chunks), repeated per iteration; one that does not fit the plan, or
+// given with "schedule" too, is refused naming the field.
+TEST(Scenario, ATorchScheduleCsvIsThePlansSchedule) {
+  const std::string dir = testing::TemporaryDirectory();
+  // torch ScheduleZBVZeroBubble's order for 2 ranks and 2 micro-batches (a V: rank 0 holds
+  // stages 0 and 3).
+  const std::string csv = "0F0,0F1,3F0,3I0,3W0,3F1,3I1,3W1,0I0,0W0,0I1,0W1\n"
+                          "1F0,2F0,1F1,2F1,2I0,2W0,1I0,1W0,2I1,2W1,1I1,1W1\n";
+  testing::WriteFile(dir + "/v.csv", csv);
+  const std::string body = R"({
+    "workload": {"generator": "gpt", "layers": 2, "hidden": 64, "heads": 4, "sequence": 32,
+                 "vocabulary": 100},
+    "cluster": {"levels": [{"count": 2, "bandwidth_gbps": 10}]},
+    "plan": {"stages": [{"first_layer": 0, "last_layer": 0}, {"first_layer": 1, "last_layer": 1},
+                        {"first_layer": 2, "last_layer": 2}, {"first_layer": 3, "last_layer": 3}]},
+    "schedule_csv": "v.csv", "training": {"microbatches": )";
+  testing::WriteFile(dir + "/s.json", body + "2}}");
+  const Scenario s = LoadScenarioFile(dir + "/s.json");
+  ASSERT_TRUE(s.imported.has_value());
+  EXPECT_EQ(ChunksPerWorker(s.plan->schedule, s.training), 2);
+  const PipelineSchedule lists = ScheduleForScenario(s, *s.plan, 3);
+  EXPECT_EQ(lists.kind, ScheduleKind::kImported);
+  EXPECT_EQ(lists.microbatches, 6);  // 3 iterations of 2
+  EXPECT_EQ(lists.workers[0].model_stages, (std::vector<int>{0, 3}));
+  testing::WriteFile(dir + "/m.json", body + "3}}");
+  const Scenario three = LoadScenarioFile(dir + "/m.json");
+  try {
+    ScheduleForScenario(three, *three.plan, 1);
+    ADD_FAILURE() << "a CSV of 2 micro-batches ran 3";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "m.json: schedule_csv: the imported schedule does not fit the plan: it has 2 "
+                  "micro-batches per iteration, the training 3"),
+              std::string::npos)
+        << e.what();
+  }
+  testing::WriteFile(dir + "/both.json", body + R"(2}, "schedule": "flush"})");
+  EXPECT_THROW(LoadScenarioFile(dir + "/both.json"), InputError);
+}
+
 TEST(ScenarioBadInput, NamesFileAndJsonPath) {
   const std::string gpt =
       R"("workload": {"generator": "gpt", "layers": 4, "hidden": 64, "heads": 4, "sequence": 32, "vocabulary": 100})";

@@ -11,7 +11,8 @@
                                              torch's _load_csv, torch's lowered dump of them (and
                                              torch's own lowered orders, OVERLAP_F_B included)
                                              load, check and replay in pipetwin with the same
-                                             compute order
+                                             compute order, and simulate as a scenario's
+                                             schedule_csv
 
 Runs under the project's Python (.venv, scripts/setup-torch.sh); exits 77 (skipped) when torch
 cannot be imported. The oracle is torch's code, not a transcription of it.
@@ -19,6 +20,7 @@ cannot be imported. The oracle is torch's code, not a transcription of it.
 import concurrent.futures
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -222,6 +224,24 @@ def torch_written(binary, directory, cls_name, per_rank, ranks, m):
     text = run_checked(binary, "schedule", "--import", path)
     if "check: ok" not in text:
         return [f"{label}: the import does not check"]
+    # ... and runs: the simulator takes it as a scenario's schedule_csv (one layer per stage).
+    stages = per_rank * ranks
+    scenario = {
+        "name": label,
+        "workload": {"generator": "mlp", "layers": stages, "input": 16, "width": 32,
+                     "classes": 8, "batch": 4},
+        "cluster": {"levels": [{"count": ranks, "bandwidth_gbps": 10}]},
+        "plan": {"stages": [{"first_layer": g, "last_layer": g} for g in range(stages)]},
+        "schedule_csv": os.path.basename(path),
+        "training": {"microbatch_size": 4, "microbatches": m, "iterations": 2},
+    }
+    scenario_path = path + ".scenario.json"
+    with open(scenario_path, "w") as f:
+        json.dump(scenario, f)
+    r = pipetwin(binary, "simulate", scenario_path)
+    if r.returncode != 0 or "imported" not in r.stdout:
+        return [f"{label}: simulate with it as schedule_csv: exit {r.returncode}: "
+                f"{r.stderr.strip()[:200]}"]
     return []
 
 

@@ -7,13 +7,15 @@
 #include "partition/model/cluster.h"
 #include "workloads/scenario/schedule_for_scenario.h"
 #include "workloads/scenario/workload_source.h"
+#include "partition/schedule/format.h"
+#include "partition/util/files.h"
 
 namespace pipetwin {
 
 int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training) {
   if (IsVShaped(schedule)) return 2;
   if (schedule == ScheduleKind::kInterleaved) return std::max(training.chunks, 2);
-  return TakesChunkCount(schedule) ? training.chunks : 1;
+  return TakesChunkCount(schedule) || schedule == ScheduleKind::kImported ? training.chunks : 1;
 }
 
 const std::vector<std::string>& PlannerNames() {
@@ -100,6 +102,15 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
   s.cluster = ClusterFromJson(root.Member("cluster").value(), file, "cluster");
   if (root.Has("schedule")) s.schedule = ParseScheduleKind(root.Choice("schedule", ScheduleKindNames()));
   if (auto t = root.OptionalMember("training")) s.training = ReadTraining(*t);
+  if (root.Has("schedule_csv")) {
+    if (root.Has("schedule"))
+      root.Fail("expected \"schedule\" or \"schedule_csv\", not both");
+    std::string csv = root.String("schedule_csv");
+    if (!csv.empty() && csv[0] != '/' && !base_dir.empty()) csv = base_dir + "/" + csv;
+    s.imported = ScheduleFromCsv(ReadTextFile(csv), csv);  // its faults name the CSV
+    s.schedule = ScheduleKind::kImported;
+    s.training.chunks = s.imported->chunks;
+  }
   const int sources = root.Has("planner") + root.Has("plan") + root.Has("plan_file");
   if (sources != 1)
     root.Fail("expected exactly one of \"planner\", \"plan\" or \"plan_file\", got " +

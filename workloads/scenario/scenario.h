@@ -8,7 +8,7 @@
 // Schema (scenarios/README.md, "Scenario file"):
 //   {"name": "...", "workload": {generator|file|inline}, "cluster": {preset|full},
 //    "planner": "pipedream" | "plan": {...} | "plan_file": "plan.json",
-//    "schedule": "gpipe|flush|pipedream|2bw|interleaved|zb-h1",
+//    "schedule": "gpipe|flush|...|dualpipe-v" | "schedule_csv": "torch.csv",
 //    "training": {"global_batch_size", "microbatch_size", "microbatches", "iterations",
 //                 "optimizer", "optimizer_bytes_per_parameter", "learning_rate",
 //                 "vertical_sync", "recompute", "recompute_timing", "data_loading", "chunks",
@@ -88,6 +88,10 @@ struct Scenario {
   // The scenario's own "schedule", when its file names one: it governs an explicit plan's, and
   // a planner's plan runs it (ScheduleFor).
   std::optional<ScheduleKind> schedule;
+  // "schedule_csv": a torch.distributed.pipelining action CSV (either form, read by
+  // ScheduleFromCsv), one iteration's lists the plan runs instead of a built schedule; then
+  // `schedule` is kImported and training.chunks the CSV's stages per rank.
+  std::optional<PipelineSchedule> imported;
   TrainingSettings training;
   nlohmann::json source;     // the document as read (sweeps vary it and reload)
   // What the scenario's settings replace in its own plan (OverriddenPlanSettings), one line
@@ -103,8 +107,8 @@ Scenario LoadScenarioFile(const std::string& path);
 const char* DefaultScenarioJson();
 Scenario DefaultScenario();
 
-// Model chunks per worker: training.chunks under interleaved 1F1B (at least 2), looped-bfs and
-// interleaved-zb; 2 under zb-v and dualpipe-v (a V); else 1.
+// Model chunks per worker: training.chunks under interleaved 1F1B (at least 2), looped-bfs,
+// interleaved-zb and an imported schedule (the CSV's); 2 under zb-v and dualpipe-v (a V); else 1.
 int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training);
 
 }  // namespace pipetwin

@@ -28,7 +28,8 @@ std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const 
   const std::string at = plan_file + ": " + (plan_path.empty() ? "" : plan_path + ".");
   if (scenario.schedule && plan.schedule_stated && *scenario.schedule != plan.schedule)
     notes.push_back("the scenario's schedule " + ScheduleKindName(*scenario.schedule) + " (" +
-                    scenario.file + ": schedule) replaces the plan's " +
+                    scenario.file + (scenario.imported ? ": schedule_csv" : ": schedule") +
+                    ") replaces the plan's " +
                     ScheduleKindName(plan.schedule) + " (" + at + "schedule)");
   if (plan.IsHandWritten()) return notes;
   struct Setting {
@@ -93,9 +94,36 @@ std::string ScenarioPathOf(const std::string& field, const Scenario& scenario,
 
 }  // namespace
 
+namespace {
+
+// An imported schedule's lists against the plan and the training settings they run with.
+void CheckImported(const Scenario& scenario, const ScheduleSpec& spec) {
+  const PipelineSchedule& s = *scenario.imported;
+  std::string why;
+  auto counts = [](const std::vector<int>& v) {
+    std::string out;
+    for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+    return out;
+  };
+  if (s.ModelStageCount() != spec.stages * spec.chunks)
+    why = std::to_string(s.ModelStageCount()) + " model stages, the plan " +
+          std::to_string(spec.stages * spec.chunks);
+  else if (s.replicas != spec.replicas)
+    why = "workers per position " + counts(s.replicas) + ", the plan " + counts(spec.replicas);
+  else if (s.microbatches != spec.microbatches)
+    why = std::to_string(s.microbatches) + " micro-batches per iteration, the training " +
+          std::to_string(spec.microbatches);
+  if (!why.empty())
+    throw InputError(scenario.file, "schedule_csv",
+                     "the imported schedule does not fit the plan: it has " + why);
+}
+
+}  // namespace
+
 void CheckScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
                               const std::string& file, const std::string& path) {
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);
+  if (scenario.imported) return CheckImported(scenario, spec);
   try {
     CheckScheduleSpec(spec, IsAsynchronous(spec.kind) ? 1 : iterations);
   } catch (const ScheduleSpecError& e) {
@@ -107,6 +135,10 @@ void CheckScheduleForScenario(const Scenario& scenario, const Plan& plan, int it
 PipelineSchedule ScheduleForScenario(const Scenario& scenario, const Plan& plan, int iterations,
                                      const std::string& file, const std::string& path) {
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, iterations, file, path);
+  if (scenario.imported) {
+    CheckImported(scenario, spec);
+    return RepeatSchedule(*scenario.imported, iterations);
+  }
   try {
     CheckScheduleSpec(spec, IsAsynchronous(spec.kind) ? 1 : iterations);
     const PipelineSchedule once = BuildSchedule(spec);

@@ -150,8 +150,10 @@ def main():
         raise SystemExit(f"bench_vs_torch: schedule {schedule_name} is not benchmarked here")
     parameters = [p for s in pipeline_stages for p in s.submod.parameters()]
     lr = training.get("learning_rate", 0.001)
-    optimizer = (torch.optim.Adam(parameters, lr=lr) if training.get("optimizer") == "adam"
-                 else torch.optim.SGD(parameters, lr=lr))
+    # pipetwin's optimizers (exec/runtime/weights.h): momentum 0.9, Adam's betas and eps torch's.
+    name = training.get("optimizer", "sgd")
+    optimizer = (torch.optim.Adam(parameters, lr=lr) if name == "adam"
+                 else torch.optim.SGD(parameters, lr=lr, momentum=0.9 if name == "momentum" else 0))
     holds_first = 0 in mine
     holds_last = len(stages) - 1 in mine
     generator = torch.Generator().manual_seed(2)

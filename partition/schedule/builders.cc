@@ -174,8 +174,9 @@ void BuildTwoBW(PipelineSchedule& s) {
 //   - with the backward split (Qi et al., ICLR 2024; torch ScheduleInterleavedZeroBubble, "ZB1P"):
 //     f = 1, and from the worker's (r + 1)-th backward on each backward-input is followed by the
 //     weight pass of the oldest backward still without one; the rest come at the end. With
-//     v = 1 this is ZB-H1 (section 2.1): stage r delays its W passes by r micro-batches, so it
-//     holds p - r activations at most, as 1F1B does, and the W passes fill the cool-down bubble.
+//     v = 1 this is ZB-H1 (section 2.1): stage r delays its W passes by r micro-batches, so
+//     every stage holds p activations at most (1F1B's peak, on its first stage) and the W
+//     passes fill the cool-down bubble.
 // With data parallelism (every stage replicated d times, as Megatron replicates the whole
 // pipeline) each replica runs this order over its own m / d micro-batches (k = q, q + d, ...).
 void BuildLoopedOneFOneB(PipelineSchedule& s, int warmup_factor, bool zero_bubble) {

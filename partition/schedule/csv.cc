@@ -71,6 +71,11 @@ Action ParseAction(const std::string& cell, const std::string& file, int line) {
   return fail();
 }
 
+// The largest CSV read: 4,096 ranks and as many actions as the compute ops a schedule may hold
+// (4,000,000, schedule/build.h), some 200 MB once parsed.
+constexpr size_t kMaxRanks = 4096;
+constexpr size_t kMaxCells = 4'000'000;
+
 // A cell's actions: the cell itself, or the sub-actions of torch's overlapped pair
 // "(0F3;1B2)OVERLAP_F_B" (ScheduleDualPipeV), one after the other as torch's runtime runs them
 // when no custom function overlaps them.
@@ -89,6 +94,10 @@ std::vector<std::string> SubActions(const std::string& cell, const std::string& 
     if (end == std::string::npos) end = inner.size();
     const std::string part = Trim(inner.substr(start, end - start));
     if (!part.empty()) parts.push_back(part);
+    if (parts.size() > kMaxCells)
+      throw InputError(file, "line " + std::to_string(line),
+                       "more than " + std::to_string(kMaxCells) +
+                           " actions (pipetwin's limit for a schedule CSV)");
     start = end + 1;
   }
   if (parts.empty())
@@ -97,10 +106,6 @@ std::vector<std::string> SubActions(const std::string& cell, const std::string& 
   return parts;
 }
 
-// The largest CSV read: 4,096 ranks and as many actions as the compute ops a schedule may hold
-// (4,000,000, schedule/build.h), some 200 MB once parsed.
-constexpr size_t kMaxRanks = 4096;
-constexpr size_t kMaxCells = 4'000'000;
 
 std::vector<std::vector<std::pair<Action, int>>> ParseRows(const std::string& text,
                                                            const std::string& file) {
@@ -122,13 +127,15 @@ std::vector<std::vector<std::pair<Action, int>>> ParseRows(const std::string& te
       const std::string cell = Trim(text.substr(c, comma - c));
       c = comma + 1;
       if (cell.empty()) continue;
-      // Refused as soon as it is seen, not after the whole file is held (kMaxCells).
-      if (++cells_read > kMaxCells)
-        throw InputError(file, "line " + std::to_string(number),
-                         "more than " + std::to_string(kMaxCells) +
-                             " actions (pipetwin's limit for a schedule CSV)");
-      for (const std::string& action : SubActions(cell, file, number))
+      for (const std::string& action : SubActions(cell, file, number)) {
+        // Refused as soon as it is seen, not after the whole file is held (kMaxCells); an
+        // overlapped pair counts its actions.
+        if (++cells_read > kMaxCells)
+          throw InputError(file, "line " + std::to_string(number),
+                           "more than " + std::to_string(kMaxCells) +
+                               " actions (pipetwin's limit for a schedule CSV)");
         row.push_back({ParseAction(action, file, number), number});
+      }
     }
     start = end + 1;
     if (row.empty()) {

@@ -212,7 +212,8 @@ TEST(ScheduleBubbleTest, ZeroBubbleH1IsAThirdOfOneFOneB) {
 // ZB-V (Qi et al., ICLR'24, section 6) and DualPipeV (DeepSeek-V3 report, section 3.2.1; its
 // bubble (PP/2 - 1)(F&B + B - 3W) does not grow with m) with F = I = W: their steady state has
 // no bubble, so a worker's idle time is the same for 2p and for 6p micro-batches. What is left,
-// measured here, is the fill: p - 1 chunk forwards on every worker, 1/6 of 1F1B's (p-1)(F+B).
+// which the replay of the lists shows, is the fill: p - 1 chunk forwards on every worker, 1/6 of
+// 1F1B's (p-1)(F+B).
 TEST(ScheduleBubbleTest, VSchedulesHaveNoSteadyStateBubble) {
   for (ScheduleKind kind : {ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV}) {
     for (int p = 1; p <= 16; ++p) {

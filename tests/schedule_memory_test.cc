@@ -32,7 +32,8 @@ TEST(ScheduleMemory, ClosedFormsEqualWhatTheOpListsKeep) {
   for (int d = 1; d <= 8; ++d) {
     for (int m = 1; m <= 4 * d; ++m) {
       for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kFlush,
-                                ScheduleKind::kPipeDream, ScheduleKind::kZeroBubbleH1})
+                                ScheduleKind::kPipeDream, ScheduleKind::kZeroBubbleH1,
+                                ScheduleKind::kZeroBubbleH2})
         ExpectClosedForms(kind, d, m);
       if (m >= d) ExpectClosedForms(ScheduleKind::kTwoBW, d, m);  // 2BW needs m >= d
     }

@@ -114,7 +114,8 @@ int RunScheduleCommand(const Args& args) {
   po::options_description desc("options");
   desc.add_options()
       ("kind", po::value<std::string>(),
-       "gpipe|flush|pipedream|2bw|interleaved|zb-h1|looped-bfs|interleaved-zb|zb-v|dualpipe-v")
+       "gpipe|flush|pipedream|2bw|interleaved|zb-h1|zb-h2|looped-bfs|interleaved-zb|zb-v|"
+       "dualpipe-v")
       ("stages", po::value<int>(), "pipeline depth P")
       ("microbatches", po::value<int>(),
        "micro-batches per batch M (pipedream: minibatches to run)")

@@ -78,6 +78,7 @@ int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatche
     case ScheduleKind::kInterleavedZeroBubble:
       return std::min((chunks - 1) * MicrobatchesPerRound(depth, microbatches) + depth,
                       microbatches * chunks);
+    case ScheduleKind::kZeroBubbleH2: return std::min(2 * depth - 1, microbatches);
     case ScheduleKind::kInterleaved:
       return std::min(2 * (depth - stage - 1) +
                           (chunks - 1) * MicrobatchesPerRound(depth, microbatches) + 1,

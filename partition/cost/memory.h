@@ -78,6 +78,8 @@ double ModelStateBytes(const Workload& workload, double optimizer_bytes_per_para
 //                (Narayanan et al., SC'21, section 2.2.1; ICML'21, section 3.1; SOSP'19 NOAM)
 //   ZB-H1        min(d, m) on every stage: stage s delays its weight passes by s micro-batches,
 //                keeping 1F1B's peak of stage 0 (Qi et al., ICLR 2024, section 2.1)
+//   ZB-H2        min(2d - 1, m) on every stage: 2(d - s - 1) warm-up forwards, and weight
+//                passes that lag by 2s, the paper's (2p - 1) M_B (section 2.2)
 // and in chunk micro-batches, each 1/v of the worker's layers, with n = MicrobatchesPerRound:
 //   interleaved  min(2 (d - s - 1) + (v - 1) n + 1, m v): its warm-up forwards and one more
 //                (SC'21, section 2.2; n = d when d divides m)

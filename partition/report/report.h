@@ -86,7 +86,7 @@ struct CommunicationLevel {
 struct Report {
   std::string source = "simulator";  // "simulator" or "executor"
   std::string scenario;              // scenario name
-  std::string schedule;              // gpipe|flush|pipedream|2bw|interleaved|zb-h1
+  std::string schedule;              // a schedule kind's name (schedule/kind.h)
   // Activation recomputation: "" (none), "in_backward" (after the gradient arrives, the
   // frameworks' way) or "early" (before it arrives): op.h's RecomputeTiming.
   std::string recompute;

@@ -176,7 +176,11 @@ void BuildTwoBW(PipelineSchedule& s) {
 //     weight pass of the oldest backward still without one; the rest come at the end. With
 //     v = 1 this is ZB-H1 (section 2.1): stage r delays its W passes by r micro-batches, so
 //     every stage holds p activations at most (1F1B's peak, on its first stage) and the W
-//     passes fill the cool-down bubble.
+//     passes fill the cool-down bubble;
+//   - ZB-H2 (section 2.2), v = 1: f = 2, and the W passes lag by 2r, so step x of stage r runs
+//     F(x), I(x - 2(p - 1 - r)), W(x - 2(p - 1)): the extra warm-up forwards fill the bubble
+//     before the first backward, every stage holds 2p - 1 activations, and with F = I = W each
+//     stage computes without a gap from its first op to its last (the paper's parallelogram).
 // With data parallelism (every stage replicated d times, as Megatron replicates the whole
 // pipeline) each replica runs this order over its own m / d micro-batches (k = q, q + d, ...).
 void BuildLoopedOneFOneB(PipelineSchedule& s, int warmup_factor, bool zero_bubble) {
@@ -197,7 +201,7 @@ void BuildLoopedOneFOneB(PipelineSchedule& s, int warmup_factor, bool zero_bubbl
       const int c = v - 1 - ((k - warmup) / per_round) % v;
       push(zero_bubble ? OpKind::kBackwardInput : OpKind::kBackward, c, next_backward);
       backward_chunks.push_back(c);
-      if (zero_bubble && k - warmup >= w.stage)
+      if (zero_bubble && k - warmup >= warmup_factor * w.stage)
         push(OpKind::kBackwardWeight, backward_chunks[weights_done++], next_weight);
     };
     for (int k = 0; k < total + warmup; ++k) {
@@ -378,7 +382,8 @@ std::vector<int> CheckedReplicas(const ScheduleSpec& spec) {
                      std::to_string(spec.worker_count));
   const bool replicated = workers > spec.stages;
   const ScheduleKind k = spec.kind;
-  const bool per_replica_order = k == ScheduleKind::kZeroBubbleH1 || spec.chunks > 1 ||
+  const bool per_replica_order = k == ScheduleKind::kZeroBubbleH1 ||
+                                 k == ScheduleKind::kZeroBubbleH2 || spec.chunks > 1 ||
                                  TakesChunkCount(k) || IsVShaped(k);
   if (replicated && per_replica_order &&
       std::adjacent_find(replicas.begin(), replicas.end(), std::not_equal_to<int>()) !=
@@ -401,7 +406,8 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
   if (IsVShaped(kind) && spec.chunks != 2)
     Broken(spec, "chunks", "runs exactly 2 model chunks per worker (a V), got " +
                      std::to_string(spec.chunks));
-  const bool per_replica_order = kind == ScheduleKind::kZeroBubbleH1 || TakesChunkCount(kind) ||
+  const bool per_replica_order = kind == ScheduleKind::kZeroBubbleH1 ||
+                                 kind == ScheduleKind::kZeroBubbleH2 || TakesChunkCount(kind) ||
                                  IsVShaped(kind);
   if (per_replica_order && m % replicas[0] != 0)
     Broken(spec, "microbatches", "needs the micro-batches divisible by the replicas, got m = " +
@@ -499,6 +505,7 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
     case ScheduleKind::kInterleaved: BuildLoopedOneFOneB(s, 2, false); break;
     case ScheduleKind::kZeroBubbleH1:
     case ScheduleKind::kInterleavedZeroBubble: BuildLoopedOneFOneB(s, 1, true); break;
+    case ScheduleKind::kZeroBubbleH2: BuildLoopedOneFOneB(s, 2, true); break;
     case ScheduleKind::kLoopedBFS: BuildLoopedBFS(s); break;
     case ScheduleKind::kZeroBubbleV: BuildZeroBubbleV(s); break;
     case ScheduleKind::kDualPipeV: BuildDualPipeV(s); break;

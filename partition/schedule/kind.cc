@@ -13,6 +13,7 @@ std::string ScheduleKindName(ScheduleKind kind) {
     case ScheduleKind::kTwoBW: return "2bw";
     case ScheduleKind::kInterleaved: return "interleaved";
     case ScheduleKind::kZeroBubbleH1: return "zb-h1";
+    case ScheduleKind::kZeroBubbleH2: return "zb-h2";
     case ScheduleKind::kLoopedBFS: return "looped-bfs";
     case ScheduleKind::kInterleavedZeroBubble: return "interleaved-zb";
     case ScheduleKind::kZeroBubbleV: return "zb-v";
@@ -43,10 +44,10 @@ bool TakesChunkCount(ScheduleKind kind) {
 namespace {
 
 constexpr ScheduleKind kBuildable[] = {
-    ScheduleKind::kGPipe,         ScheduleKind::kFlush,        ScheduleKind::kPipeDream,
-    ScheduleKind::kTwoBW,         ScheduleKind::kInterleaved,  ScheduleKind::kZeroBubbleH1,
-    ScheduleKind::kLoopedBFS,     ScheduleKind::kInterleavedZeroBubble,
-    ScheduleKind::kZeroBubbleV,   ScheduleKind::kDualPipeV};
+    ScheduleKind::kGPipe,        ScheduleKind::kFlush,        ScheduleKind::kPipeDream,
+    ScheduleKind::kTwoBW,        ScheduleKind::kInterleaved,  ScheduleKind::kZeroBubbleH1,
+    ScheduleKind::kZeroBubbleH2, ScheduleKind::kLoopedBFS,    ScheduleKind::kInterleavedZeroBubble,
+    ScheduleKind::kZeroBubbleV,  ScheduleKind::kDualPipeV};
 
 }  // namespace
 

@@ -13,6 +13,7 @@ enum class ScheduleKind {
   kTwoBW,          // PipeDream-2BW: double-buffered weights (ICML'21)
   kInterleaved,    // interleaved 1F1B, v model chunks per worker (Megatron-LM, SC'21)
   kZeroBubbleH1,   // ZB-H1: 1F1B with split backward (Qi et al., ICLR 2024)
+  kZeroBubbleH2,   // ZB-H2: ZB-H1 with twice the warm-up, no bubble (Qi et al., section 2.2)
   kLoopedBFS,      // breadth-first looped: all forwards chunk by chunk (Lamy-Poirier, 2022)
   kInterleavedZeroBubble,  // interleaved 1F1B with split backward (torch ZB1P, Qi et al.)
   kZeroBubbleV,    // ZB-V: two chunks per worker in a V, split backward (Qi et al., section 6)
@@ -20,12 +21,12 @@ enum class ScheduleKind {
   kImported,       // read from a torch.distributed.pipelining action CSV
 };
 
-// "gpipe", "flush", "pipedream", "2bw", "interleaved", "zb-h1", "looped-bfs", "interleaved-zb",
-// "zb-v", "dualpipe-v", "imported".
+// "gpipe", "flush", "pipedream", "2bw", "interleaved", "zb-h1", "zb-h2", "looped-bfs",
+// "interleaved-zb", "zb-v", "dualpipe-v", "imported".
 std::string ScheduleKindName(ScheduleKind kind);
 // PipeDream and 2BW never flush: one list runs the whole run, and its last iteration drains the
-// pipeline. The others (GPipe, Flush, interleaved, ZB-H1, imported) flush at every iteration:
-// their list is one iteration's, repeated.
+// pipeline. The others (GPipe, Flush, interleaved, ZB-H1, ZB-H2, imported) flush at every
+// iteration: their list is one iteration's, repeated.
 bool IsAsynchronous(ScheduleKind kind);
 // Where a worker's model chunks sit. Looped (interleaved 1F1B, looped BFS, interleaved ZB): the
 // worker at position r of P holds model stages r, r + P, r + 2P, ... A V (ZB-V, DualPipeV): it

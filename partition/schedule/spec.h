@@ -33,7 +33,7 @@ constexpr int kDefaultAllReduceBuckets = 1;
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::kFlush;
   int stages = 1;
-  // Micro-batches per batch (gpipe, flush, interleaved, zb-h1, 2bw's m); minibatches to run
+  // Micro-batches per batch (gpipe, flush, interleaved, zb-h1, zb-h2, 2bw's m); minibatches to run
   // (pipedream).
   int microbatches = 1;
   std::vector<int> replicas;  // per stage; empty = one each

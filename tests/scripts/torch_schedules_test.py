@@ -247,7 +247,7 @@ def torch_written(binary, directory, cls_name, per_rank, ranks, m):
 
 def csv_both_ways(binary, directory):
     problems, trips = [], 0
-    for kind, chunks in (("gpipe", 1), ("flush", 1), ("zb-h1", 1), ("interleaved", 2),
+    for kind, chunks in (("gpipe", 1), ("flush", 1), ("zb-h1", 1), ("zb-h2", 1), ("interleaved", 2),
                          ("interleaved", 3), ("looped-bfs", 2), ("interleaved-zb", 2),
                          ("zb-v", 2), ("dualpipe-v", 2)):
         for ranks in (1, 2, 4):

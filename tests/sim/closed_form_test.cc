@@ -73,6 +73,23 @@ TEST(SimClosedForm, FlushIsMPlusPMinusOneTimesFPlusBOnFreeLinks) {
   EXPECT_NE(r.measurement.find("steady state"), std::string::npos);
 }
 
+// The steady state of ZB-H1 and ZB-H2 on free links with F = I = W (b = 2f, split in halves):
+// an iteration takes m (f + b) plus the bubble of Qi et al., ICLR'24, table 1, (p-1)(T_F + T_B
+// - T_W) = (p-1) f for ZB-H1 and (p-1)(T_F + T_B - 2 T_W) = 0 for ZB-H2, whose next iteration
+// starts on stage 0 while the last stages finish this one (no step ties the stages together).
+TEST(SimClosedForm, ZeroBubbleH2HasNoBubbleInTheSteadyState) {
+  const int p = 4, m = 8;
+  const double f = 1e-3, b = 2e-3;
+  for (auto [kind, bubble] : {std::pair{"zb-h1", (p - 1) * f}, std::pair{"zb-h2", 0.0}}) {
+    const Scenario s = MakeScenario(EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6),
+                                    TwoLevelCluster(p, 1, 800, 0, 0, 0), EvenPlan(p, 1, 1), kind,
+                                    m, 4);
+    const Report r = simtest::Simulate(s);
+    EXPECT_LT(RelativeError(r.iteration_s, m * (f + b) + bubble), kTolerance)
+        << kind << ": " << r.iteration_s;
+  }
+}
+
 // With transfers the exact answer is the core's buffered replay (sends go at once, a receive
 // waits for the bytes): the simulator must agree wherever no two transfers share a link. ZB-H1
 // is the exception that shows the simulator's point: a stage's input activation and its output

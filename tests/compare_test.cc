@@ -96,6 +96,46 @@ TEST(Compare, ReportsOfDifferentRunsAreRefused) {
   EXPECT_EQ(RelativeError(0, 0), 0);
 }
 
+// A run measured outside pipetwin's executor (torch's runtime, scripts/bench_vs_torch.py
+// --report) lists no workers, devices or stages: throughput and iteration time are compared, the
+// rest is said to be unmeasured, and the validation table counts it toward neither the memory
+// nor the staleness target; a report that lists some of them but not the others is refused.
+TEST(Compare, AThroughputOnlyMeasurementComparesThroughputAlone) {
+  const Report predicted = TwoWorkerReport(1100, 2.2e6, 0.25, 0.75);
+  Report torch = TwoWorkerReport(1000, 0, 0, 0);
+  torch.workers.clear();
+  torch.devices.clear();
+  torch.stages.clear();
+  torch.peak_memory_bytes = 0;
+  torch.measurement = "torch.distributed.pipelining";
+  const Comparison c = CompareReports(predicted, torch);
+  EXPECT_TRUE(c.throughput_only);
+  EXPECT_NEAR(c.samples_per_s.relative_error, 0.1, 1e-12);
+  EXPECT_TRUE(c.worker_bubble.empty() && c.device_peak_memory.empty() && c.staleness.empty());
+  const nlohmann::json j = ComparisonToJson(c);
+  EXPECT_EQ(j["measured_figures"], "throughput");
+  EXPECT_TRUE(j["relative_error"]["peak_memory_bytes"].is_null());
+  EXPECT_TRUE(j["staleness_match"].is_null());
+  const std::string text = ComparisonToText(c);
+  EXPECT_NE(text.find("memory, bubbles and staleness are not compared"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("peak_memory_bytes"), std::string::npos) << text;
+
+  const std::vector<ValidationRow> rows = {
+      {"executor", ComparisonToJson(CompareReports(predicted, TwoWorkerReport(1000, 2e6, 0.2,
+                                                                              0.75)))},
+      {"torch", j}};
+  const std::string md = ValidationMarkdown(rows, "m", "c");
+  EXPECT_NE(md.find("| not measured | not measured |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| staleness identical | 1 of 1 |"), std::string::npos) << md;
+  // Memory: the executor's row alone (10% over), not the torch row's missing figure.
+  EXPECT_NE(md.find("within 5% | worst 10.0% | NOT met"), std::string::npos) << md;
+
+  Report partial = torch;
+  partial.stages = predicted.stages;
+  EXPECT_THROW(CompareReports(predicted, partial), InputError);
+}
+
 TEST(Compare, TimelineRoundTripsThroughTheChromeTrace) {
   Timeline t;
   TimelineProcess p0, p1;

@@ -55,17 +55,19 @@ Comparison CompareReports(const Report& predicted, const Report& measured) {
               std::to_string(measured.pipeline_depth));
   RequireSame("samples per iteration", std::to_string(predicted.samples_per_iteration),
               std::to_string(measured.samples_per_iteration));
-  RequireSame("stages", std::to_string(predicted.stages.size()),
-              std::to_string(measured.stages.size()));
-  if (predicted.workers.size() != measured.workers.size() ||
-      predicted.devices.size() != measured.devices.size())
-    throw InputError("compare: the reports list different workers or devices");
-
   Comparison c;
   c.predicted = predicted;
   c.measured = measured;
   c.samples_per_s = Figure("samples_per_s", predicted.samples_per_s, measured.samples_per_s);
   c.iteration_s = Figure("iteration_s", predicted.iteration_s, measured.iteration_s);
+  c.throughput_only = measured.workers.empty() && measured.devices.empty() &&
+                      measured.stages.empty();
+  if (c.throughput_only) return c;
+  RequireSame("stages", std::to_string(predicted.stages.size()),
+              std::to_string(measured.stages.size()));
+  if (predicted.workers.size() != measured.workers.size() ||
+      predicted.devices.size() != measured.devices.size())
+    throw InputError("compare: the reports list different workers or devices");
   c.peak_memory_bytes =
       Figure("peak_memory_bytes", predicted.peak_memory_bytes, measured.peak_memory_bytes);
   for (size_t w = 0; w < predicted.workers.size(); ++w)
@@ -103,10 +105,13 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
                          {"measured_weight_versions", s.measured.max_weight_versions}});
   return {{"predicted", ReportToJson(c.predicted)},
           {"measured", ReportToJson(c.measured)},
+          {"measured_figures", c.throughput_only ? "throughput" : "all"},
           {"relative_error",
            {{"samples_per_s", ErrorJson(c.samples_per_s.relative_error)},
             {"iteration_s", ErrorJson(c.iteration_s.relative_error)},
-            {"peak_memory_bytes", ErrorJson(c.peak_memory_bytes.relative_error)},
+            {"peak_memory_bytes", c.throughput_only
+                                      ? nlohmann::json(nullptr)
+                                      : ErrorJson(c.peak_memory_bytes.relative_error)},
             {"bubble_fraction", bubbles},
             {"peak_memory_per_device", memory}}},
           {"bubble_fraction_difference",
@@ -115,7 +120,8 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
              for (const ComparedFigure& f : c.worker_bubble) d.push_back(f.absolute_error);
              return d;
            }()},
-          {"staleness_match", c.staleness_match},
+          {"staleness_match",
+           c.throughput_only ? nlohmann::json(nullptr) : nlohmann::json(c.staleness_match)},
           {"staleness", staleness}};
 }
 
@@ -136,6 +142,11 @@ std::string ComparisonToText(const Comparison& c) {
   };
   row(c.samples_per_s, 1, 1, "");
   row(c.iteration_s, 3, 1e3, " (ms)");
+  if (c.throughput_only) {
+    out << "\nthe measured report has throughput only (" << c.measured.measurement
+        << "): memory, bubbles and staleness are not compared\n";
+    return out.str();
+  }
   row(c.peak_memory_bytes, 2, 1e-6, " (MB)");
   for (const ComparedFigure& f : c.device_peak_memory) row(f, 2, 1e-6, " (MB)");
   for (const ComparedFigure& f : c.worker_bubble) {

@@ -44,9 +44,14 @@ struct Comparison {
   std::vector<ComparedFigure> device_peak_memory;  // by device (tensor bytes)
   std::vector<StalenessComparison> staleness;      // by stage
   bool staleness_match = false;                    // every stage's
+  // The measured report lists no workers, devices or stages: a run measured outside pipetwin's
+  // executor (scripts/bench_vs_torch.py --report, torch's runtime) that knows its throughput
+  // alone. Only samples_per_s and iteration_s are compared; the rest stays empty.
+  bool throughput_only = false;
 };
 
-// Throws InputError when the reports do not describe the same run.
+// Throws InputError when the reports do not describe the same run (the same schedule, workers,
+// depth and samples per iteration; and stages, workers and devices unless throughput_only).
 Comparison CompareReports(const Report& predicted, const Report& measured);
 
 // {"predicted": report, "measured": report, "relative_error": {"samples_per_s": e,

@@ -42,7 +42,8 @@ inline po::options_description CompareOptionsDescription() {
        "reuse this cluster file (pipetwin calibrate --output)")
       ("measured", po::value<std::vector<std::string>>()->composing(),
        "use this measured report (pipetwin run --json) instead of running here (repeat it for "
-       "several runs: the median is compared)")
+       "several runs: the median is compared); one without workers, devices and stages "
+       "(scripts/bench_vs_torch.py --report: torch's runtime) compares throughput alone")
       ("hosts", po::value<int>(),
        "predict on the calibrated machine split into N hosts (one per network namespace)...")
       ("link-gbps", po::value<double>(), "...joined by a link of this many Gbit/s...")

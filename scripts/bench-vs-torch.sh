@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pipetwin's executor against torch.distributed.pipelining's runtime on the same work.
 #
-#   scripts/bench-vs-torch.sh [--runs K] [--out DIR] [SCENARIO.json ...]
+#   scripts/bench-vs-torch.sh [--runs K] [--out DIR] [--predict] [SCENARIO.json ...]
 #
 # For each scenario (default: scenarios/bench-vs-torch/*.json: the validation matrix's MLP and
 # small GPT, two stages, under GPipe, 1F1B and interleaved 1F1B) it runs, K times each (default
@@ -15,17 +15,25 @@
 # (DIR/bench-vs-torch.md, default DIR bench-vs-torch) gives the median samples/s of each, their
 # ratio and the spread (min-max) of the runs, with the machine and the date; the runs' numbers
 # are in DIR/runs.csv. Nothing is tuned per row.
+#
+# --predict also asks the simulator: per scenario, `pipetwin compare SCENARIO --keep DIR/NAME`
+# profiles the layers, calibrates the machine, predicts and runs pipetwin once; then the same
+# prediction is compared with torch's K runs (each writes a measured report, bench_vs_torch.py
+# --report; `pipetwin compare --measured` takes their median). DIR/predict.md has, per scenario,
+# the prediction and its error against pipetwin's run and against torch's.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
 venv=${PIPETWIN_VENV:-$root/.venv}
 runs=5
 out=bench-vs-torch
+predict=0
 scenarios=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
     --out) out=${2:?--out needs a folder}; shift 2 ;;
+    --predict) predict=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench-vs-torch.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
@@ -58,10 +66,11 @@ run_pipetwin() {  # prints samples/s, or "-" and the reason on stderr
   fi
 }
 
-run_torch() {
-  local port=$((29500 + RANDOM % 2000)) line
+run_torch() {  # SCENARIO RANKS [REPORT]
+  local port=$((29500 + RANDOM % 2000)) line report=()
+  [ -n "${3:-}" ] && report=(--report "$3")
   if line=$("$torchrun" --nproc-per-node "$2" --master-port "$port" \
-              "$root/scripts/bench_vs_torch.py" "$1" 2>"$out/torch.err" | tail -n 1); then
+              "$root/scripts/bench_vs_torch.py" "$1" "${report[@]}" 2>"$out/torch.err" | tail -n 1); then
     python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])' <<<"$line"
   else
     echo "-"
@@ -76,7 +85,11 @@ for s in "${scenarios[@]}"; do
     [ $((r % 2)) = 0 ] && order=(torch pipetwin)
     for who in "${order[@]}"; do
       if [ "$who" = pipetwin ]; then v=$(run_pipetwin "$s"); err="$out/pipetwin.err"
-      else v=$(run_torch "$s" "$ranks"); err="$out/torch.err"; fi
+      else
+        report=""
+        [ "$predict" = 1 ] && report="$out/$name.torch-$r.json"
+        v=$(run_torch "$s" "$ranks" "$report"); err="$out/torch.err"
+      fi
       note=""
       [ "$v" = "-" ] && note=$(grep -v '^W[0-9]' "$err" | grep -v '^\s*$' | tail -n 1 | tr ',' ';')
       echo "$name,$r,$who,$v,$note" >>"$csv"
@@ -84,6 +97,48 @@ for s in "${scenarios[@]}"; do
     done
   done
 done
+
+if [ "$predict" = 1 ]; then
+  echo "scenario,predicted,pipetwin,pipetwin_error,torch,torch_error" >"$out/predict.csv"
+  for s in "${scenarios[@]}"; do
+    name=$(basename "$s" .json)
+    echo "bench-vs-torch: $name: profile, calibrate, predict and run pipetwin" >&2
+    measured=()
+    for f in "$out/$name".torch-*.json; do [ -f "$f" ] && measured+=(--measured "$f"); done
+    if "$pipetwin" compare "$s" --keep "$out/$name" --force --json >"$out/$name.compare.json" &&
+       [ ${#measured[@]} -gt 0 ] &&
+       "$pipetwin" compare "$s" --profile "$out/$name/profile.json" \
+         --calibration "$out/$name/cluster.json" "${measured[@]}" --json \
+         >"$out/$name.vs-torch.json"; then
+      python3 - "$name" "$out/$name.compare.json" "$out/$name.vs-torch.json" >>"$out/predict.csv" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[2:4])
+print(",".join([sys.argv[1], f"{a['predicted']['samples_per_s']:.1f}",
+                f"{a['measured']['samples_per_s']:.1f}", f"{a['relative_error']['samples_per_s']:.4f}",
+                f"{b['measured']['samples_per_s']:.1f}", f"{b['relative_error']['samples_per_s']:.4f}"]))
+PY
+    else
+      echo "bench-vs-torch: $name: no prediction (see above)" >&2
+    fi
+  done
+  python3 - "$out/predict.csv" "$out/predict.md" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+lines = ["| scenario | predicted samples/s | pipetwin measured | error | torch measured (median) "
+         "| error |", "|---|---:|---:|---:|---:|---:|"]
+for r in rows:
+    lines.append(f"| {r['scenario']} | {float(r['predicted']):,.0f} | {float(r['pipetwin']):,.0f} | "
+                 f"{100 * float(r['pipetwin_error']):+.1f}% | {float(r['torch']):,.0f} | "
+                 f"{100 * float(r['torch_error']):+.1f}% |")
+if rows:
+    for who in ("pipetwin", "torch"):
+        errors = [abs(float(r[who + "_error"])) for r in rows]
+        lines.append(f"\n{who}: MAPE {100 * sum(errors) / len(errors):.1f}%, worst "
+                     f"{100 * max(errors):.1f}%")
+open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+fi
 
 python3 - "$csv" "$out/bench-vs-torch.md" "$runs" <<'PY'
 import csv, os, platform, statistics, subprocess, sys, time

@@ -3,6 +3,7 @@
 torch.distributed.pipelining (PipelineStage and its schedule classes) on CPUs with Gloo.
 
   torchrun --nproc-per-node P scripts/bench_vs_torch.py SCENARIO [--iterations N] [--warmup W]
+                                                        [--report FILE]
 
 It builds the model pipetwin's executor builds for the scenario's generator (exec/model/
 modules.cc: the MLP's Linear + ReLU layers; GPT's embedding, pre-LN blocks with causal attention
@@ -11,7 +12,10 @@ scenario's schedule (gpipe: ScheduleGPipe, flush: Schedule1F1B, interleaved: Sch
 with training.chunks stages per rank), micro-batch size and count, and optimizer (SGD, or Adam),
 on synthetic data. Rank 0 prints one JSON line: samples per second over the iterations after the
 warm-up, timed as a whole between two barriers (pipetwin's report likewise counts its steady
-state after one warm-up iteration).
+state after one warm-up iteration). --report FILE: rank 0 also writes the run as a pipetwin
+measured report (the fields `pipetwin run --json` has that this run knows: throughput, the
+iteration's time, the scenario's shape, and each timed step's seconds on rank 0 in
+details.step_s), which `pipetwin compare SCENARIO --measured FILE` compares with a prediction.
 """
 import argparse
 import json
@@ -112,11 +116,35 @@ def loss_fn(output, target):
     return F.cross_entropy(output.reshape(-1, output.size(-1)), target.reshape(-1))
 
 
+def write_report(path, scenario, schedule_name, depth, world, m, b, iterations, warmup,
+                 elapsed, step_s):
+    """The run as a measured report in pipetwin's format (partition/report/report.h); what torch's
+    runtime does not measure here (memory, bubbles, messages) is left out, not made up."""
+    steady = iterations - warmup
+    report = {
+        "source": "executor", "scenario": scenario.get("name", ""),
+        "schedule": schedule_name, "planner": scenario["plan"].get("planner", "manual"),
+        "network_model": "datacenter", "pipeline_depth": depth, "worker_count": world,
+        "microbatch_size": b, "microbatches_per_iteration": m, "iterations": iterations,
+        "samples_per_iteration": m * b, "samples_per_s": m * b * steady / elapsed,
+        "iteration_s": elapsed / steady,
+        "measurement": f"torch.distributed.pipelining {torch.__version__}: steady state over "
+                       f"iterations {warmup + 1}..{iterations} ({warmup} warm-up), between two "
+                       "barriers",
+        "workers": [], "devices": [], "stages": [], "communication": [],
+        "details": {"runtime": f"torch.distributed.pipelining {torch.__version__}",
+                    "step_s": step_s},
+    }
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
     parser.add_argument("--iterations", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--report")
     args = parser.parse_args()
     with open(args.scenario) as f:
         scenario = json.load(f)
@@ -170,8 +198,11 @@ def main():
         step(it)
     dist.barrier()  # the steady state, from one barrier to the next, as a whole
     start = time.perf_counter()
+    step_s = []
     for it in range(warmup, iterations):
+        began = time.perf_counter()
         step(it)
+        step_s.append(time.perf_counter() - began)
     dist.barrier()
     elapsed = time.perf_counter() - start
     steady = iterations - warmup
@@ -179,6 +210,9 @@ def main():
         print(json.dumps({"samples_per_s": m * b * steady / elapsed,
                           "iteration_s": elapsed / steady, "iterations": steady,
                           "ranks": world, "schedule": schedule_name}))
+        if args.report:  # pipetwin's depth: the pipeline's positions, one per rank
+            write_report(args.report, scenario, schedule_name, world, world, m, b,
+                         iterations, warmup, elapsed, step_s)
     dist.destroy_process_group()
 
 

@@ -170,7 +170,13 @@ std::optional<RecomputeTiming> ParseRecomputeTiming(const std::string& name);
 
 // How a Send completes (PipelineSchedule::send_mode, the contract above).
 enum class SendMode {
-  kEager,     // posted and left: the worker goes on at once (c10d isend, torch's runtime)
+  kEager,     // posted and left: the worker goes on at once (c10d isend with the receive
+              // posted early, as pipetwin's executor runs). torch.distributed.pipelining is
+              // neither mode: it posts each receive where it needs the data, and c10d Gloo
+              // moves a message only once its receive is posted (a rendezvous: gloo/transport/
+              // tcp/pair.h, NOTIFY_SEND_READY / NOTIFY_RECV_READY), so each message's transfer
+              // starts no earlier than its Recv op; Schedule1F1B also waits on its sends
+              // together with the next receive.
   kBlocking,  // delivered before the worker's next compute op (Megatron-LM's p2p_communication:
               // batch_isend_irecv, then a wait on every request, before the next forward or
               // backward; megatron/core/pipeline_parallel/p2p_communication.py)

@@ -179,8 +179,8 @@ void BuildTwoBW(PipelineSchedule& s) {
 //     passes fill the cool-down bubble;
 //   - ZB-H2 (section 2.2), v = 1: f = 2, and the W passes lag by 2r, so step x of stage r runs
 //     F(x), I(x - 2(p - 1 - r)), W(x - 2(p - 1)): the extra warm-up forwards fill the bubble
-//     before the first backward, every stage holds 2p - 1 activations, and with F = I = W each
-//     stage computes without a gap from its first op to its last (the paper's parallelogram).
+//     before the first backward, every stage holds 2p - 1 activations, and with F = I = W
+//     iterations run back to back without a bubble (the paper's parallelogram).
 // With data parallelism (every stage replicated d times, as Megatron replicates the whole
 // pipeline) each replica runs this order over its own m / d micro-batches (k = q, q + d, ...).
 void BuildLoopedOneFOneB(PipelineSchedule& s, int warmup_factor, bool zero_bubble) {
@@ -360,6 +360,13 @@ void InsertRecompute(PipelineSchedule& s) {
   }
 }
 
+// Whether each replica runs the order over its own micro-batches (the looped, zero-bubble and V
+// kinds), so that data parallelism must replicate the whole pipeline.
+bool RunsOrderPerReplica(ScheduleKind kind, int chunks) {
+  return kind == ScheduleKind::kZeroBubbleH1 || kind == ScheduleKind::kZeroBubbleH2 ||
+         chunks > 1 || TakesChunkCount(kind) || IsVShaped(kind);
+}
+
 // A broken rule of the spec, naming the spec's field it concerns (ScheduleSpecError).
 [[noreturn]] void Broken(const ScheduleSpec& spec, const char* field, const std::string& rule) {
   throw ScheduleSpecError(field, "schedule " + ScheduleKindName(spec.kind) + ": " + rule);
@@ -381,11 +388,7 @@ std::vector<int> CheckedReplicas(const ScheduleSpec& spec) {
     Broken(spec, "replicas", "the replicas need " + std::to_string(workers) + " workers but there are " +
                      std::to_string(spec.worker_count));
   const bool replicated = workers > spec.stages;
-  const ScheduleKind k = spec.kind;
-  const bool per_replica_order = k == ScheduleKind::kZeroBubbleH1 ||
-                                 k == ScheduleKind::kZeroBubbleH2 || spec.chunks > 1 ||
-                                 TakesChunkCount(k) || IsVShaped(k);
-  if (replicated && per_replica_order &&
+  if (replicated && RunsOrderPerReplica(spec.kind, spec.chunks) &&
       std::adjacent_find(replicas.begin(), replicas.end(), std::not_equal_to<int>()) !=
           replicas.end())
     Broken(spec, "replicas", "replicates the whole pipeline (every stage the same replica count, "
@@ -406,10 +409,7 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
   if (IsVShaped(kind) && spec.chunks != 2)
     Broken(spec, "chunks", "runs exactly 2 model chunks per worker (a V), got " +
                      std::to_string(spec.chunks));
-  const bool per_replica_order = kind == ScheduleKind::kZeroBubbleH1 ||
-                                 kind == ScheduleKind::kZeroBubbleH2 || TakesChunkCount(kind) ||
-                                 IsVShaped(kind);
-  if (per_replica_order && m % replicas[0] != 0)
+  if (RunsOrderPerReplica(kind, spec.chunks) && m % replicas[0] != 0)
     Broken(spec, "microbatches", "needs the micro-batches divisible by the replicas, got m = " +
                  std::to_string(m) + " over " + std::to_string(replicas[0]));
   const int local = m / replicas[0];  // each replica's micro-batches

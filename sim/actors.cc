@@ -20,6 +20,7 @@
 #include "partition/util/error.h"
 #include "sim/collective.h"
 #include "sim/platform.h"
+#include "sim/symmetry.h"
 
 namespace pipetwin::sim {
 
@@ -48,7 +49,8 @@ namespace {
 
 class WorkerActors {
  public:
-  explicit WorkerActors(const SimulationSetup& setup) : setup_(setup), s_(setup.schedule) {}
+  explicit WorkerActors(const SimulationSetup& setup)
+      : setup_(setup), s_(setup.schedule), reduction_(ReduceReplicas(setup)) {}
 
   SimulationRecord Run();
 
@@ -64,6 +66,7 @@ class WorkerActors {
     int steps = 0;
     double fraction = 0;
     int level = 0;
+    double latency_s = 0;  // of the route to the successor (its links' latencies)
     sg4::Mailbox* to_next = nullptr;
     sg4::Mailbox* from_prev = nullptr;
   };
@@ -114,9 +117,11 @@ class WorkerActors {
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool ChargeMessageCpu(const Worker& me);
   void Count(int level, double bytes, bool allreduce);
+  void CopyReplicas();  // the records of the replicas left out (sim/symmetry.h)
 
   const SimulationSetup& setup_;
   const PipelineSchedule& s_;
+  const ReplicaReduction reduction_;
   std::vector<Worker> workers_;
   std::unordered_map<const sg4::Host*, int> workers_on_;  // shared CPU hosts: their workers
   // Servers with more workers than cores: one token per core, taken first come, first served
@@ -153,18 +158,32 @@ void WorkerActors::PrepareRing(const std::vector<int>& group) {
     const AllReduceTable& t = setup_.cluster.levels[level].allreduce;
     if (one_level && !t.empty() && t.ranks == static_cast<int>(group.size())) table = &t;
   }
-  const sg4::BarrierPtr joined = table ? sg4::Barrier::create(group.size()) : nullptr;
-  for (size_t m = 0; m < group.size(); ++m) {
+  // The members simulated (all, or replicas 0..k-1: member index = replica, sim/symmetry.h);
+  // a hop to a member left out goes to its representative over a route of the same level.
+  const bool reduced = reduction_.Reduced();
+  const size_t simulated = reduced ? static_cast<size_t>(reduction_.simulated) : group.size();
+  auto fold = [&](int member) { return reduced ? member % reduction_.simulated : member; };
+  const sg4::BarrierPtr joined = table ? sg4::Barrier::create(simulated) : nullptr;
+  for (size_t m = 0; m < simulated; ++m) {
     workers_[group[m]].table = table;
     workers_[group[m]].joined = joined;
-    for (const RingPhase& p : plan.phases)
-      workers_[group[m]].phases.push_back(
-          {p.steps, p.fraction, p.level, mailbox(m, p.next[m]), mailbox(p.prev[m], m)});
+    for (const RingPhase& p : plan.phases) {
+      const double latency_ms =
+          TransferCost(setup_.cluster, devices[m], devices[p.next[m]]).fixed_ms -
+          setup_.cluster.communication_overhead_us * 1e-3;
+      workers_[group[m]].phases.push_back({p.steps, p.fraction, p.level, latency_ms * 1e-3,
+                                           mailbox(m, fold(p.next[m])),
+                                           mailbox(fold(p.prev[m]), m)});
+    }
   }
 }
 
 void WorkerActors::Prepare() {
-  const Platform platform = BuildPlatform(setup_.cluster, setup_.gpus_per_worker > 1);
+  // The devices the simulated workers use (the first ones, with a reduction) and no more.
+  int devices = 0;
+  for (int w = 0; w < s_.WorkerCount(); ++w)
+    if (reduction_.Simulated(w)) devices = std::max(devices, setup_.worker_device[w] + 1);
+  const Platform platform = BuildPlatform(setup_.cluster, setup_.gpus_per_worker > 1, devices);
   const int W = s_.WorkerCount();
   workers_.resize(W);
   record_.workers.resize(W);
@@ -178,12 +197,14 @@ void WorkerActors::Prepare() {
   record_.states.reserve(W);
   std::vector<std::vector<int>> replicas(s_.stages);
   for (const WorkerProgram& p : s_.workers) {
+    replicas[p.stage].push_back(p.worker);
+    record_.states.emplace_back(setup_, p.worker, setup_.options.record_memory_timeline);
+    if (!reduction_.Simulated(p.worker)) continue;
     Worker& w = workers_[p.worker];
     w.host = platform.hosts[setup_.worker_device[p.worker]];
     w.cpu = platform.cpus[setup_.worker_device[p.worker]];
     if (!platform.switches.empty()) w.nvswitch = platform.switches[setup_.worker_device[p.worker]];
     ++workers_on_[w.cpu];
-    replicas[p.stage].push_back(p.worker);
     const size_t n = p.ops.size();
     w.op_mailbox.assign(n, nullptr);
     w.messages.resize(n);
@@ -215,7 +236,6 @@ void WorkerActors::Prepare() {
     w.version_first_job.assign(versions + 1, -1);
     w.queued = sg4::Semaphore::create(0);
     w.finished = sg4::Semaphore::create(0);
-    record_.states.emplace_back(setup_, p.worker, setup_.options.record_memory_timeline);
   }
   for (const auto& [cpu, n] : workers_on_)
     if (cpu != nullptr && setup_.cluster.shared_cores > 0 && n > setup_.cluster.shared_cores)
@@ -224,12 +244,14 @@ void WorkerActors::Prepare() {
     if (group.size() < 2) continue;
     PrepareRing(group);
     for (int w : group) {
+      if (!reduction_.Simulated(w)) continue;
       const StageCost& c = setup_.model_stages[s_.workers[w].model_stages[0]];
       workers_[w].buckets = GradientBuckets(c.layer_gradient_bytes, c.layer_backward_ms,
                                             AllReduceBuckets(s_.workers[w]));
     }
   }
   for (int w = 0; w < W; ++w) {
+    if (!reduction_.Simulated(w)) continue;
     workers_[w].actor = sg4::Actor::create("worker" + std::to_string(w), workers_[w].host,
                                            [this, w] { WorkerMain(w); });
     if (!workers_[w].phases.empty())
@@ -245,7 +267,7 @@ void WorkerActors::Prepare() {
   }
   // Eager sends: every pipeline mailbox delivers to its receiver before it asks.
   for (const WorkerProgram& p : s_.workers)
-    for (size_t i = 0; i < p.ops.size(); ++i)
+    for (size_t i = 0; reduction_.Simulated(p.worker) && i < p.ops.size(); ++i)
       if (IsCommunicationOp(p.ops[i].kind) && !IsSendOp(p.ops[i].kind))
         workers_[p.worker].op_mailbox[i]->set_receiver(workers_[p.worker].actor);
 }
@@ -305,6 +327,29 @@ void WorkerActors::StreamMain(int w) {
       for (size_t k = first; k < end; ++k)
         for (int step = 0; step < me.phases[k].steps; ++step)
           Count(me.phases[k].level, bytes * me.phases[k].fraction, true);
+    } else if (setup_.options.collectives == CollectiveModel::kPhases) {
+      // One flow per phase (setup.h, CollectiveModel): a ring's step waits for its
+      // predecessor's, so on links that carry the same load throughout, a phase lasts its steps'
+      // latencies and overheads, which run one after another, plus its bytes over the share of
+      // the slowest hop, as the steps' messages do (Patarasuk and Yuan, JPDC 2009). The
+      // latencies are slept first: SimGrid charges one route latency per flow.
+      for (size_t k = first; k < end; ++k) {
+        const Phase& phase = me.phases[k];
+        const double wait = phase.steps * setup_.communication_overhead_s +
+                            (phase.steps - 1) * phase.latency_s;
+        if (wait > 0) {
+          sg4::this_actor::sleep_for(wait);
+          ++record_.activities;
+        }
+        const double phase_bytes = bytes * phase.fraction * phase.steps;
+        sg4::CommPtr put = phase.to_next->put_async(&token_, Bytes(phase_bytes));
+        phase.from_prev->get<char>();
+        put->wait();
+        ++record_.activities;
+        CommunicationLevel& c = record_.communication[phase.level];
+        c.allreduce_bytes += phase_bytes;
+        c.messages += phase.steps;
+      }
     } else {
       for (size_t k = first; k < end; ++k) {
         const Phase& phase = me.phases[k];
@@ -550,13 +595,35 @@ void WorkerActors::WorkerMain(int w) {
   me.done = true;
 }
 
+void WorkerActors::CopyReplicas() {
+  record_.simulated_replicas = reduction_.simulated;
+  record_.replicas = reduction_.replicas;
+  if (!reduction_.Reduced()) return;
+  std::vector<MemoryTracker> states;
+  states.reserve(record_.states.size());
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    const int from = reduction_.representative[w];
+    states.push_back(record_.states[from]);
+    if (from != static_cast<int>(w)) record_.workers[w] = record_.workers[from];
+  }
+  record_.states = std::move(states);
+  // What each left-out replica would have sent, as its representative did.
+  const double scale = static_cast<double>(reduction_.replicas) / reduction_.simulated;
+  for (CommunicationLevel& c : record_.communication) {
+    c.pipeline_bytes *= scale;
+    c.allreduce_bytes *= scale;
+    c.tensor_parallel_bytes *= scale;
+    c.messages = std::llround(c.messages * scale);
+  }
+}
+
 SimulationRecord WorkerActors::Run() {
   EngineArguments args("pipetwin-sim");
   sg4::Engine engine(&args.argc, args.argv.data());
   xbt_log_control_set("root.thresh:critical");
   ConfigureNetwork(setup_.cluster);
   // At most three actors per worker: its own, its communication stream and a data loader.
-  ConfigureActorStacks(3L * s_.WorkerCount());
+  ConfigureActorStacks(3L * s_.WorkerCount() / reduction_.replicas * reduction_.simulated);
   auto started = std::chrono::steady_clock::now();
   Prepare();
   record_.platform_wall_s = Elapsed(started);
@@ -564,8 +631,9 @@ SimulationRecord WorkerActors::Run() {
   engine.run();
   record_.run_wall_s = Elapsed(started);
   if (!fault_.empty()) throw std::runtime_error(fault_);
+  CopyReplicas();
   for (size_t w = 0; w < workers_.size(); ++w) {
-    if (!workers_[w].done)
+    if (!workers_[reduction_.representative[w]].done)
       throw std::runtime_error("the simulation stopped before worker " + std::to_string(w) +
                                " finished its list (deadlock)");
     record_.makespan_s = std::max(record_.makespan_s, record_.workers[w].finish_s);

@@ -54,6 +54,9 @@ struct SimulationRecord {
   std::vector<CommunicationLevel> communication;  // per topology level
   double makespan_s = 0;
   long long activities = 0;    // executions, communications and sleeps SimGrid ran
+  // Data-parallel replicas per stage, and how many of them ran (sim/symmetry.h: the others'
+  // records are copies).
+  int replicas = 1, simulated_replicas = 1;
   double platform_wall_s = 0;  // building the platform and the actors
   double run_wall_s = 0;       // Engine::run
 };

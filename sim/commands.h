@@ -19,6 +19,8 @@ int RunSweepCommand(const std::vector<std::string>& args);
 
 // --bench: SimGrid alone on the same platform, `activities` executions and messages spread over
 // `workers` actors, in a child process; returns activities per second.
-double BareSimGridActivitiesPerSecond(const SimulationSetup& setup, long long activities);
+// `threads` > 1: with SimGrid's parallel contexts (contexts/nthreads).
+double BareSimGridActivitiesPerSecond(const SimulationSetup& setup, long long activities,
+                                      int threads = 1);
 
 }  // namespace pipetwin::sim

@@ -40,6 +40,18 @@ long long MappedBytes() {
 
 std::string Megabytes(long long bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
+// The mappings a process may have (/proc/sys/vm/max_map_count), 0 when unknown, and a margin
+// for those that are not actors' stacks (libraries, heap arenas).
+long long MaxMapCount() {
+  long long n = 0;
+  if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    if (std::fscanf(f, "%lld", &n) != 1) n = 0;
+    std::fclose(f);
+  }
+  return n;
+}
+constexpr long long kOtherMappings = 4096;
+
 }  // namespace
 
 EngineArguments::EngineArguments(const char* program) : words_{program} {
@@ -75,6 +87,19 @@ long ConfigureActorStacks(long actors) {
                      ": raise it (ulimit -v unlimited) or simulate fewer workers");
   }
   sg4::Engine::set_config("contexts/stack-size:" + std::to_string(kib));
+  // Each stack is a mapping, and its guard page (contexts/guard-size) splits it in two: past
+  // vm.max_map_count mappings the next actor cannot be created. Without guards there is one
+  // per actor.
+  const long long maps = MaxMapCount();
+  if (maps > 0 && 2 * actors + kOtherMappings > maps) {
+    if (actors + kOtherMappings > maps)
+      throw RunError("the simulation's " + std::to_string(actors) + " actors need a memory "
+                     "mapping each, past the " + std::to_string(maps) +
+                     " a process may have (vm.max_map_count): raise it (sysctl -w "
+                     "vm.max_map_count=" + std::to_string(2 * (actors + kOtherMappings)) +
+                     ") or simulate fewer workers");
+    sg4::Engine::set_config("contexts/guard-size:0");
+  }
   return kib;
 #endif
 }
@@ -193,7 +218,7 @@ void BuildServer(const Cluster& cluster, int first_device, const std::string& na
 // A unit of level `level` holding devices first_device.. (level 0: a server of hosts), built top
 // down: a zone must have its parent before it gets hosts or children.
 Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
-               sg4::NetZone* parent, bool with_switches, Platform& platform) {
+               sg4::NetZone* parent, bool with_switches, int devices, Platform& platform) {
   Unit unit;
   const std::string name = "L" + std::to_string(level) + "-" + std::to_string(index);
   const ClusterLevel& spec = cluster.levels[level];
@@ -207,10 +232,11 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
     unit.zone->seal();
     return unit;
   }
-  for (int c = 0; c < spec.count; ++c) {
-    const int below = cluster.DevicesPerUnit(level - 1);
+  const int below = cluster.DevicesPerUnit(level - 1);
+  for (int c = 0; c < spec.count && first_device + c * below < devices; ++c) {
     const Unit child = BuildUnit(cluster, level - 1, index * spec.count + c,
-                                 first_device + c * below, unit.zone, with_switches, platform);
+                                 first_device + c * below, unit.zone, with_switches, devices,
+                                 platform);
     Attach(cluster, unit.zone, child.zone->get_netpoint(), child.gateway,
            Link(cluster, unit.zone, child.zone->get_name() + "-uplink", spec));
   }
@@ -221,13 +247,14 @@ Unit BuildUnit(const Cluster& cluster, int level, int index, int first_device,
 
 }  // namespace
 
-Platform BuildPlatform(const Cluster& cluster, bool with_switches) {
+Platform BuildPlatform(const Cluster& cluster, bool with_switches, int devices) {
+  if (devices < 0) devices = cluster.DeviceCount();
   Platform platform;
   platform.hosts.resize(cluster.DeviceCount());
   platform.cpus.resize(cluster.DeviceCount());
   if (with_switches) platform.switches.resize(cluster.DeviceCount());
   BuildUnit(cluster, static_cast<int>(cluster.levels.size()) - 1, 0, 0, nullptr, with_switches,
-            platform);
+            devices, platform);
   return platform;
 }
 

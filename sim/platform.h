@@ -82,6 +82,10 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> switches;
 };
 
-Platform BuildPlatform(const Cluster& cluster, bool with_switches = false);
+// `devices` >= 0: only the units holding devices 0..devices-1 are built (a unit is built whole
+// or not at all; the others' hosts stay null): nothing else is simulated on the rest.
+// SimGrid checks each new host's and link's name against every zone, so building all of a
+// large cluster costs the square of its size.
+Platform BuildPlatform(const Cluster& cluster, bool with_switches = false, int devices = -1);
 
 }  // namespace pipetwin::sim

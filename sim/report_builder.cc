@@ -136,6 +136,10 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
                {"activities_per_s",
                 record.run_wall_s > 0 ? record.activities / record.run_wall_s : 0.0},
                {"allreduce_buckets", setup.allreduce_buckets},
+               // Replicas per stage simulated; the others' figures are theirs (sim/symmetry.h).
+               {"simulated_replicas", record.simulated_replicas},
+               {"collectives", setup.options.collectives == CollectiveModel::kPhases
+                                   ? "phases" : "steps"},
                {"iteration_ends_s", ends},
                {"compute", "layer times x micro-batch / reference batch / relative speed"}};
   return r;

@@ -31,8 +31,22 @@
 
 namespace pipetwin::sim {
 
+// How a ring collective (a replicated stage's gradient all-reduce, reduce-scatter, all-gather)
+// becomes SimGrid communications (sim/actors.cc, StreamMain):
+//   kPhases  one flow per member and phase of the ring plan, carrying the phase's steps x
+//            fraction x S bytes to its successor, after the latencies and per-message
+//            overheads of those steps: O(g) communications for a group of g, each link
+//            charged its bytes, sharing with what else crosses it;
+//   kSteps   every step of the ring as its own message (2(g-1) steps of g messages: O(g^2)),
+//            the reference the phases are tested against (tests/sim/collective_model_test.cc).
+enum class CollectiveModel { kPhases, kSteps };
+
 // Knobs of the simulation that are not part of the scenario.
 struct SimOptions {
+  CollectiveModel collectives = CollectiveModel::kPhases;
+  // Simulate one group of identical data-parallel replicas for all of them where that is exact
+  // (sim/symmetry.h).
+  bool symmetry = true;
   // Keep per-device memory timelines (the JSON report's `timeline`).
   bool record_memory_timeline = true;
   // Iterations left out of the steady state (the first fills the pipeline), as `pipetwin run

@@ -1,5 +1,8 @@
 // `pipetwin simulate` (run as pipetwin-sim simulate): one scenario, one plan, one simulation.
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <iostream>
@@ -49,6 +52,8 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   SimOptions options;
   options.record_memory_timeline = o.timeline;
   options.warmup_iterations = o.warmup_iterations;
+  if (o.collective_steps) options.collectives = CollectiveModel::kSteps;
+  options.symmetry = o.symmetry;
 
   Scenario scenario = o.scenario.empty() ? DefaultScenario() : LoadScenarioFile(o.scenario);
   if (o.allreduce_buckets > 0) scenario.training.allreduce_buckets = o.allreduce_buckets;
@@ -62,6 +67,12 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   const bool bench = o.bench;
   const double bare_rate =
       bench ? BareSimGridActivitiesPerSecond(setup, ListedActivities(setup)) : 0;
+  // The same with the actors' code run by as many threads as this machine has CPUs: what
+  // SimGrid's parallel execution would give (the simulator's actors share records, so they run
+  // sequentially).
+  const int cpus = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const double parallel_rate =
+      bench && cpus > 1 ? BareSimGridActivitiesPerSecond(setup, ListedActivities(setup), cpus) : 0;
   const SimulationRecord record = RunSimulation(setup);
   const Report report = BuildReport(setup, record);
   for (const std::string& w : report.warnings) {
@@ -85,9 +96,11 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
     std::snprintf(line, sizeof line,
                   "bench: %d workers, %lld activities in %.3f s (%.0f activities/s; platform "
                   "and actors %.3f s); SimGrid alone on this platform: %.0f activities/s; "
-                  "peak RSS %.1f MB\n",
+                  "with %d threads: %.0f activities/s; peak RSS %.1f MB; %d of %d "
+                  "data-parallel replicas simulated\n",
                   setup.schedule.WorkerCount(), record.activities, record.run_wall_s, rate,
-                  record.platform_wall_s, bare_rate, PeakRssBytes() / 1e6);
+                  record.platform_wall_s, bare_rate, cpus, parallel_rate, PeakRssBytes() / 1e6,
+                  record.simulated_replicas, record.replicas);
     std::cerr << line;
   }
   return 0;

@@ -164,9 +164,17 @@ std::string SimulatePoint(const Scenario& base, const std::vector<Variation>& va
 std::vector<SweepResult> RunSweep(const Scenario& scenario,
                                   const std::vector<Variation>& variations,
                                   const SimOptions& options, int jobs,
-                                  const std::function<void(size_t, size_t)>& progress) {
-  const std::vector<SweepPoint> points = CartesianProduct(variations);
-  for (const SweepPoint& p : points) ApplyPoint(scenario, variations, p);  // paths fit
+                                  const std::function<void(size_t, size_t)>& progress,
+                                  int shard, int shards) {
+  const std::vector<SweepPoint> all = CartesianProduct(variations);
+  for (const SweepPoint& p : all) ApplyPoint(scenario, variations, p);  // paths fit
+  std::vector<SweepPoint> points;
+  std::vector<size_t> index;  // of each point run, in `all`
+  for (size_t i = 0; i < all.size(); ++i)
+    if (shards <= 0 || static_cast<int>(i % shards) == shard) {
+      points.push_back(all[i]);
+      index.push_back(i);
+    }
   if (jobs <= 0) jobs = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<SweepResult> results(points.size());
   std::map<pid_t, std::pair<size_t, std::unique_ptr<ChildProcess>>> running;
@@ -185,6 +193,7 @@ std::vector<SweepResult> RunSweep(const Scenario& scenario,
     auto it = running.find(pid);
     if (it == running.end()) continue;
     SweepResult& result = results[it->second.first];
+    result.point = index[it->second.first];
     for (size_t v = 0; v < variations.size(); ++v)
       result.labels.push_back(variations[v].labels[points[it->second.first][v]]);
     try {

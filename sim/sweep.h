@@ -44,17 +44,20 @@ nlohmann::json ApplyPoint(const Scenario& scenario, const std::vector<Variation>
                           const SweepPoint& point);
 
 struct SweepResult {
+  size_t point = 0;                 // its index in CartesianProduct's order
   std::vector<std::string> labels;  // the point's values, one per variation
   bool ok = false;
   Report report;
   std::string error;                // when not ok: the one-line error
 };
 
-// Simulates every point, `jobs` at a time (0: one per core), calling `progress(done, total)` as
-// points finish. Results come back in point order.
+// Simulates every point (with shards > 0, those whose index is `shard` modulo `shards`), `jobs`
+// at a time (0: one per core), calling `progress(done, total)` as points finish. Results come
+// back in point order.
 std::vector<SweepResult> RunSweep(const Scenario& scenario,
                                   const std::vector<Variation>& variations,
                                   const SimOptions& options, int jobs,
-                                  const std::function<void(size_t, size_t)>& progress);
+                                  const std::function<void(size_t, size_t)>& progress,
+                                  int shard = 0, int shards = 0);
 
 }  // namespace pipetwin::sim

@@ -42,6 +42,9 @@ int RunSweepCommand(const std::vector<std::string>& args) {
   const cli::SweepOptions o = cli::ReadSweepOptions(vm);
   std::vector<Variation> variations;
   std::vector<std::string> columns;
+  // A shard's rows lead with their point's index: the shards' CSVs merge by sorting on it.
+  const bool sharded = o.shards > 0;
+  if (sharded) columns.push_back("point");
   for (const std::string& v : o.variations) {
     variations.push_back(ParseVariation(v));
     columns.push_back(variations.back().path);
@@ -53,11 +56,11 @@ int RunSweepCommand(const std::vector<std::string>& args) {
   const bool quiet = o.quiet;
   const std::vector<SweepResult> results =
       RunSweep(scenario, variations, options, o.jobs,
-               quiet ? std::function<void(size_t, size_t)>() : ShowProgress);
+               quiet ? std::function<void(size_t, size_t)>() : ShowProgress, o.shard, o.shards);
 
   size_t failed = 0;
   for (const SweepResult& r : results) failed += !r.ok;
-  if (failed == results.size())
+  if (!results.empty() && failed == results.size())
     throw InputError(results.size() == 1 ? results.front().error
                                          : "pipetwin sweep: every point failed, the first with: " +
                                                results.front().error);
@@ -66,13 +69,19 @@ int RunSweepCommand(const std::vector<std::string>& args) {
   for (const SweepResult& r : results) {
     nlohmann::json point = nlohmann::json::object();
     for (size_t v = 0; v < variations.size(); ++v) point[variations[v].path] = r.labels[v];
+    std::vector<std::string> labels = r.labels;
+    if (sharded) labels.insert(labels.begin(), std::to_string(r.point));
+    nlohmann::json entry = {{"point", point}};
+    if (sharded) entry["index"] = r.point;
     if (r.ok) {
-      csv += ReportCsvRow(r.report, r.labels);
-      json.push_back({{"point", point}, {"report", ReportToJson(r.report, false)}});
+      csv += ReportCsvRow(r.report, labels);
+      entry["report"] = ReportToJson(r.report, false);
+      json.push_back(entry);
       continue;
     }
-    csv += ReportCsvErrorRow(r.labels, r.error);
-    json.push_back({{"point", point}, {"error", r.error}});
+    csv += ReportCsvErrorRow(labels, r.error);
+    entry["error"] = r.error;
+    json.push_back(entry);
     std::string where;
     for (size_t v = 0; v < variations.size(); ++v)
       where += (v ? " " : "") + variations[v].path + "=" + r.labels[v];

@@ -41,6 +41,13 @@ inline po::options_description SimulateOptionsDescription() {
       ("warmup", po::value<int>()->default_value(1),
        "iterations left out of the steady state (as `pipetwin run --warmup`)")
       ("no-timeline", "leave the per-device memory timelines out of --json")
+      ("collectives", po::value<std::string>()->default_value("phases"),
+       "how a data-parallel ring all-reduce is simulated: phases (one flow per member and ring "
+       "phase, linear in the group) or steps (every ring step a message: quadratic, the "
+       "reference)")
+      ("no-symmetry", "simulate every data-parallel replica, even where identical replicas "
+                      "would repeat each other's events exactly (by default one group of them "
+                      "is simulated and stands for the rest)")
       ("bench", "print the simulator's speed (activities/s, wall time, peak RSS) on stderr, "
                 "beside SimGrid alone on the same platform");
   return desc;
@@ -61,6 +68,8 @@ struct SimulateOptions {
   std::string trace_file, svg_file;
   int allreduce_buckets = 0;  // 0: the scenario's
   int warmup_iterations = 1;
+  bool collective_steps = false;  // --collectives steps
+  bool symmetry = true;           // not --no-symmetry
 };
 
 inline SimulateOptions ReadSimulateOptions(const po::variables_map& vm) {
@@ -78,6 +87,12 @@ inline SimulateOptions ReadSimulateOptions(const po::variables_map& vm) {
   o.strict = vm.count("strict") > 0;
   o.timeline = vm.count("no-timeline") == 0;
   o.bench = vm.count("bench") > 0;
+  const std::string collectives = vm["collectives"].as<std::string>();
+  if (collectives != "phases" && collectives != "steps")
+    throw InputError("pipetwin simulate: --collectives expects phases or steps, got \"" +
+                     collectives + "\"");
+  o.collective_steps = collectives == "steps";
+  o.symmetry = vm.count("no-symmetry") == 0;
   if (vm.count("trace")) o.trace_file = vm["trace"].as<std::string>();
   if (vm.count("svg")) o.svg_file = vm["svg"].as<std::string>();
   o.force = vm.count("force") > 0;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partition/cli/options/sweep.h"
 #include "tests/test_support.h"
 
 namespace pipetwin {
@@ -126,6 +127,32 @@ TEST(Cli, BadWorkloadFileIsOneLineExit2) {
   r = RunPipetwin("workload gpt --hidden 100 --heads 16");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+// `sweep --shard`: I/N as written, or a Slurm job array's task among its tasks (task ids may
+// start above 0: sbatch --array=4-7); anything else is one line naming what was expected.
+TEST(Cli, SweepShardIsIOfNOrTheJobArraysTask) {
+  cli::SweepOptions o;
+  cli::ParseShard("2/5", o);
+  EXPECT_EQ(o.shard, 2);
+  EXPECT_EQ(o.shards, 5);
+  cli::ParseShard("slurm", o, [](const char* name) -> const char* {
+    const std::string n = name;
+    return n == "SLURM_ARRAY_TASK_ID" ? "6" : n == "SLURM_ARRAY_TASK_MIN" ? "4"
+         : n == "SLURM_ARRAY_TASK_COUNT" ? "4" : nullptr;
+  });
+  EXPECT_EQ(o.shard, 2);
+  EXPECT_EQ(o.shards, 4);
+  for (const char* bad : {"5/5", "1", "a/2", "1/0", "-1/2", "1/2x", ""})
+    EXPECT_THROW(cli::ParseShard(bad, o), InputError) << bad;
+  EXPECT_THROW(cli::ParseShard("slurm", o, [](const char*) -> const char* { return nullptr; }),
+               InputError);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The options of `pipetwin sweep`, defined once for the front end and for pipetwin-sim.
 #pragma once
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ inline po::options_description SweepOptionsDescription() {
       ("force", "replace existing output files (never one of the command's inputs)")
       ("json", "results as JSON on stdout (the reports without memory timelines)")
       ("jobs,j", po::value<int>()->default_value(0), "points at a time (0: one per core)")
+      ("shard", po::value<std::string>(),
+       "I/N: simulate only the points whose index is I modulo N (0 <= I < N), one of N "
+       "machines' share, each row led by its point's index so the shards' CSVs merge by sorting "
+       "(scripts/sweep-slurm.sh); slurm: I and N from a Slurm job array's "
+       "SLURM_ARRAY_TASK_ID, _MIN and _COUNT")
       ("quiet,q", "no progress bar");
   return desc;
 }
@@ -49,7 +55,49 @@ struct SweepOptions {
   std::string csv_file;                 // empty: stdout
   bool json = false, quiet = false;
   int jobs = 0;                         // 0: one per core
+  int shard = 0, shards = 0;            // --shard I/N (shards 0: every point, no index column)
 };
+
+// "I/N", or "slurm" with the job array's variables from `env` (getenv by default).
+inline void ParseShard(const std::string& text, SweepOptions& o,
+                       const char* (*env)(const char*) = [](const char* n) -> const char* {
+                         return std::getenv(n);
+                       }) {
+  auto number = [&](const std::string& word, const std::string& what) {
+    size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != word.size() || n < 0)
+      throw InputError("pipetwin sweep: --shard expects I/N or slurm, with " + what +
+                       " a whole number, got \"" + word + "\"");
+    return n;
+  };
+  if (text == "slurm") {
+    const char* id = env("SLURM_ARRAY_TASK_ID");
+    const char* min = env("SLURM_ARRAY_TASK_MIN");
+    const char* count = env("SLURM_ARRAY_TASK_COUNT");
+    if (!id || !count)
+      throw InputError("pipetwin sweep: --shard slurm runs inside a Slurm job array "
+                       "(sbatch --array), but SLURM_ARRAY_TASK_ID or SLURM_ARRAY_TASK_COUNT is "
+                       "not set");
+    o.shard = number(id, "SLURM_ARRAY_TASK_ID") - (min ? number(min, "SLURM_ARRAY_TASK_MIN") : 0);
+    o.shards = number(count, "SLURM_ARRAY_TASK_COUNT");
+  } else {
+    const size_t slash = text.find('/');
+    if (slash == std::string::npos)
+      throw InputError("pipetwin sweep: --shard expects I/N (this machine's share I of N) or "
+                       "slurm, got \"" + text + "\"");
+    o.shard = number(text.substr(0, slash), "I");
+    o.shards = number(text.substr(slash + 1), "N");
+  }
+  if (o.shards < 1 || o.shard >= o.shards)
+    throw InputError("pipetwin sweep: --shard I/N needs 0 <= I < N, got " +
+                     std::to_string(o.shard) + "/" + std::to_string(o.shards));
+}
 
 inline SweepOptions ReadSweepOptions(const po::variables_map& vm) {
   SweepOptions o;
@@ -63,6 +111,7 @@ inline SweepOptions ReadSweepOptions(const po::variables_map& vm) {
   o.json = vm.count("json") > 0;
   o.quiet = vm.count("quiet") > 0;
   o.jobs = vm["jobs"].as<int>();
+  if (vm.count("shard")) ParseShard(vm["shard"].as<std::string>(), o);
   if (o.jobs < 0 || o.jobs > 4096)
     throw InputError("pipetwin sweep: --jobs must be from 0 (one per core) to 4096, got " +
                      std::to_string(o.jobs));

@@ -38,7 +38,7 @@ namespace pipetwin::sim {
 //            overheads of those steps: O(g) communications for a group of g, each link
 //            charged its bytes, sharing with what else crosses it;
 //   kSteps   every step of the ring as its own message (2(g-1) steps of g messages: O(g^2)),
-//            the reference the phases are tested against (tests/sim/collective_model_test.cc).
+//            the reference the phases are tested against (tests/sim/scale_test.cc).
 enum class CollectiveModel { kPhases, kSteps };
 
 // Knobs of the simulation that are not part of the scenario.

@@ -14,10 +14,12 @@
 #   python3-venv          the virtual environment of scripts/setup-torch.sh (Debian's python3)
 #   python3               the scripts' helpers (netns probe, crossover and sched-idle analyses)
 #   clang                 the sanitizer build and the libFuzzer targets (scripts/sanitize.sh, fuzz.sh)
+#   slurm-wlm, munge      a one-node Slurm cluster, started by the test of job-array sweeps
+#                         (tests/scripts/slurm_sweep_test.sh, scripts/sweep-slurm.sh)
 set -euo pipefail
 
 core_pkgs=(cmake g++ make ninja-build ccache pkg-config python3 libsimgrid-dev nlohmann-json3-dev
-           libboost-program-options-dev libgtest-dev libbenchmark-dev clang)
+           libboost-program-options-dev libgtest-dev libbenchmark-dev clang slurm-wlm munge)
 exec_pkgs=(libgloo-dev python3-venv dataset-fashion-mnist)
 
 want=("${core_pkgs[@]}")

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # A `pipetwin sweep` spread over the machines of a Slurm cluster as a job array: task I of N
 # simulates the points whose index is I modulo N (`pipetwin sweep --shard slurm`) into
-# DIR/shard-I.csv, and a last job, once every task has ended well, merges the shards into
-# DIR/sweep.csv, rows in point order, as one `pipetwin sweep` would have written them plus the
-# leading `point` column.
+# DIR/shard-I.csv, and a last job, once every task has ended well, merges the shards
+# (`pipetwin sweep --merge`) into DIR/sweep.csv: the table one `pipetwin sweep` writes.
 #
 #   scripts/sweep-slurm.sh --tasks N --out DIR [--sbatch "OPTIONS"] [--local] \
 #       -- SCENARIO --vary PATH=V1,V2,... [--vary ...] [--jobs J]
@@ -51,6 +50,7 @@ if [[ -e $out && -n $(ls -A "$out" 2>/dev/null) ]]; then
 fi
 pipetwin=$build/bin/pipetwin
 [[ -x $pipetwin ]] || die "$pipetwin is not built (scripts/build.sh)"
+pipetwin=$(cd "$(dirname "$pipetwin")" && pwd)/pipetwin  # the jobs run elsewhere
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # The sweep's arguments, quoted for the job scripts; a relative scenario path is resolved here.
@@ -67,7 +67,7 @@ cat > "$out/sweep.sbatch" <<EOF
 #SBATCH --output=$out/slurm-%A_%a.log
 set -euo pipefail
 start=\$(date +%s.%N)
-"$pipetwin" sweep ${args[*]} --quiet --shard slurm --csv "$out/shard-\$SLURM_ARRAY_TASK_ID.csv"
+"$pipetwin" sweep ${args[*]} --shard slurm --csv "$out/shard-\$SLURM_ARRAY_TASK_ID.csv"
 echo "task \$SLURM_ARRAY_TASK_ID on \$(hostname): \$(awk "BEGIN { print \$(date +%s.%N) - \$start }") s"
 EOF
 cat > "$out/merge.sbatch" <<EOF
@@ -76,11 +76,9 @@ cat > "$out/merge.sbatch" <<EOF
 #SBATCH --output=$out/slurm-merge-%j.log
 set -euo pipefail
 cd "$out"
-shards=(\$(ls shard-*.csv | sort -t- -k2,2n))
-[[ \${#shards[@]} -eq $tasks ]] || { echo "merge: \${#shards[@]} of $tasks shards" >&2; exit 1; }
-# One header, then every shard's rows by their point index (the first column).
-{ head -n 1 "\${shards[0]}"; tail -q -n +2 "\${shards[@]}" | sort -t, -k1,1n; } > sweep.csv.partial
-mv sweep.csv.partial sweep.csv
+shards=()
+for ((i = 0; i < $tasks; ++i)); do shards+=("shard-\$i.csv"); done
+"$pipetwin" sweep --merge "\${shards[@]}" --csv sweep.csv
 echo "merged \$((\$(wc -l < sweep.csv) - 1)) points from $tasks shards into $out/sweep.csv"
 EOF
 chmod +x "$out/sweep.sbatch" "$out/merge.sbatch"

@@ -159,7 +159,67 @@ std::string SimulatePoint(const Scenario& base, const std::vector<Variation>& va
   return JsonText(ReportToJson(Simulate(scenario, plan, options).report, false));
 }
 
+// A --vary path the scenario format does not know fails every point alike: said before any
+// runs, from the first point's document (a value out of range stays that point's error).
+void CheckPaths(const Scenario& base, const std::vector<Variation>& variations,
+                const SweepPoint& first) {
+  try {
+    ScenarioFromJson(ApplyPoint(base, variations, first), base.file, BaseDirectory(base.file));
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    for (const Variation& v : variations)
+      if (what.find(v.path + ": unknown key") != std::string::npos)
+        throw InputError("pipetwin sweep: --vary " + v.path + ": " + what);
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> MergeShardCsvs(const std::vector<std::string>& texts,
+                                        const std::vector<std::string>& files,
+                                        std::string* header) {
+  std::map<long long, std::string> rows;
+  header->clear();
+  for (size_t f = 0; f < texts.size(); ++f) {
+    std::istringstream in(texts[f]);
+    std::string line, first;
+    if (!std::getline(in, first) || first.rfind("point,", 0) != 0)
+      throw InputError(files[f] + ": line 1: expected the header of a `pipetwin sweep --shard` "
+                       "CSV (its first column \"point\")");
+    if (header->empty()) *header = first.substr(6);
+    else if (first.substr(6) != *header)
+      throw InputError(files[f] + ": line 1: expected the same columns as " + files[0] +
+                       " (shards of one sweep)");
+    for (int n = 2; std::getline(in, line); ++n) {
+      if (line.empty()) continue;
+      const size_t comma = line.find(',');
+      long long point = -1;
+      size_t used = 0;
+      try {
+        point = std::stoll(line.substr(0, comma), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (comma == std::string::npos || used != comma || point < 0)
+        throw InputError(files[f] + ": line " + std::to_string(n) +
+                         ": expected a point index (a whole number) before the first comma");
+      if (!rows.emplace(point, line.substr(comma + 1)).second)
+        throw InputError(files[f] + ": line " + std::to_string(n) + ": point " +
+                         std::to_string(point) + " is in another shard too");
+    }
+  }
+  std::vector<std::string> out;
+  long long expected = 0;
+  for (const auto& [point, row] : rows) {
+    if (point != expected)
+      throw InputError("pipetwin sweep --merge: point " + std::to_string(expected) +
+                       " is in none of the " + std::to_string(texts.size()) +
+                       " shards (a shard missing?)");
+    out.push_back(row);
+    ++expected;
+  }
+  return out;
+}
 
 std::vector<SweepResult> RunSweep(const Scenario& scenario,
                                   const std::vector<Variation>& variations,
@@ -168,6 +228,7 @@ std::vector<SweepResult> RunSweep(const Scenario& scenario,
                                   int shard, int shards) {
   const std::vector<SweepPoint> all = CartesianProduct(variations);
   for (const SweepPoint& p : all) ApplyPoint(scenario, variations, p);  // paths fit
+  CheckPaths(scenario, variations, all.front());
   std::vector<SweepPoint> points;
   std::vector<size_t> index;  // of each point run, in `all`
   for (size_t i = 0; i < all.size(); ++i)

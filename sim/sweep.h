@@ -51,6 +51,14 @@ struct SweepResult {
   std::string error;                // when not ok: the one-line error
 };
 
+// `pipetwin sweep --merge`: the rows of shards' CSVs (`--shard`, `texts` as read from `files`),
+// their point column taken off, in point order, and the header they share (`header`, without
+// it): the table one unsharded sweep writes. Throws InputError naming the file and line of a
+// header that differs or a row without its index, a point in two shards, or one in none.
+std::vector<std::string> MergeShardCsvs(const std::vector<std::string>& texts,
+                                        const std::vector<std::string>& files,
+                                        std::string* header);
+
 // Simulates every point (with shards > 0, those whose index is `shard` modulo `shards`), `jobs`
 // at a time (0: one per core), calling `progress(done, total)` as points finish. Results come
 // back in point order.

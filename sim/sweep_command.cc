@@ -2,6 +2,8 @@
 // a scenario, in parallel processes, one CSV row per point.
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 
 #include "partition/cli/options/sweep.h"
@@ -19,15 +21,30 @@ namespace {
 
 namespace po = boost::program_options;
 
-// A bar redrawn in place on a terminal; elsewhere (logs, pipes) only the final state.
+// A bar redrawn in place on a terminal, a line per finished point elsewhere (logs, a Slurm
+// job's output); both with the time so far and an estimate of the rest: the mean time per
+// point so far times the points left (points run `--jobs` at a time, so it is wall time).
 void ShowProgress(size_t done, size_t total) {
   static const bool terminal = isatty(STDERR_FILENO);
-  if (!terminal && done < total) return;
+  static const auto start = std::chrono::steady_clock::now();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char times[96] = "";
+  if (done > 0 && done < total)
+    std::snprintf(times, sizeof times, ", %.1f s so far, about %.1f s left", elapsed,
+                  elapsed / done * (total - done));
+  else if (done == total)
+    std::snprintf(times, sizeof times, " in %.1f s", elapsed);
+  if (!terminal) {
+    if (done > 0)
+      std::cerr << "sweep: " << done << "/" << total << " points" << times << "\n" << std::flush;
+    return;
+  }
   constexpr int kWidth = 30;
   const int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
   std::cerr << "\rsweep [" << std::string(filled, '#') << std::string(kWidth - filled, '.')
-            << "] " << done << "/" << total << " points" << (done == total ? "\n" : "")
-            << std::flush;
+            << "] " << done << "/" << total << " points" << times << "\033[K"
+            << (done == total ? "\n" : "") << std::flush;
 }
 
 }  // namespace
@@ -40,6 +57,17 @@ int RunSweepCommand(const std::vector<std::string>& args) {
     return 0;
   }
   const cli::SweepOptions o = cli::ReadSweepOptions(vm);
+  if (!o.merge.empty()) {
+    std::vector<std::string> texts;
+    for (const std::string& f : o.merge) texts.push_back(ReadTextFile(f));
+    std::string header;
+    std::string csv;
+    for (const std::string& row : MergeShardCsvs(texts, o.merge, &header)) csv += row + "\n";
+    csv = header + "\n" + csv;
+    if (!o.csv_file.empty()) WriteTextFileAtomically(o.csv_file, csv);
+    else std::cout << csv;
+    return 0;
+  }
   std::vector<Variation> variations;
   std::vector<std::string> columns;
   // A shard's rows lead with their point's index: the shards' CSVs merge by sorting on it.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/sweep-slurm.sh --local: three array tasks' shards of a 4-point sweep merge into the
-# rows one `pipetwin sweep` writes (less the leading point column), in point order; a non-empty
+# table one `pipetwin sweep` writes (`pipetwin sweep --merge`), in point order; a non-empty
 # --out and a --shard among the sweep's arguments are refused with exit 2.
 #   sweep_slurm_test.sh BUILD_DIR
 set -euo pipefail
@@ -12,9 +12,9 @@ scenario=$source_dir/scenarios/sim-gpt3-64.json
 vary=(--vary training.microbatches=8,16 --vary schedule=gpipe,flush)
 "$PIPETWIN_BUILD_DIR/bin/pipetwin" sweep "$scenario" "${vary[@]}" --quiet > "$dir/whole.csv"
 "$source_dir/scripts/sweep-slurm.sh" --tasks 3 --out "$dir/out" --local -- "$scenario" "${vary[@]}"
-cut -d, -f1 "$dir/out/sweep.csv" | tr '\n' ' ' | grep -qx 'point 0 1 2 3 ' ||
-  { echo "rows not in point order:"; cut -d, -f1 "$dir/out/sweep.csv"; exit 1; }
-cut -d, -f2- "$dir/out/sweep.csv" | diff "$dir/whole.csv" - || { echo "merged shards differ"; exit 1; }
+diff "$dir/whole.csv" "$dir/out/sweep.csv" || { echo "merged shards differ"; exit 1; }
+cut -d, -f1 "$dir/out/shard-1.csv" | tr '\n' ' ' | grep -qx 'point 1 ' ||
+  { echo "shard 1 of 3 should hold point 1 alone:"; cat "$dir/out/shard-1.csv"; exit 1; }
 [[ $(ls "$dir/out"/shard-*.csv | wc -l) -eq 3 ]]
 rc=0; "$source_dir/scripts/sweep-slurm.sh" --tasks 2 --out "$dir/out" --local -- "$scenario" \
   "${vary[@]}" 2>/dev/null || rc=$?

@@ -185,6 +185,46 @@ TEST(SimCli, CsvIsAHeaderAndOneRow) {
   EXPECT_EQ(std::count(header.begin(), header.end(), ','), std::count(row.begin(), row.end(), ','));
 }
 
+// A misspelled --vary path is said before any point runs, naming it; progress lines (stderr is
+// not a terminal here) say how long so far and about how long is left; shards' CSVs merge into
+// the whole sweep's table, and a shard missing or given twice is named.
+TEST(SimCli, SweepChecksPathsFirstShowsTimeAndMergesShards) {
+  const std::string scenario = SmallScenarioFile();
+  auto r = RunPipetwin("sweep " + scenario + " --vary training.microbatchs=2,4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--vary training.microbatchs: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown key"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("points"), std::string::npos) << "nothing ran: " << r.err;
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string vary = " --vary schedule=gpipe,flush --vary training.microbatches=2,4,8";
+  r = RunPipetwin("sweep " + scenario + vary + " --csv " + dir + "/whole.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("sweep: 1/6 points, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" s so far, about "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sweep: 6/6 points in "), std::string::npos) << r.err;
+  for (int i = 0; i < 4; ++i) {
+    r = RunPipetwin("sweep " + scenario + vary + " -q --shard " + std::to_string(i) + "/4 --csv " +
+                    dir + "/shard" + std::to_string(i) + ".csv");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_EQ(Slurp(dir + "/shard3.csv").substr(0, 6), "point,");
+  const std::string shards = dir + "/shard2.csv " + dir + "/shard0.csv " + dir + "/shard3.csv ";
+  r = RunPipetwin("sweep --merge " + shards + dir + "/shard1.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, Slurp(dir + "/whole.csv"));
+  r = RunPipetwin("sweep --merge " + shards);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("point 1 is in none of the 3 shards"), std::string::npos) << r.err;
+  r = RunPipetwin("sweep --merge " + shards + dir + "/shard0.csv");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("shard0.csv: line 2: point 0 is in another shard too"), std::string::npos)
+      << r.err;
+  r = RunPipetwin("sweep --merge " + dir + "/whole.csv");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("whole.csv: line 1: expected the header of a `pipetwin sweep --shard`"),
+            std::string::npos) << r.err;
+}
+
 TEST(SimCli, SweepWritesOneRowPerPointInOrder) {
   const std::string csv = testing::TemporaryDirectory() + "/sweep.csv";
   auto r = RunPipetwin("sweep " + SmallScenarioFile() +

@@ -12,7 +12,8 @@
 namespace pipetwin::cli {
 
 inline const char* SweepUsage() {
-  return "SCENARIO --vary PATH=V1,V2,... [--vary ...] [--csv F] [--json] [--jobs N]";
+  return "SCENARIO --vary PATH=V1,V2,... [--vary ...] [--csv F] [--json] [--jobs N] [--shard I/N]\n"
+         "       pipetwin sweep --merge SHARD.csv... [--csv F]";
 }
 inline const char* SweepDescription() {
   return "Simulate the cartesian product of scenario variations, one process per point, as many at\n"
@@ -37,6 +38,10 @@ inline po::options_description SweepOptionsDescription() {
        "machines' share, each row led by its point's index so the shards' CSVs merge by sorting "
        "(scripts/sweep-slurm.sh); slurm: I and N from a Slurm job array's "
        "SLURM_ARRAY_TASK_ID, _MIN and _COUNT")
+      ("merge", po::value<std::vector<std::string>>()->multitoken(),
+       "SHARD.csv ...: join the CSVs of a sweep's shards into the table the whole sweep writes "
+       "(rows in point order, the point column taken off); checks that each point is in "
+       "exactly one")
       ("quiet,q", "no progress bar");
   return desc;
 }
@@ -56,6 +61,7 @@ struct SweepOptions {
   bool json = false, quiet = false;
   int jobs = 0;                         // 0: one per core
   int shard = 0, shards = 0;            // --shard I/N (shards 0: every point, no index column)
+  std::vector<std::string> merge;       // --merge: the shards' CSVs (then nothing is simulated)
 };
 
 // "I/N", or "slurm" with the job array's variables from `env` (getenv by default).
@@ -101,6 +107,20 @@ inline void ParseShard(const std::string& text, SweepOptions& o,
 
 inline SweepOptions ReadSweepOptions(const po::variables_map& vm) {
   SweepOptions o;
+  if (vm.count("merge")) {
+    o.merge = vm["merge"].as<std::vector<std::string>>();
+    if (vm.count("scenario")) {
+      const auto more = vm["scenario"].as<std::vector<std::string>>();
+      o.merge.insert(o.merge.end(), more.begin(), more.end());
+    }
+    for (const char* other : {"vary", "shard", "json"})
+      if (vm.count(other))
+        throw InputError(std::string("pipetwin sweep: --merge joins shards' CSVs; --") + other +
+                         " belongs to the sweep that wrote them");
+    if (vm.count("csv")) o.csv_file = vm["csv"].as<std::string>();
+    if (!o.csv_file.empty()) CheckOutputPath(o.csv_file, "--csv", vm.count("force") > 0, o.merge);
+    return o;
+  }
   if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1)
     throw InputError("pipetwin sweep: expected one scenario file");
   o.scenario = vm["scenario"].as<std::vector<std::string>>()[0];

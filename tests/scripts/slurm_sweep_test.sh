@@ -17,8 +17,10 @@ done
 dir=$(mktemp -d)
 chmod 755 "$dir"
 export SLURM_CONF=$dir/slurm.conf
+started_munge=0
 cleanup() {
   scontrol shutdown >/dev/null 2>&1 || true
+  ((started_munge)) && pkill -x munged 2>/dev/null
   for pid in "$dir"/*.pid; do [[ -f $pid ]] && kill "$(cat "$pid")" 2>/dev/null || true; done
   sleep 1
   rm -rf "$dir"
@@ -27,6 +29,7 @@ trap cleanup EXIT
 if ! munge -n >/dev/null 2>&1; then
   mkdir -p /run/munge && chown munge:munge /run/munge 2>/dev/null || true
   munged --force 2>/dev/null || { echo "skipped: munged does not start"; exit 77; }
+  started_munge=1
 fi
 node=$(hostname -s)
 port=$((20000 + RANDOM % 20000))

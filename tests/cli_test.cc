@@ -157,3 +157,43 @@ TEST(Cli, SweepShardIsIOfNOrTheJobArraysTask) {
 
 }  // namespace
 }  // namespace pipetwin
+
+namespace pipetwin {
+namespace {
+
+// What a newcomer reads: options the project uses internally are not in --help (but still
+// parsed); every generator is listed and takes its own options; the scenario's key names work
+// on the command line too.
+TEST(Cli, HelpShowsUsersOptionsAndEveryGeneratorTakesItsScenarioNames) {
+  auto r = RunPipetwin("run --help");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.find("dump-weights"), std::string::npos) << r.out;
+  r = RunPipetwin("profile --help");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.find("load-cpu"), std::string::npos) << r.out;
+  r = RunPipetwin("run --dump-weights");  // parsed: it wants its value
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.find("unrecognised option"), std::string::npos) << r.err;
+  r = RunPipetwin("workload --help");
+  EXPECT_NE(r.out.find("pipetwin workload mlp [--layers N --input I --width W"), std::string::npos)
+      << r.out;
+  r = RunPipetwin("workload mlp --layers 3 --input 32 --width 64 --classes 10 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json mlp = nlohmann::json::parse(r.out);
+  EXPECT_EQ(mlp["layer_count"], 3);
+  EXPECT_EQ(mlp["parameters"], 32 * 64 + 64 + 64 * 64 + 64 + 64 * 10 + 10);
+  const auto seq = RunPipetwin("workload gpt --layers 2 --seq 512 --vocab 1000 --json");
+  const auto sequence =
+      RunPipetwin("workload gpt --layers 2 --sequence 512 --vocabulary 1000 --json");
+  ASSERT_EQ(seq.exit_code, 0) << seq.err;
+  EXPECT_EQ(seq.out, sequence.out);
+  r = RunPipetwin("workload gpt --seq 512 --sequence 1024");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pipetwin workload gpt: --seq and --sequence name the same setting: give one\n");
+  r = RunPipetwin("workload vgg16 --input 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pipetwin workload vgg16: --input applies to mlp only\n");
+}
+
+}  // namespace
+}  // namespace pipetwin

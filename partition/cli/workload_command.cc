@@ -1,4 +1,4 @@
-// `pipetwin workload show FILE` and `pipetwin workload gpt|bert|vgg16|resnet50 [settings]`.
+// `pipetwin workload show FILE` and `pipetwin workload gpt|bert|vgg16|resnet50|mlp [settings]`.
 #include <cstdio>
 #include <iomanip>
 #include <map>
@@ -23,12 +23,16 @@ const char* kUsage =
     "       pipetwin workload gpt|bert [--layers N --hidden H --heads A --seq S --vocab V]\n"
     "                                  [--batch B --dtype-bytes D --device NAME] [--json]\n"
     "       pipetwin workload vgg16|resnet50 [--image-size N --batch B --classes C --width W]\n"
+    "                                  [--device NAME] [--json] [--output FILE]\n"
+    "       pipetwin workload mlp [--layers N --input I --width W --classes C --batch B]\n"
     "                                  [--device NAME] [--json] [--output FILE]";
 
 const char* kDescription =
     "Show a workload file (pipetwin JSON or PipeDream graph.txt) as a per-layer table with\n"
     "totals, or generate an analytic workload. --json prints the workload file itself (with\n"
-    "totals beside the layers) so that it can be saved and given to the planners.";
+    "totals beside the layers) so that it can be saved and given to the planners. The options\n"
+    "are the generator's keys in a scenario file (scenarios/README.md), '_' written '-';\n"
+    "--sequence, --vocabulary and --microbatch are accepted for --seq, --vocab and --batch.";
 
 std::string HumanBytes(double bytes) {
   std::ostringstream out;
@@ -84,7 +88,7 @@ std::string OptionOf(const std::string& key) {
       {"layers", "--layers"},   {"hidden", "--hidden"},         {"heads", "--heads"},
       {"sequence", "--seq"},    {"vocabulary", "--vocab"},      {"microbatch", "--batch"},
       {"batch", "--batch"},     {"image_size", "--image-size"}, {"classes", "--classes"},
-      {"width", "--width"},     {"dtype_bytes", "--dtype-bytes"}};
+      {"width", "--width"},     {"dtype_bytes", "--dtype-bytes"},     {"input", "--input"}};
   const auto it = options.find(key);
   return it == options.end() ? key : it->second;
 }
@@ -99,30 +103,74 @@ std::string AsOptionError(const InputError& e, const std::string& generator) {
          text;
 }
 
+// A command-line option of the generators: its names (the short one, and the scenario key's
+// where that differs), the spec key it sets and the generators it applies to.
+struct GeneratorOption {
+  const char* option;
+  const char* alias;  // nullptr: none
+  const char* key;
+  std::vector<std::string> generators;
+};
+
+const std::vector<GeneratorOption>& GeneratorOptions() {
+  static const std::vector<GeneratorOption> options = {
+      {"layers", nullptr, "layers", {"gpt", "bert", "mlp"}},
+      {"hidden", nullptr, "hidden", {"gpt", "bert"}},
+      {"heads", nullptr, "heads", {"gpt", "bert"}},
+      {"seq", "sequence", "sequence", {"gpt", "bert"}},
+      {"vocab", "vocabulary", "vocabulary", {"gpt", "bert"}},
+      {"input", nullptr, "input", {"mlp"}},
+      {"image-size", nullptr, "image_size", {"vgg16", "resnet50"}},
+      {"classes", nullptr, "classes", {"vgg16", "resnet50", "mlp"}},
+      {"width", nullptr, "width", {"vgg16", "resnet50", "mlp"}},
+      {"batch", "microbatch", "batch", {"gpt", "bert", "vgg16", "resnet50", "mlp"}},
+      {"dtype-bytes", nullptr, "dtype_bytes", {"gpt", "bert", "vgg16", "resnet50", "mlp"}}};
+  return options;
+}
+
+std::string Join(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
+  return out;
+}
+
 // Builds the generator spec (the scenario schema) from the command line.
 nlohmann::json GeneratorSpec(const std::string& generator, const po::variables_map& vm) {
   nlohmann::json spec = {{"generator", generator}};
   const bool transformer = generator == "gpt" || generator == "bert";
-  const std::pair<const char*, const char*> transformer_keys[] = {
-      {"layers", "layers"}, {"hidden", "hidden"}, {"heads", "heads"},
-      {"seq", "sequence"},  {"vocab", "vocabulary"}};
-  const std::pair<const char*, const char*> cnn_keys[] = {
-      {"image-size", "image_size"}, {"classes", "classes"}};
-  for (const auto& [option, key] : transformer_keys)
-    if (vm.count(option)) {
-      if (!transformer) throw InputError("pipetwin workload " + generator + ": --" + option +
-                                         " applies to gpt and bert only");
-      spec[key] = vm[option].as<long>();
+  for (const GeneratorOption& o : GeneratorOptions()) {
+    const bool named = vm.count(o.option) > 0, aliased = o.alias && vm.count(o.alias) > 0;
+    if (!named && !aliased) continue;
+    const std::string given = std::string("--") + (named ? o.option : o.alias);
+    if (named && aliased)
+      throw InputError("pipetwin workload " + generator + ": --" + o.option + " and --" +
+                       o.alias + " name the same setting: give one");
+    bool applies = false;
+    for (const std::string& g : o.generators) applies = applies || g == generator;
+    if (!applies)
+      throw InputError("pipetwin workload " + generator + ": " + given + " applies to " +
+                       Join(o.generators) + " only");
+    const po::variable_value& v = vm[named ? o.option : o.alias];
+    std::string key = o.key;
+    if (key == "batch" && transformer) key = "microbatch";
+    // Values are read as text and given to the spec as JSON numbers, so the generator's own
+    // rules (integer, range) judge them as they judge a scenario file's.
+    const std::string text = v.as<std::string>();
+    try {
+      size_t used = 0;
+      const double number = std::stod(text, &used);
+      if (used != text.size()) throw std::invalid_argument(text);
+      if (number == static_cast<double>(static_cast<long long>(number)) &&
+          text.find_first_of(".eE") == std::string::npos)
+        spec[key] = static_cast<long long>(number);
+      else
+        spec[key] = number;
+    } catch (const std::logic_error&) {
+      throw InputError("pipetwin workload " + generator + ": " + given +
+                       ": expected a number, got \"" + text + "\"");
     }
-  for (const auto& [option, key] : cnn_keys)
-    if (vm.count(option) && !transformer) spec[key] = vm[option].as<long>();
-  if (vm.count("batch")) spec[transformer ? "microbatch" : "batch"] = vm["batch"].as<long>();
-  for (const char* option : {"image-size", "classes", "width"})
-    if (vm.count(option) && transformer)
-      throw InputError("pipetwin workload " + generator + ": --" + option +
-                       " applies to vgg16 and resnet50 only");
-  if (vm.count("width")) spec["width"] = vm["width"].as<double>();
-  if (vm.count("dtype-bytes")) spec["dtype_bytes"] = vm["dtype-bytes"].as<double>();
+  }
   return spec;
 }
 
@@ -134,16 +182,21 @@ int RunWorkloadCommand(const Args& args) {
       ("json", "print the workload as JSON (the workload file schema, with totals)")
       ("output", po::value<std::string>(), "also write the workload JSON to FILE")
       ("force", "replace an existing --output file (never the workload shown)")
-      ("layers", po::value<long>(), "transformer blocks")
-      ("hidden", po::value<long>(), "hidden size")
-      ("heads", po::value<long>(), "attention heads")
-      ("seq", po::value<long>(), "sequence length")
-      ("vocab", po::value<long>(), "vocabulary size")
-      ("batch", po::value<long>(), "samples per micro-batch (the times' reference batch)")
-      ("dtype-bytes", po::value<double>(), "bytes per element (2 for fp16/bf16, 4 for fp32)")
-      ("image-size", po::value<long>(), "square input image size (CNNs)")
-      ("classes", po::value<long>(), "output classes (CNNs)")
-      ("width", po::value<double>(), "channel multiplier (CNNs)")
+      ("layers", po::value<std::string>(), "transformer blocks (gpt, bert), layers (mlp)")
+      ("hidden", po::value<std::string>(), "hidden size")
+      ("heads", po::value<std::string>(), "attention heads")
+      ("seq", po::value<std::string>(), "sequence length (also --sequence)")
+      ("sequence", po::value<std::string>(), "the same as --seq")
+      ("vocab", po::value<std::string>(), "vocabulary size (also --vocabulary)")
+      ("vocabulary", po::value<std::string>(), "the same as --vocab")
+      ("input", po::value<std::string>(), "input features (mlp)")
+      ("batch", po::value<std::string>(),
+       "samples per micro-batch, the times' reference batch (also --microbatch)")
+      ("microbatch", po::value<std::string>(), "the same as --batch")
+      ("dtype-bytes", po::value<std::string>(), "bytes per element (2 for fp16/bf16, 4 for fp32)")
+      ("image-size", po::value<std::string>(), "square input image size (CNNs)")
+      ("classes", po::value<std::string>(), "output classes (CNNs, mlp)")
+      ("width", po::value<std::string>(), "channel multiplier (CNNs), hidden width (mlp)")
       ("device", po::value<std::string>()->default_value("cluster-a"),
        "time layers on the device of this cluster preset (cluster-a, dgx-a100, dgx-h100, ...)");
   po::options_description all = desc;
@@ -159,7 +212,7 @@ int RunWorkloadCommand(const Args& args) {
       vm.count("words") ? vm["words"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (words.empty())
     throw InputError("pipetwin workload: expected `show FILE` or a generator name (gpt, bert, "
-                     "vgg16, resnet50)");
+                     "vgg16, resnet50, mlp)");
   const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
   if (!out.empty())
     CheckOutputPath(out, "--output", vm.count("force") > 0,
@@ -176,7 +229,7 @@ int RunWorkloadCommand(const Args& args) {
     for (const auto& g : GeneratorNames()) known = known || g == words[0];
     if (!known)
       throw InputError("pipetwin workload: unknown generator or action '" + words[0] +
-                       "' (expected show, gpt, bert, vgg16 or resnet50)");
+                       "' (expected show, gpt, bert, vgg16, resnet50 or mlp)");
     if (words.size() != 1)
       throw InputError("pipetwin workload: unexpected argument '" + words[1] + "'");
     nlohmann::json spec = GeneratorSpec(words[0], vm);

@@ -47,8 +47,7 @@ inline po::options_description ProfileOptionsDescription() {
       ("concurrent", po::value<int>()->default_value(1),
        "time the layers while N-1 other processes compute the same layers on this machine's "
        "cores, as N pipeline workers sharing it do (N > cores: time-shared, the layers timed "
-       "by their thread's CPU time; at most 4 per core)")
-      ("load-cpu", po::value<int>(), "(internal) be one of those load processes, on this core");
+       "by their thread's CPU time; at most 4 per core)");
   return desc;
 }
 
@@ -59,8 +58,10 @@ inline po::positional_options_description ProfilePositional() {
 }
 
 inline po::variables_map ParseProfileWords(const Args& args) {
-  return ParseCommandLine("profile", WithPositional(ProfileOptionsDescription(), "workload"),
-                          ProfilePositional(), args);
+  po::options_description parsed = WithPositional(ProfileOptionsDescription(), "workload");
+  // How --concurrent starts its load processes (one per core), parsed but not in --help.
+  parsed.add_options()("load-cpu", po::value<int>(), "");
+  return ParseCommandLine("profile", parsed, ProfilePositional(), args);
 }
 
 struct ProfileOptions {

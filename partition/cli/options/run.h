@@ -57,7 +57,6 @@ inline po::options_description RunOptionsDescription() {
        "seconds a worker waits for a peer (25: a lost or hung worker ends the run within 30 s)")
       ("verbose", "also print the communication library's own messages (c10d, Gloo), which "
        "are otherwise folded into pipetwin's one line")
-      ("dump-weights", po::value<std::string>(), "write every weight version to DIR (tests)")
       ("check", "only check that the executor can run the scenario (exit 0) or say why not (2)")
       ("rank-prefix", po::value<std::string>(),
        "start each worker as PREFIX WORDS... pipetwin-exec run ... (words separated by spaces; "
@@ -73,8 +72,10 @@ inline po::positional_options_description RunPositional() {
 }
 
 inline po::variables_map ParseRunWords(const Args& args) {
-  return ParseCommandLine("run", WithPositional(RunOptionsDescription(), "scenario"),
-                          RunPositional(), args);
+  po::options_description parsed = WithPositional(RunOptionsDescription(), "scenario");
+  // The tests' own option, parsed but not in --help.
+  parsed.add_options()("dump-weights", po::value<std::string>(), "");
+  return ParseCommandLine("run", parsed, RunPositional(), args);
 }
 
 // What a run was asked to do.

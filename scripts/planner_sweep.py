@@ -101,7 +101,8 @@ def main():
                     json.dump({k: v for k, v in plan.items()
                                if k not in ("scenario", "data_parallel_samples_per_s",
                                             "data_parallel_fits", "speedup_over_data_parallel",
-                                            "noam", "w", "d", "b", "m")}, f)
+                                            "noam", "pipeline_depth", "data_parallel",
+                                            "tensor_parallel", "global_batch_size")}, f)
                 report, why = run([pipetwin, "simulate", path, "--json"])
                 if report:
                     row["simulated"] = round(report["samples_per_s"], 2)

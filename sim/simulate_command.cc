@@ -97,7 +97,7 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   if (o.json) {
     std::cout << JsonText(ReportToJson(report, options.record_memory_timeline), 1) << "\n";
   } else if (o.csv) {
-    std::cout << ReportCsvHeader({}) << ReportCsvRow(report, {});
+    std::cout << ReportCsvHeader({}) << ReportCsvRow(report, {}, {});
   } else {
     std::cout << ReportToText(report);
   }

@@ -102,12 +102,12 @@ int RunSweepCommand(const std::vector<std::string>& args) {
     nlohmann::json entry = {{"point", point}};
     if (sharded) entry["index"] = r.point;
     if (r.ok) {
-      csv += ReportCsvRow(r.report, labels);
+      csv += ReportCsvRow(r.report, columns, labels);
       entry["report"] = ReportToJson(r.report, false);
       json.push_back(entry);
       continue;
     }
-    csv += ReportCsvErrorRow(labels, r.error);
+    csv += ReportCsvErrorRow(columns, labels, r.error);
     entry["error"] = r.error;
     json.push_back(entry);
     std::string where;

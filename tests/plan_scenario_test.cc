@@ -24,13 +24,20 @@ TEST(PlanScenario, DefaultScenarioPlansWith2BWAndBeatsDataParallelism) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["planner"], "2bw");
   EXPECT_EQ(j["schedule"], "2bw");
-  for (const char* key : {"w", "d", "b", "m", "recompute", "predicted_samples_per_s",
-                          "memory_bytes_per_device", "speedup_over_data_parallel"})
+  for (const char* key : {"schema_version", "pipeline_depth", "data_parallel", "tensor_parallel",
+                          "microbatch_size", "microbatches_per_update", "global_batch_size",
+                          "recompute", "predicted_samples_per_s", "memory_bytes_per_device",
+                          "speedup_over_data_parallel"})
     EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"w", "d", "b", "m"}) EXPECT_FALSE(j.contains(key)) << key;
+  EXPECT_EQ(j["global_batch_size"].get<int>(), j["data_parallel"].get<int>() *
+                                                   j["microbatch_size"].get<int>() *
+                                                   j["microbatches_per_update"].get<int>());
   EXPECT_GT(j["predicted_samples_per_s"].get<double>(), 0);
   // Data parallelism does not fit this model; 2BW pipelines it.
   EXPECT_FALSE(j["data_parallel_fits"].get<bool>());
-  EXPECT_GE(j["d"].get<int>(), 2);
+  EXPECT_GE(j["pipeline_depth"].get<int>(), 2);
+  EXPECT_EQ(j["pipeline_depth"].get<int>(), static_cast<int>(j["stages"].size()));
   int covered = 0;
   for (const auto& s : j["stages"]) covered += s["last_layer"].get<int>() - s["first_layer"].get<int>() + 1;
   EXPECT_EQ(covered, 26);  // embedding, 24 blocks, head

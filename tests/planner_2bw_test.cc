@@ -147,7 +147,7 @@ TEST(Planner2BWTest, HandWorkedTwoLayerPlan) {
   const auto& ranked = p.details["ranked"];
   ASSERT_EQ(ranked.size(), 3u);
   EXPECT_NEAR(ranked[1]["samples_per_s"].get<double>(), 1e3 / 3.1, 1e-9);
-  EXPECT_EQ(ranked[1]["d"].get<int>(), 2);
+  EXPECT_EQ(ranked[1]["pipeline_depth"].get<int>(), 2);
   EXPECT_NEAR(ranked[2]["samples_per_s"].get<double>(), 1e3 / 6, 1e-9);
 
   c.levels[0].bandwidth_gbps = 10;
@@ -298,7 +298,8 @@ TEST(Planner2BWTest, PlanShapeAndDetailsAreConsistent) {
   s.memory_bytes_per_device = 8e7;
   s.max_global_batch_size = 64;
   const Plan p = Plan2BW(w, SmallCluster(), s);
-  const int d = p.details["d"], width = p.details["w"], m = p.details["m"];
+  const int d = p.details["pipeline_depth"], width = p.details["data_parallel"],
+            m = p.details["microbatches"];
   ASSERT_EQ(p.StageCount(), d);
   for (int st = 0, next = 0; st < d; ++st) {
     EXPECT_EQ(p.stages[st].first_layer, next);
@@ -372,11 +373,11 @@ TEST(Planner2BWTest, APlanNamesTheContentionItChargesOnlyOnAverage) {
   const Workload w = Gpt38B(&s);
   const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
   const Plan shared = Plan2BW(w, cluster, s);
-  ASSERT_TRUE(shared.details.contains("caveat")) << shared.details["d"];
+  ASSERT_TRUE(shared.details.contains("caveat")) << shared.details["pipeline_depth"];
   EXPECT_NE(shared.details["caveat"].get<std::string>().find("uplinks"), std::string::npos);
   s.max_global_batch_size = 2048;
   const Plan apart = Plan2BW(w, cluster, s);
-  EXPECT_EQ(apart.details["d"].get<int>(), 8);
+  EXPECT_EQ(apart.details["pipeline_depth"].get<int>(), 8);
   EXPECT_FALSE(apart.details.contains("caveat"));
 }
 

@@ -121,8 +121,13 @@ int RunPlanOnScenario(const po::variables_map& vm) {
         dp.predicted_samples_per_s > 0 ? plan.predicted_samples_per_s / dp.predicted_samples_per_s
                                        : 0.0;
     if (plan.details.contains("noam")) j["noam"] = plan.details["noam"];
-    for (const char* key : {"w", "d", "b", "m"})
-      if (plan.details.contains(key)) j[key] = plan.details[key];
+    // The plan's shape under the names Megatron-LM's users read (docs/output-schema.md):
+    // pipeline positions, replicas of the input stage, each worker's tensor-parallel group.
+    j["pipeline_depth"] = plan.StageCount() / ChunksPerWorker(plan.schedule, s.training);
+    j["data_parallel"] = plan.stages.empty() ? 0 : plan.stages[0].replicas;
+    j["tensor_parallel"] = s.workload.tensor_parallel;
+    j["global_batch_size"] =
+        j["data_parallel"].get<int>() * plan.microbatch_size * plan.microbatches_per_update;
     std::cout << JsonText(j, 2) << "\n";
   } else {
     PrintTable(std::cout, s, plan, dp);

@@ -2,6 +2,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/schema_version.h"
 #include "partition/model/workload.h"
 
 namespace pipetwin {
@@ -22,7 +23,8 @@ nlohmann::json PlanToJson(const Plan& p) {
                       {"compute_ms", s.compute_ms},
                       {"communication_ms", s.communication_ms},
                       {"memory_bytes", s.memory_bytes}});
-  nlohmann::json j = {{"planner", p.planner},
+  nlohmann::json j = {{"schema_version", kSchemaVersion},
+          {"planner", p.planner},
           {"schedule", ScheduleKindName(p.schedule)},
           {"stages", stages},
           {"microbatch_size", p.microbatch_size},
@@ -39,6 +41,7 @@ nlohmann::json PlanToJson(const Plan& p) {
 
 Plan PlanFromJson(const nlohmann::json& doc, const std::string& file, const std::string& path) {
   JsonReader root(doc, file, path);
+  CheckSchemaVersion(root);
   Plan p;
   p.planner = root.OptionalString("planner", p.planner);
   p.schedule_stated = root.Has("schedule");

@@ -50,7 +50,8 @@ struct Plan {
   double predicted_samples_per_s = 0;
   double predicted_time_per_sample_s = 0;
   std::vector<double> memory_bytes_per_device;
-  // Planner-specific fields (NOAM; w, d, b; the compat optimizer's outputs; the cost breakdown).
+  // Planner-specific fields (NOAM; data_parallel, pipeline_depth; the compat optimizer's
+  // outputs; the cost breakdown).
   nlohmann::json details = nlohmann::json::object();
 
   int StageCount() const { return static_cast<int>(stages.size()); }

@@ -257,10 +257,10 @@ Plan PlanBaseline(BaselineKind kind, const Workload& workload, const Cluster& cl
   plan.predicted_time_per_sample_s = 1 / p.samples_per_s;
   plan.memory_bytes_per_device = DeviceMemory(p.stages, model.DeviceCount());
   plan.details = {{"model", Formula(p.schedule, p.depth)},
-                  {"w", p.width},
-                  {"d", p.depth},
-                  {"b", p.microbatch_size},
-                  {"m", p.microbatches},
+                  {"data_parallel", p.width},
+                  {"pipeline_depth", p.depth},
+                  {"microbatch_size", p.microbatch_size},
+                  {"microbatches", p.microbatches},
                   {"recompute", p.recompute},
                   {"global_batch_size", p.width * p.microbatch_size * p.microbatches},
                   {"time_per_update_ms", p.time_per_update_ms},

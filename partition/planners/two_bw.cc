@@ -398,10 +398,10 @@ nlohmann::json RankedTable(const std::vector<TwoBWConfiguration>& ranked) {
     nlohmann::json split = nlohmann::json::array();
     for (const StageRange& r : c.stages) split.push_back({r.first_layer, r.last_layer});
     out.push_back({{"rank", i + 1},
-                   {"w", c.width},
-                   {"d", c.depth},
-                   {"b", c.microbatch_size},
-                   {"m", c.microbatches},
+                   {"data_parallel", c.width},
+                   {"pipeline_depth", c.depth},
+                   {"microbatch_size", c.microbatch_size},
+                   {"microbatches", c.microbatches},
                    {"recompute", c.recompute},
                    {"samples_per_s", c.samples_per_s},
                    {"time_per_microbatch_ms", c.time_per_microbatch_ms},
@@ -494,10 +494,10 @@ Plan Plan2BW(const Workload& workload, const Cluster& cluster, const PlannerSett
                 "them) / (e - s + 1); per update T = m t, at least A, every stage's all-reduce "
                 "at once, with each link's transfers sharing it with the rings while they run "
                 "after the update (processor sharing); samples/s = w b m / T"},
-      {"w", w},
-      {"d", d},
-      {"b", b},
-      {"m", m},
+      {"data_parallel", w},
+      {"pipeline_depth", d},
+      {"microbatch_size", b},
+      {"microbatches", m},
       {"recompute", best.recompute},
       {"global_batch_size", w * b * m},
       {"time_per_microbatch_ms", slowest_ms},

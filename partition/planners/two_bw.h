@@ -26,7 +26,7 @@
 // or with recomputation n stage inputs plus one full stash. Over the capacity: rejected.
 //
 //   Plan p = Plan2BW(workload, ClusterPreset("p3.16xlarge", 8), PlannerSettings{});
-//   p.details["ranked"][0];   // {"w": 5, "d": 12, "b": 2, ...} the best configuration
+//   p.details["ranked"][0];   // {"data_parallel": 5, "pipeline_depth": 12, ...} the best
 #pragma once
 
 #include <vector>

@@ -1,12 +1,14 @@
 #include "partition/report/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <sstream>
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/schema_version.h"
 
 namespace pipetwin {
 
@@ -109,7 +111,12 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                              {"tensor_parallel_bytes", c.tensor_parallel_bytes},
                              {"bytes", c.Bytes()},
                              {"messages", c.messages}});
-  nlohmann::json out = {{"source", r.source},
+  // The batch stated three ways (README, "Batch sizes"): samples per micro-batch, micro-batches
+  // per update on each replica of the input stage, and samples per update over all replicas.
+  int input_replicas = 0;
+  for (const WorkerReport& w : r.workers) input_replicas += w.stage == 0;
+  nlohmann::json out = {{"schema_version", kSchemaVersion},
+          {"source", r.source},
           {"scenario", r.scenario},
           {"schedule", r.schedule},
           {"recompute", r.recompute},
@@ -122,6 +129,9 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
           {"worker_count", r.worker_count},
           {"microbatch_size", r.microbatch_size},
           {"microbatches_per_iteration", r.microbatches_per_iteration},
+          {"microbatches_per_replica",
+           input_replicas > 0 ? r.microbatches_per_iteration / input_replicas : 0},
+          {"global_batch_size", std::llround(r.samples_per_iteration)},
           {"iterations", r.iterations},
           {"samples_per_iteration", r.samples_per_iteration},
           {"samples_per_s", r.samples_per_s},
@@ -218,6 +228,10 @@ CommunicationLevel CommunicationFromJson(JsonReader c) {
 
 Report ReportFromJson(const nlohmann::json& doc, const std::string& file) {
   JsonReader root(doc, file);
+  CheckSchemaVersion(root);
+  // Derived from the fields read below (ReportToJson).
+  root.Accept("microbatches_per_replica");
+  root.Accept("global_batch_size");
   Report r;
   r.source = root.Choice("source", {"simulator", "executor"});
   r.scenario = Text(root, "scenario");

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partition/util/schema_version.h"
 #include "tests/sim/sim_test_support.h"
 #include "tests/test_support.h"
 
@@ -181,7 +182,8 @@ TEST(SimCli, CsvIsAHeaderAndOneRow) {
   std::getline(in, header);
   std::getline(in, row);
   EXPECT_EQ(Lines(r.out), 2);
-  EXPECT_EQ(header.rfind("scenario,schedule,planner,", 0), 0u) << header;
+  EXPECT_EQ(header.rfind("schema_version,scenario,schedule,planner,", 0), 0u) << header;
+  EXPECT_EQ(row.rfind(std::to_string(kSchemaVersion) + ",", 0), 0u) << row;
   EXPECT_EQ(std::count(header.begin(), header.end(), ','), std::count(row.begin(), row.end(), ','));
 }
 
@@ -237,8 +239,10 @@ TEST(SimCli, SweepWritesOneRowPerPointInOrder) {
   std::vector<std::string> rows;
   while (std::getline(in, line)) rows.push_back(line);
   ASSERT_EQ(rows.size(), 5u);
-  EXPECT_EQ(rows[0].rfind("schedule,cluster.levels[1].bandwidth_gbps,scenario,", 0), 0u);
-  EXPECT_EQ(rows[1].rfind("gpipe,1,", 0), 0u);
+  // The varied schedule is the report's schedule: one column, not two.
+  EXPECT_EQ(rows[0].rfind("schedule,cluster.levels[1].bandwidth_gbps,schema_version,scenario,"
+                          "planner,", 0), 0u) << rows[0];
+  EXPECT_EQ(rows[1].rfind("gpipe,1," + std::to_string(kSchemaVersion) + ",", 0), 0u) << rows[1];
   EXPECT_EQ(rows[2].rfind("gpipe,100,", 0), 0u);
   EXPECT_EQ(rows[3].rfind("flush,1,", 0), 0u);
   EXPECT_EQ(rows[4].rfind("flush,100,", 0), 0u);

@@ -15,6 +15,7 @@
 #include "sim/sweep.h"
 #include "tests/sim/sim_test_support.h"
 #include "partition/report/csv.h"
+#include "partition/util/schema_version.h"
 #include "partition/schedule/check.h"
 #include "partition/util/format.h"
 
@@ -55,9 +56,28 @@ TEST(SimReport, JsonRoundTripAndCsvQuoting) {
   EXPECT_EQ(ReportToJson(back), ReportToJson(r));
   EXPECT_EQ(back.devices[0].timeline[1].bytes.activations, 6);
   EXPECT_EQ(CsvField(r.scenario), "\"a, \"\"quoted\"\" name\"");
-  const std::string header = ReportCsvHeader({"x"}), row = ReportCsvRow(r, {"1"});
-  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 18);
-  EXPECT_EQ(ReportCsvErrorRow({"1"}, "bad").substr(0, 2), "1,");
+  const std::string header = ReportCsvHeader({"x"}), row = ReportCsvRow(r, {"x"}, {"1"});
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 19);
+  EXPECT_EQ(std::count(row.begin(), row.end(), ','), 20);  // one more inside the quoted name
+  EXPECT_EQ(header.substr(0, 17), "x,schema_version,");
+  EXPECT_EQ(row.substr(0, 4), "1,2,");
+  EXPECT_EQ(ReportCsvErrorRow({"x"}, {"1"}, "bad").substr(0, 4), "1,2,");
+  // A varied setting that is also a report column is written once, where the varied ones are.
+  const std::string varied = ReportCsvHeader({"schedule"});
+  EXPECT_EQ(varied.find("schedule"), varied.rfind("schedule")) << varied;
+  EXPECT_EQ(std::count(varied.begin(), varied.end(), ','), 18);
+  const std::string varied_row = ReportCsvRow(r, {"schedule"}, {"flush"});
+  EXPECT_EQ(std::count(varied_row.begin(), varied_row.end(), ','), 19);
+  nlohmann::json future = ReportToJson(r);
+  EXPECT_EQ(future["schema_version"], kSchemaVersion);
+  future["schema_version"] = kSchemaVersion + 1;
+  try {
+    ReportFromJson(future, "r.json");
+    ADD_FAILURE() << "a report of a newer schema was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("r.json: schema_version: expected at most"),
+              std::string::npos) << e.what();
+  }
   EXPECT_THROW(ReportFromJson(nlohmann::json{{"source", "oracle"}}, "r.json"), InputError);
 }
 

@@ -60,10 +60,11 @@ ExecutorJob PrepareJob(const RunOptions& options) {
     job.plan = LoadPlanFile(options.plan_file);
     ValidatePlan(job.plan, job.scenario.workload, job.scenario.cluster.DeviceCount(),
                  options.plan_file);
-    job.scenario.notes = OverriddenPlanSettings(job.scenario, job.plan, options.plan_file, "");
+    job.scenario.notes = PlanWarnings(job.scenario, job.plan, options.plan_file);
     if (job.scenario.schedule) job.plan.schedule = *job.scenario.schedule;
   } else {
     job.plan = PlanForScenario(job.scenario);
+    job.scenario.notes = PlanWarnings(job.scenario, job.plan, "");
   }
   const TrainingSettings& t = job.scenario.training;
   job.iterations = options.iterations > 0 ? options.iterations : t.iterations;

@@ -62,6 +62,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   (void)validated;
 
   SimulationSetup setup;
+  setup.warnings = PlanWarnings(scenario, plan, plan_file);
   setup.scenario_name = scenario.name;
   setup.model_flops_per_sample = scenario.workload.model_flops_per_sample;
   setup.gpus_per_worker = scenario.workload.tensor_parallel;

@@ -61,9 +61,6 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   if (o.allreduce_buckets > 0) scenario.training.allreduce_buckets = o.allreduce_buckets;
   const std::string& plan_file = o.plan_file;
   const Plan plan = plan_file.empty() ? PlanForScenario(scenario) : LoadPlanFile(plan_file);
-  if (!plan_file.empty()) scenario.notes = OverriddenPlanSettings(scenario, plan, plan_file, "");
-  for (const std::string& note : scenario.notes)
-    std::cerr << "pipetwin simulate: note: " << note << "\n";
   const SimulationSetup setup = PrepareSimulation(scenario, plan, options, plan_file);
 
   const bool bench = o.bench;

@@ -38,7 +38,7 @@ bool SimulatorBuilt() {
   return std::filesystem::exists(front.substr(0, front.rfind('/')) + "/pipetwin-sim");
 }
 
-const char* kPlannerMember = R"("cluster": {"preset": "cluster-a", "servers": 1}, "planner": "gpipe")";
+const char* kPlannerMember = R"("cluster": {"preset": "cluster-a", "servers": 1}, "planner": "flush")";
 
 // Writes the scenario, runs `command FILE`, and expects exit 2 with one line naming the file and
 // `where` and saying `what`.
@@ -63,13 +63,13 @@ TEST(HostileInput, IntegersBeyondTheirLimitAreRefusedNotWrapped) {
   ExpectRefused("plan", ScenarioText(R"("iterations": 4294967297)", kPlannerMember),
                 "training.iterations", "to 1048576");
   ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 4294967298,
-                "bandwidth_gbps": 10}]}, "planner": "gpipe")"),
+                "bandwidth_gbps": 10}]}, "planner": "flush")"),
                 "cluster.levels[0].count", "limit for devices in a cluster");
   ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 1048576,
-                "bandwidth_gbps": 10}, {"count": 2, "bandwidth_gbps": 1}]}, "planner": "gpipe")"),
+                "bandwidth_gbps": 10}, {"count": 2, "bandwidth_gbps": 1}]}, "planner": "flush")"),
                 "cluster.levels", "multiply to more than 1048576 devices");
   ExpectRefused("plan", ScenarioText("", R"("cluster": {"preset": "cluster-a", "servers": 2.5},
-                "planner": "gpipe")"), "cluster.servers", "got 2.5");
+                "planner": "flush")"), "cluster.servers", "got 2.5");
 }
 
 TEST(HostileInput, PlanDeviceIdsAndReplicasAreCheckedBeforeUse) {
@@ -216,16 +216,16 @@ TEST(HostileInput, WhatPipetwinWritesIsValidUtf8WhateverTheInputHeld) {
 // 1000000000 never ended.
 TEST(HostileInput, ExtremeFiniteValuesAndCountsOfWorkAreRefused) {
   ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
-                "bandwidth_gbps": 1e308}]}, "planner": "gpipe")"),
+                "bandwidth_gbps": 1e308}]}, "planner": "flush")"),
                 "cluster.levels[0].bandwidth_gbps", "at most 1e18 in size");
   ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
-                "bandwidth_gbps": 1e9}]}, "planner": "gpipe")"),
+                "bandwidth_gbps": 1e9}]}, "planner": "flush")"),
                 "cluster.levels[0].bandwidth_gbps", "from 1e-06 to 1e+06 Gbit/s");
   ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
-                "bandwidth_gbps": 1e-308}]}, "planner": "gpipe")"),
+                "bandwidth_gbps": 1e-308}]}, "planner": "flush")"),
                 "cluster.levels[0].bandwidth_gbps", "from 1e-06 to 1e+06 Gbit/s");
   ExpectRefused("plan", ScenarioText("", R"("cluster": {"levels": [{"count": 2,
-                "bandwidth_gbps": 10, "latency_us": 1e300}]}, "planner": "gpipe")"),
+                "bandwidth_gbps": 10, "latency_us": 1e300}]}, "planner": "flush")"),
                 "cluster.levels[0].latency_us", "at most 1e18 in size");
   const std::string dir = testing::TemporaryDirectory();
   testing::WriteFile(dir + "/w.json", R"({"name": "w", "layers": [{"id": "a",
@@ -289,7 +289,7 @@ TEST(HostileInput, PlanRefusesWhatTheBackEndsWouldRefuse) {
 // Was: a typo at the root was reported only after the generator had run (6 GB for 10^9 blocks).
 TEST(HostileInput, CheapChecksComeBeforeTheWorkloadIsBuilt) {
   ExpectRefused("plan", R"({"workload": {"file": "no-such-workload.json"},
-    "cluster": {"preset": "cluster-a", "servers": 1}, "planner": "gpipe", "trainin": {}})",
+    "cluster": {"preset": "cluster-a", "servers": 1}, "planner": "flush", "trainin": {}})",
                 "trainin", "unknown key");
   const std::string dir = testing::TemporaryDirectory();
   std::string layers;
@@ -393,7 +393,7 @@ TEST(HostileInput, WhatAScenarioReplacesInAPlanIsSaid) {
     "training": {"microbatches": 4, "iterations": 2}})");
   testing::CommandResult r = testing::RunPipetwin("plan " + dir + "/inline.json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("pipetwin plan: note: the scenario's schedule gpipe (" + dir +
+  EXPECT_NE(r.err.find("pipetwin plan: warning: the scenario's schedule gpipe (" + dir +
                        "/inline.json: schedule) replaces the plan's flush (" + dir +
                        "/inline.json: plan.schedule)"), std::string::npos) << r.err;
   // A planner's plan keeps its own micro-batch count over the scenario's.
@@ -406,7 +406,8 @@ TEST(HostileInput, WhatAScenarioReplacesInAPlanIsSaid) {
     "training": {"microbatches": 3, "iterations": 2}})");
   r = testing::RunPipetwin("plan " + dir + "/from_file.json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("pipetwin plan: note: the gpipe plan's microbatches_per_update 8 (" + dir +
+  EXPECT_NE(r.err.find("pipetwin plan: warning: the gpipe plan's microbatches_per_update 8 (" +
+                       dir +
                        "/p.json: microbatches_per_update) replaces the scenario's 3 (" + dir +
                        "/from_file.json: training.microbatches)"), std::string::npos) << r.err;
 }

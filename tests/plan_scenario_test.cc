@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,125 @@ TEST(PlanScenario, DefaultScenarioPlansWith2BWAndBeatsDataParallelism) {
   int covered = 0;
   for (const auto& s : j["stages"]) covered += s["last_layer"].get<int>() - s["first_layer"].get<int>() + 1;
   EXPECT_EQ(covered, 26);  // embedding, 24 blocks, head
+}
+
+// True when one of `lines` contains `text`.
+bool AnyContains(const nlohmann::json& lines, const std::string& text) {
+  for (const auto& line : lines)
+    if (line.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
+// What a scenario replaces in its planner's plan (the schedule the planner planned for, the
+// micro-batch settings it chose, devices a multi-chunk schedule leaves idle) is warned about by
+// plan, simulate and run in the same words, and plan names the schedule simulate runs. Was:
+// plan predicted 2BW, simulate ran Flush, and neither said so.
+TEST(PlanScenario, WhatTheScenarioReplacesInItsPlannersPlanIsWarnedEverywhere) {
+  const std::string dir = testing::TemporaryDirectory();
+  nlohmann::json doc;
+  std::ifstream(std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/default.json") >> doc;
+  doc["schedule"] = "flush";  // the planner stays 2bw
+  doc["training"]["microbatch_size"] = 4;  // the planner chooses its own
+  doc["training"]["microbatches"] = 16;
+  const std::string path = dir + "/flush.json";
+  testing::WriteFile(path, doc.dump(1));
+  auto r = RunPipetwin("plan '" + path + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["schedule"], "2bw");
+  EXPECT_EQ(plan["runs_schedule"], "flush");
+  const std::string schedule_line = "the scenario's schedule flush (" + path +
+                                    ": schedule) replaces 2bw, the schedule the 2bw planner "
+                                    "planned for";
+  EXPECT_TRUE(AnyContains(plan["warnings"], schedule_line)) << plan["warnings"];
+  // Every micro-batch setting of the scenario's that the plan does not keep is said.
+  const int scenario_size = doc["training"]["microbatch_size"];
+  const int scenario_m = doc["training"]["microbatches"];
+  EXPECT_EQ(AnyContains(plan["warnings"], "replaces the scenario's " +
+                                              std::to_string(scenario_size) + " (" + path +
+                                              ": training.microbatch_size)"),
+            plan["microbatch_size"].get<int>() != scenario_size) << plan["warnings"];
+  EXPECT_EQ(AnyContains(plan["warnings"], "replaces the scenario's " + std::to_string(scenario_m) +
+                                              " (" + path + ": training.microbatches)"),
+            plan["microbatches_per_update"].get<int>() != scenario_m) << plan["warnings"];
+  for (const auto& w : plan["warnings"])
+    EXPECT_NE(r.err.find("pipetwin plan: warning: " + w.get<std::string>()), std::string::npos);
+  r = RunPipetwin("plan '" + path + "'");
+  EXPECT_NE(r.out.find("2bw plan, schedule flush (planned for 2bw)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" samples/s under 2bw (pipetwin simulate predicts flush)"),
+            std::string::npos) << r.out;
+
+  // simulate runs the schedule plan names, and says and records the same sentences.
+  r = RunPipetwin("simulate '" + path + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["schedule"], plan["runs_schedule"]);
+  for (const auto& w : plan["warnings"]) {
+    EXPECT_TRUE(AnyContains(report["warnings"], w.get<std::string>())) << w;
+    EXPECT_NE(r.err.find("pipetwin simulate: warning: " + w.get<std::string>()),
+              std::string::npos) << r.err;
+  }
+  // run says it before it checks the machine (which refuses GPT 1.3B on 16 workers here).
+  r = RunPipetwin("run '" + path + "' --check");
+  EXPECT_NE(r.err.find("pipetwin run: warning: " + schedule_line), std::string::npos) << r.err;
+
+  // Two chunks per worker fold the planner's stages onto half its workers.
+  doc["schedule"] = "interleaved";
+  doc["training"]["chunks"] = 2;
+  const std::string chunked = dir + "/interleaved.json";
+  testing::WriteFile(chunked, doc.dump(1));
+  r = RunPipetwin("plan '" + chunked + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto folded = nlohmann::json::parse(r.out);
+  const int stages = static_cast<int>(folded["stages"].size());
+  ASSERT_EQ(stages % 2, 0) << "the 2bw planner's plan of the default scenario has an even depth";
+  int workers = 0, planned = 0;
+  for (int s = 0; s < stages; ++s) {
+    planned += folded["stages"][s]["replicas"].get<int>();
+    if (s < stages / 2) workers += folded["stages"][s]["replicas"].get<int>();
+  }
+  EXPECT_TRUE(AnyContains(folded["warnings"],
+                          "interleaved with 2 chunks per worker (" + chunked +
+                              ": training.chunks) runs the 2bw planner's " +
+                              std::to_string(stages) + " stages on " + std::to_string(workers) +
+                              " workers: " + std::to_string(planned - workers) + " of the " +
+                              std::to_string(planned) + " devices it planned for stay idle"))
+      << folded["warnings"];
+  r = RunPipetwin("simulate '" + chunked + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["worker_count"].get<int>(), workers);
+
+  // A global batch the flush planner's replicas and micro-batches cannot make is rounded, and said.
+  doc["planner"] = "flush";
+  doc["schedule"] = "flush";
+  doc["training"].erase("chunks");
+  doc["training"]["microbatch_size"] = 1;
+  doc["training"].erase("microbatches");
+  doc["training"]["global_batch_size"] = 1530;
+  testing::WriteFile(dir + "/rounded.json", doc.dump(1));
+  r = RunPipetwin("plan '" + dir + "/rounded.json' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rounded = nlohmann::json::parse(r.out);
+  const int global = rounded["global_batch_size"];
+  EXPECT_NE(global, 1530);
+  EXPECT_TRUE(AnyContains(rounded["warnings"], "the flush plan's global batch of " +
+                                                   std::to_string(global) + " samples (")) << r.out;
+  EXPECT_TRUE(AnyContains(rounded["warnings"], ") replaces the scenario's 1530 (" + dir +
+                                                   "/rounded.json: training.global_batch_size)"))
+      << rounded["warnings"];
+
+  // The scenario's own schedule, the planner's: nothing to say.
+  doc["planner"] = "2bw";
+  doc["training"]["global_batch_size"] = 512;
+  doc["schedule"] = "2bw";
+  doc["training"].erase("chunks");
+  doc["training"].erase("microbatch_size");
+  doc["training"].erase("microbatches");
+  testing::WriteFile(dir + "/same.json", doc.dump(1));
+  r = RunPipetwin("plan '" + dir + "/same.json' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["warnings"].empty()) << r.out;
+  EXPECT_EQ(r.err, "");
 }
 
 TEST(PlanScenario, Vgg16OnClusterAUsesPipeDreamsPartitioner) {

@@ -53,14 +53,19 @@ Plan DataParallelReference(const Scenario& s, const Plan& plan) {
 }
 
 void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan& dp) {
-  out << s.name << "\n" << p.planner << " plan, schedule " << ScheduleKindName(p.schedule) << ": "
+  const ScheduleKind runs = ScheduleFor(s, p);
+  out << s.name << "\n" << p.planner << " plan, schedule " << ScheduleKindName(runs)
+      << (runs != p.schedule ? " (planned for " + ScheduleKindName(p.schedule) + ")" : "") << ": "
       << p.StageCount() << " stages on " << p.WorkerCount() << " of " << s.cluster.DeviceCount()
       << " devices, micro-batch " << p.microbatch_size << ", " << p.microbatches_per_update
       << " micro-batches per update" << (p.recompute ? ", recomputation" : "") << "\n\n";
   WriteStageTable(out, p, 11, 14);
   out << std::fixed << std::setprecision(1);
   if (p.predicted_samples_per_s > 0)
-    out << "\npredicted " << p.predicted_samples_per_s << " samples/s";
+    out << "\npredicted " << p.predicted_samples_per_s << " samples/s"
+        << (runs != p.schedule ? " under " + ScheduleKindName(p.schedule) +
+                                     " (pipetwin simulate predicts " + ScheduleKindName(runs) + ")"
+                               : "");
   else
     out << "\nno prediction (a written plan: pipetwin simulate predicts it)";
   out << "; data parallelism on the same cluster: " << dp.predicted_samples_per_s << " samples/s";
@@ -106,8 +111,10 @@ int RunPlanOnScenario(const po::variables_map& vm) {
     s.plan.reset();
     s.notes.clear();
   }
-  for (const std::string& note : s.notes) std::cerr << "pipetwin plan: note: " << note << "\n";
   const Plan plan = PlanForScenario(s);
+  // Said as simulate and run say it (and put it in their reports' warnings).
+  const std::vector<std::string> warnings = PlanWarnings(s, plan, "");
+  for (const std::string& w : warnings) std::cerr << "pipetwin plan: warning: " << w << "\n";
   // What simulate and run would refuse about the plan's schedule, refused here as well.
   CheckScheduleForScenario(s, plan, s.training.iterations);
   const Plan dp = DataParallelReference(s, plan);
@@ -115,6 +122,8 @@ int RunPlanOnScenario(const po::variables_map& vm) {
   if (vm.count("json")) {
     nlohmann::json j = PlanToJson(plan);
     j["scenario"] = s.name;
+    j["runs_schedule"] = ScheduleKindName(ScheduleFor(s, plan));
+    j["warnings"] = warnings;
     j["data_parallel_samples_per_s"] = dp.predicted_samples_per_s;
     j["data_parallel_fits"] = dp.details.value("fits", true);
     j["speedup_over_data_parallel"] =

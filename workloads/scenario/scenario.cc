@@ -49,8 +49,8 @@ const char* DefaultScenarioJson() {
   "cluster": {"preset": "p3.16xlarge", "servers": 2},
   "planner": "2bw",
   "schedule": "2bw",
-  "training": {"global_batch_size": 512, "microbatch_size": 4, "microbatches": 16,
-               "iterations": 4, "optimizer": "adam", "optimizer_bytes_per_parameter": 8}
+  "training": {"global_batch_size": 512, "iterations": 4, "optimizer": "adam",
+               "optimizer_bytes_per_parameter": 8}
 }
 )";
 }

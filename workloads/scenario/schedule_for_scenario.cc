@@ -1,6 +1,7 @@
 #include "workloads/scenario/schedule_for_scenario.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "partition/cost/stage_costs.h"
@@ -21,17 +22,13 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
 }
 
 
-std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const Plan& plan,
-                                                const std::string& plan_file,
-                                                const std::string& plan_path) {
-  std::vector<std::string> notes;
-  const std::string at = plan_file + ": " + (plan_path.empty() ? "" : plan_path + ".");
-  if (scenario.schedule && plan.schedule_stated && *scenario.schedule != plan.schedule)
-    notes.push_back("the scenario's schedule " + ScheduleKindName(*scenario.schedule) + " (" +
-                    scenario.file + (scenario.imported ? ": schedule_csv" : ": schedule") +
-                    ") replaces the plan's " +
-                    ScheduleKindName(plan.schedule) + " (" + at + "schedule)");
-  if (plan.IsHandWritten()) return notes;
+namespace {
+
+// The scenario's training.microbatch_size and training.microbatches, where its file gives them
+// and the plan has others, one line each; `plan_at(key)` says where the plan's value comes from.
+void SayMicrobatchesReplaced(const Scenario& scenario, const Plan& plan,
+                             const std::function<std::string(const char*)>& plan_at,
+                             std::vector<std::string>& notes) {
   struct Setting {
     const char* key;       // under the scenario's "training"
     const char* plan_key;  // the plan's
@@ -43,14 +40,78 @@ std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const 
       {"microbatches", "microbatches_per_update", scenario.training.microbatches,
        plan.microbatches_per_update}};
   const auto training = scenario.source.find("training");
-  if (training == scenario.source.end() || !training->is_object()) return notes;
+  if (training == scenario.source.end() || !training->is_object()) return;
   for (const Setting& s : settings)
     if (training->contains(s.key) && s.scenario_value != s.plan_value)
       notes.push_back("the " + plan.planner + " plan's " + s.plan_key + " " +
-                      std::to_string(s.plan_value) + " (" + at + s.plan_key +
+                      std::to_string(s.plan_value) + " (" + plan_at(s.plan_key) +
                       ") replaces the scenario's " + std::to_string(s.scenario_value) + " (" +
                       scenario.file + ": training." + s.key + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const Plan& plan,
+                                                const std::string& plan_file,
+                                                const std::string& plan_path) {
+  std::vector<std::string> notes;
+  const std::string at = plan_file + ": " + (plan_path.empty() ? "" : plan_path + ".");
+  if (scenario.schedule && plan.schedule_stated && *scenario.schedule != plan.schedule)
+    notes.push_back("the scenario's schedule " + ScheduleKindName(*scenario.schedule) + " (" +
+                    scenario.file + (scenario.imported ? ": schedule_csv" : ": schedule") +
+                    ") replaces the plan's " +
+                    ScheduleKindName(plan.schedule) + " (" + at + "schedule)");
+  if (plan.IsHandWritten()) return notes;
+  SayMicrobatchesReplaced(scenario, plan, [&](const char* key) { return at + key; }, notes);
   return notes;
+}
+
+std::vector<std::string> PlannerOverrides(const Scenario& scenario, const Plan& plan) {
+  std::vector<std::string> notes;
+  const std::string planner = "the " + plan.planner + " planner";
+  const ScheduleKind runs = ScheduleFor(scenario, plan);
+  if (runs != plan.schedule)
+    notes.push_back("the scenario's schedule " + ScheduleKindName(runs) + " (" + scenario.file +
+                    (scenario.imported ? ": schedule_csv" : ": schedule") + ") replaces " +
+                    ScheduleKindName(plan.schedule) + ", the schedule " + planner +
+                    " planned for: its partition and micro-batches are chosen for " +
+                    ScheduleKindName(plan.schedule) + (plan.predicted_samples_per_s > 0
+                                                           ? ", and so is its prediction"
+                                                           : ""));
+  SayMicrobatchesReplaced(scenario, plan,
+                          [&](const char*) { return planner + "'s choice"; }, notes);
+  // The samples per update the plan takes: data parallel x micro-batch x micro-batches.
+  const long long global = plan.stages.empty() ? 0
+                           : static_cast<long long>(plan.stages[0].replicas) *
+                                 plan.microbatch_size * plan.microbatches_per_update;
+  if (scenario.training.global_batch_size > 0 && global != scenario.training.global_batch_size)
+    notes.push_back("the " + plan.planner + " plan's global batch of " + std::to_string(global) +
+                    " samples (" + std::to_string(plan.stages[0].replicas) + " replicas x " +
+                    std::to_string(plan.microbatch_size) + " x " +
+                    std::to_string(plan.microbatches_per_update) + ") replaces the scenario's " +
+                    std::to_string(scenario.training.global_batch_size) + " (" + scenario.file +
+                    ": training.global_batch_size)");
+  // A schedule of several chunks per worker folds the planner's stages onto fewer workers.
+  const int chunks = ChunksPerWorker(runs, scenario.training);
+  if (chunks > 1 && plan.StageCount() % chunks == 0) {
+    int workers = 0;
+    for (int s = 0; s < plan.StageCount() / chunks; ++s) workers += plan.stages[s].replicas;
+    if (workers < plan.WorkerCount())
+      notes.push_back(ScheduleKindName(runs) + " with " + std::to_string(chunks) +
+                      " chunks per worker (" + scenario.file + ": training.chunks) runs " +
+                      planner + "'s " + std::to_string(plan.StageCount()) + " stages on " +
+                      std::to_string(workers) + " workers: " +
+                      std::to_string(plan.WorkerCount() - workers) + " of the " +
+                      std::to_string(plan.WorkerCount()) + " devices it planned for stay idle");
+  }
+  return notes;
+}
+
+std::vector<std::string> PlanWarnings(const Scenario& scenario, const Plan& plan,
+                                      const std::string& plan_file) {
+  if (!plan_file.empty()) return OverriddenPlanSettings(scenario, plan, plan_file, "");
+  if (scenario.plan) return scenario.notes;
+  return PlannerOverrides(scenario, plan);
 }
 
 ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,

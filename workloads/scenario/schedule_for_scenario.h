@@ -35,6 +35,17 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
 std::vector<std::string> OverriddenPlanSettings(const Scenario& scenario, const Plan& plan,
                                                 const std::string& plan_file,
                                                 const std::string& plan_path);
+// The same for a plan the scenario's planner made: the scenario's "schedule" where it is not
+// the one the planner planned for (the planner's partition, micro-batches and prediction are for
+// its own), the scenario's micro-batch settings and global batch the planner chose others for
+// (replicas x micro-batch x micro-batches do not make that batch), and the devices a schedule of
+// several chunks per worker leaves idle of those the planner planned for.
+std::vector<std::string> PlannerOverrides(const Scenario& scenario, const Plan& plan);
+// What plan, simulate and run warn about (stderr, and the report's `warnings`) for the plan
+// they run: the plan file's (`plan_file`, "" for none) overrides, the scenario's own plan's
+// (Scenario::notes), or its planner's (PlannerOverrides).
+std::vector<std::string> PlanWarnings(const Scenario& scenario, const Plan& plan,
+                                      const std::string& plan_file);
 
 // The spec: kind, depth (plan stages / chunks for interleaved), replicas, m x replicas of the
 // input stage micro-batches per iteration (each replica of stage 0 starts m; PipeDream: times

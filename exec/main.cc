@@ -16,6 +16,7 @@
 #include "exec/calibrate/calibrate.h"
 #include "exec/job.h"
 #include "exec/launch/launcher.h"
+#include "exec/launch/machine_check.h"
 #include "partition/util/host.h"
 #include "partition/cli/options/calibrate.h"
 #include "partition/cli/options/profile.h"
@@ -24,6 +25,7 @@
 #include "exec/launch/worker.h"
 #include "exec/runtime/device.h"
 #include "partition/util/error.h"
+#include "partition/util/machine.h"
 
 namespace {
 
@@ -43,8 +45,13 @@ int Run(const std::vector<std::string>& args) {
   CheckDeviceAvailable(options.device, "pipetwin run: --device");
   const ExecutorJob job = PrepareJob(options);
   for (const std::string& note : job.scenario.notes)
-    std::cerr << "pipetwin run: note: " << note << "\n";
+    std::cerr << "pipetwin run: warning: " << note << "\n";
+  // Every worker starts on this machine unless a rank prefix places them (launcher.h).
+  if (options.rank_prefix.empty()) CheckMachineHoldsRun(job);
   if (options.check_only) return 0;
+  // The load before the run, for rank 0's report (partition/util/machine.h): a quarter of a
+  // second is 25 clock ticks per CPU, fine enough for kDisturbingLoadShare.
+  ::setenv("PIPETWIN_LOAD_BEFORE", LoadShareToText(SampleLoad(AllowedCpus(), 0.25)).c_str(), 1);
   std::vector<std::string> worker_args = {"run"};
   worker_args.insert(worker_args.end(), args.begin(), args.end());
   return LaunchLocalWorkers(job.WorkerCount(), SelfExecutable(), worker_args, options.rank_prefix);

@@ -66,12 +66,12 @@ TEST(Cli, CompareRejectsBadInputBeforeRunningAnything) {
                   "/scenarios/local-mlp-2stage.json --profile /nonexistent/w.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "/nonexistent/w.json: no such file (--profile)\n");
-  // GPT 1.3B (the default scenario) cannot be trained on a development machine: refused before
-  // profiling starts.
+  // GPT 1.3B on 16 workers (the default scenario) cannot be trained on a development machine:
+  // refused by the executor's check (run --check) before profiling starts.
   r = RunPipetwin("compare " + std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/default.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("default.json: workload: expected a model this machine can train"),
+  EXPECT_NE(r.err.find("default.json: plan: expected a run this machine can hold"),
             std::string::npos)
       << r.err;
 }

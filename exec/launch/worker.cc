@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -20,6 +21,7 @@
 #include "exec/launch/worker.h"
 #include "partition/util/error.h"
 #include "partition/util/host.h"
+#include "partition/util/machine.h"
 #include "partition/util/json_reader.h"
 #include "partition/report/text.h"
 #include "partition/schedule/format.h"
@@ -153,7 +155,14 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
   ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", 0);
   const ExecDevice device = SelectDevice(options.device, options.precision, env);
   measurement.device = device.Describe();
-  const bool oversubscribed = env.local_world_size > static_cast<int>(AllowedCpus().size());
+  measurement.cpus = AllowedCpus();  // before ConfigureThreads pins this worker to some of them
+  const bool oversubscribed = env.local_world_size > static_cast<int>(measurement.cpus.size());
+  if (env.rank == 0) {
+    measurement.load_average_1m = LoadAverage1m();
+    LoadShare before;
+    const char* text = std::getenv("PIPETWIN_LOAD_BEFORE");  // the launcher's (main.cc)
+    if (text && LoadShareFromText(text, &before)) measurement.load_before = before;
+  }
   measurement.threads = ConfigureThreads(options.threads, env);
   measurement.host = HostName();
   measurement.capacity_bytes = device.cuda() ? device.CapacityBytes() : MemoryShareBytes(env);
@@ -200,6 +209,8 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
 
     comm.Barrier();
     const auto origin = StageExecutor::Clock::now();
+    const double cpu_at_origin = ProcessCpuSeconds();
+    if (env.rank == 0) measurement.host_cpu_start = ReadCpuTimes();
     measurement.boot_id = BootId();
     measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
     RunProgram(program, chunks, origin);
@@ -211,6 +222,15 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
       chunks.front()->Evaluate(FirstReplica(job.schedule, program.stage - 1),
                         FirstReplica(job.schedule, program.stage + 1),
                         TestBatchCount(options.data, job.microbatch_size));
+    // Every worker's CPU time counts up to one instant, at which rank 0 reads its host's: the
+    // load of other processes is what is left (MachineLoadOf).
+    comm.Barrier();
+    measurement.cpu_time_s = ProcessCpuSeconds() - cpu_at_origin;
+    if (env.rank == 0) {
+      measurement.host_cpu_end = ReadCpuTimes();
+      measurement.host_window_s =
+          std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
+    }
   } catch (const c10::Error& e) {  // the communicator turns its own failures into RunErrors
     DeviceFailure(env, device, e);
   }
@@ -231,6 +251,9 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
                                comm.Fetch("result/" + std::to_string(r)))));
   AlignClocks(all);
   const Report report = MergeMeasurements(job, all);
+  // The plan's warnings were said by the launcher; the machine's load is known only now.
+  for (const std::string& w : MachineLoadOf(all).Warnings())
+    std::cerr << "pipetwin run: warning: " << w << "\n";
   if (!options.trace_file.empty())
     WriteTextFileAtomically(options.trace_file, JsonText(ChromeTrace(job, all)));
   PrintReport(job, report);

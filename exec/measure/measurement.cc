@@ -4,6 +4,7 @@
 #include "partition/timeline/chrome_trace.h"
 
 #include <algorithm>
+#include <set>
 #include <map>
 #include <tuple>
 
@@ -114,7 +115,8 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
           {"capacity_bytes", m.capacity_bytes}, {"versions", versions},
           {"update_staleness", m.update_staleness}, {"losses", m.losses},
           {"test_accuracy", m.test_accuracy}, {"test_samples", m.test_samples},
-          {"boot_id", m.boot_id}, {"clock_origin_s", m.clock_origin_s}};
+          {"boot_id", m.boot_id}, {"clock_origin_s", m.clock_origin_s},
+          {"cpus", m.cpus}, {"cpu_time_s", m.cpu_time_s}};
   if (m.cuda_allocator)
     j["cuda_allocator"] = {m.cuda_allocator->allocated_bytes,
                            m.cuda_allocator->allocated_peak_bytes,
@@ -155,6 +157,8 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.test_samples = j.at("test_samples");
   m.boot_id = j.at("boot_id");
   m.clock_origin_s = j.at("clock_origin_s");
+  m.cpus = j.value("cpus", std::vector<int>{});
+  m.cpu_time_s = j.value("cpu_time_s", 0.0);
   return m;
 }
 
@@ -342,6 +346,7 @@ void AddHostFacts(const std::vector<WorkerMeasurement>& workers, nlohmann::json&
 
 Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {
   Report r = StartReport(HeaderOf(job));
+  r.warnings = job.scenario.notes;  // what the scenario's plan replaced (PlanWarnings)
   for (const auto& w : workers) r.makespan_s = std::max(r.makespan_s, w.end_s);
   const nlohmann::json overhead = AddWorkers(workers, r);
   FinishReport(SteadyStateWindow(IterationEnds(job.iterations, workers),
@@ -358,7 +363,35 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
   r.details["workers"] = overhead;
   r.details["weight_versions_used"] = versions_used;
   AddLearning(job, workers, r.details);
+  const MachineLoad load = MachineLoadOf(workers);
+  r.details["machine_load"] = load.ToJson();
+  for (std::string& w : load.Warnings()) r.warnings.push_back(std::move(w));
   return r;
+}
+
+MachineLoad MachineLoadOf(const std::vector<WorkerMeasurement>& workers) {
+  MachineLoad load;
+  if (workers.empty()) return load;
+  const WorkerMeasurement& first = workers[0];
+  std::set<int> cpus;
+  double own_cpu_s = 0;
+  for (const WorkerMeasurement& w : workers)
+    if (&w == &first || (!w.boot_id.empty() && w.boot_id == first.boot_id)) {
+      cpus.insert(w.cpus.begin(), w.cpus.end());
+      own_cpu_s += w.cpu_time_s;
+    }
+  load.cpus = static_cast<int>(cpus.size());
+  load.load_average_1m = first.load_average_1m;
+  if (first.load_before) {
+    load.sampled_before = true;
+    load.before = *first.load_before;
+  }
+  if (first.host_cpu_start && first.host_cpu_end && first.host_window_s > 0 && !cpus.empty()) {
+    load.measured_during = true;
+    load.during = ShareBetween(*first.host_cpu_start, *first.host_cpu_end,
+                               {cpus.begin(), cpus.end()}, first.host_window_s, own_cpu_s);
+  }
+  return load;
 }
 
 Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers) {

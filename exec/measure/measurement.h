@@ -22,6 +22,7 @@
 #include "partition/schedule/op.h"
 #include "partition/timeline/timeline.h"
 #include "partition/timeline/chrome_trace.h"
+#include "partition/util/machine.h"
 
 namespace pipetwin::exec {
 
@@ -77,6 +78,18 @@ struct WorkerMeasurement {
   // (/proc/sys/kernel/random/boot_id; empty if unknown): workers with one boot id read one clock.
   std::string boot_id;
   double clock_origin_s = 0;
+  // The CPUs the worker was started on (its affinity before it pinned its threads), and the CPU
+  // time its process used from the start barrier to the end barrier: what rank 0 subtracts from
+  // its host's busy time to find other processes' load (partition/util/machine.h).
+  std::vector<int> cpus;
+  double cpu_time_s = 0;
+  // Rank 0 only: its host's CPU times at the start and the end barrier, the seconds between
+  // them, the 1-minute load average when it started, and the launcher's sample before the run
+  // (absent under torchrun or Slurm).
+  std::optional<CpuTimes> host_cpu_start, host_cpu_end;
+  double host_window_s = 0;
+  double load_average_1m = -1;
+  std::optional<LoadShare> load_before;
 };
 
 nlohmann::json MeasurementToJson(const WorkerMeasurement& m);
@@ -94,6 +107,10 @@ int AlignClocks(std::vector<WorkerMeasurement>& workers);
 // exposed communication, per-device memory, per-stage staleness; executor-only facts (overhead,
 // per micro-batch versions, losses, accuracy, peak RSS) under `details`.
 Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers);
+// The load of rank 0's machine before and during the run: rank 0's host CPU times, less the CPU
+// time of every worker sharing its boot id, over the union of their CPUs. MergeMeasurements
+// records it in details.machine_load and each disturbance in the report's warnings.
+MachineLoad MachineLoadOf(const std::vector<WorkerMeasurement>& workers);
 // The run as a Timeline labelled "measured" (partition/timeline.h), in the simulator's layout:
 // worker r on device r; its compute and Send/Recv ops named by their torch.distributed.pipelining
 // action ("1F3"), with the weight version actually used, the peer and the bytes; its all-reduces

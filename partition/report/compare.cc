@@ -9,6 +9,7 @@
 
 #include "partition/util/error.h"
 #include "partition/util/format.h"
+#include "partition/util/machine.h"
 
 namespace pipetwin {
 
@@ -60,6 +61,8 @@ Comparison CompareReports(const Report& predicted, const Report& measured) {
   c.measured = measured;
   c.samples_per_s = Figure("samples_per_s", predicted.samples_per_s, measured.samples_per_s);
   c.iteration_s = Figure("iteration_s", predicted.iteration_s, measured.iteration_s);
+  if (measured.details.contains("machine_load"))
+    c.disturbances = MachineLoad::FromJson(measured.details["machine_load"]).Warnings();
   c.throughput_only = measured.workers.empty() && measured.devices.empty() &&
                       measured.stages.empty();
   if (c.throughput_only) return c;
@@ -106,6 +109,8 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
   return {{"predicted", ReportToJson(c.predicted)},
           {"measured", ReportToJson(c.measured)},
           {"measured_figures", c.throughput_only ? "throughput" : "all"},
+          {"measurement_disturbed", !c.disturbances.empty()},
+          {"disturbances", c.disturbances},
           {"relative_error",
            {{"samples_per_s", ErrorJson(c.samples_per_s.relative_error)},
             {"iteration_s", ErrorJson(c.iteration_s.relative_error)},
@@ -140,6 +145,8 @@ std::string ComparisonToText(const Comparison& c) {
         << f.measured * scale << std::setw(10) << SignedPercent(f.relative_error) << "\n"
         << std::defaultfloat;
   };
+  for (const std::string& d : c.disturbances) out << "measurement disturbed: " << d << "\n";
+  if (!c.disturbances.empty()) out << "\n";
   row(c.samples_per_s, 1, 1, "");
   row(c.iteration_s, 3, 1e3, " (ms)");
   if (c.throughput_only) {

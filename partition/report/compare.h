@@ -48,6 +48,9 @@ struct Comparison {
   // executor (scripts/bench_vs_torch.py --report, torch's runtime) that knows its throughput
   // alone. Only samples_per_s and iteration_s are compared; the rest stays empty.
   bool throughput_only = false;
+  // Why the measurement is disturbed (the measured report's details.machine_load: other
+  // processes or the hypervisor took CPU time before or during the run); empty when it is not.
+  std::vector<std::string> disturbances;
 };
 
 // Throws InputError when the reports do not describe the same run (the same schedule, workers,

@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include "partition/util/machine.h"
+
 namespace pipetwin {
 
 std::vector<int> AllowedCpus() {
@@ -42,13 +44,7 @@ std::string SiblingProgram(const std::string& name) {
 }
 
 double PhysicalMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kilobytes = 0;
-  while (in >> key >> kilobytes) {
-    if (key == "MemTotal:") return kilobytes * 1024;
-    in.ignore(1 << 10, '\n');
-  }
+  if (const double total = MemInfoBytes("MemTotal"); total > 0) return total;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page_bytes = ::sysconf(_SC_PAGESIZE);
   return pages > 0 && page_bytes > 0 ? static_cast<double>(pages) * page_bytes : 0;
 }

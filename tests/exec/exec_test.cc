@@ -7,6 +7,7 @@
 //   PipeDream with weight stashing     stage s computes minibatch k on W_s(max(0, k - (P-1-s)))
 // and faults: a dead worker, an unreachable store, a wrong world size, an unsupported scenario.
 #include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <sys/wait.h>
@@ -32,6 +33,7 @@
 #include "exec/measure/measurement.h"
 #include "exec/model/stage_model.h"
 #include "exec/runtime/weights.h"
+#include "partition/util/host.h"
 #include "test_support.h"
 
 namespace pipetwin::exec {
@@ -1033,6 +1035,75 @@ TEST(ExecFaults, UnreachableStoreAndWrongWorldSizeGetClearErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("WORLD_SIZE=3 but the plan of"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("has 2 workers"), std::string::npos) << r.err;
+}
+
+// run --check (and run) refuse a run this machine cannot hold (exec/launch/machine_check.h):
+// GPT-3 on 1,024 workers for its memory, 8 workers on one CPU for a peer timeout shorter than
+// the 7 SCHED_RR time slices one of them can wait for its CPU.
+TEST(ExecMachine, RunsThisMachineCannotHoldAreRefusedBeforeAnyWorkerStarts) {
+  Result r = Exec("run '" PIPETWIN_SOURCE_DIR "/scenarios/sim-gpt3-1024.json' --check");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("sim-gpt3-1024.json: plan: expected a run this machine can hold"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1024 worker processes need at least"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("per process before its model), more than this machine's"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // The run itself refuses it too, before any worker starts.
+  r = Exec("run '" PIPETWIN_SOURCE_DIR "/scenarios/sim-gpt3-1024.json'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_LT(r.seconds, 20);
+
+  ScenarioSpec eight;
+  eight.stages = {{0, 1, 4}, {2, 3, 4}};
+  const std::string scenario = WriteScenario(eight);
+  double slice_ms = 100;
+  std::ifstream("/proc/sys/kernel/sched_rr_timeslice_ms") >> slice_ms;
+  const double wait_s = 7 * slice_ms / 1000;
+  r = Shell("taskset -c 0 '" PIPETWIN_EXEC_BINARY "' run '" + scenario + "' --check --timeout " +
+            std::to_string(wait_s / 2));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("8 workers on 1 CPUs are 8 per CPU"), std::string::npos) << r.err;
+  r = Shell("taskset -c 0 '" PIPETWIN_EXEC_BINARY "' run '" + scenario + "' --check --timeout " +
+            std::to_string(wait_s * 2));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A run on a loaded machine says so on stderr, records the load in its report
+// (details.machine_load, warnings), and the load it records is another process's: two spinning
+// processes beside a two-worker run.
+TEST(ExecMachine, ALoadedMachineIsWarnedAboutAndRecorded) {
+  ScenarioSpec s;
+  s.iterations = 40;
+  const std::string scenario = WriteScenario(s);
+  std::vector<pid_t> spinners;
+  for (int k = 0; k < 2; ++k) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      volatile unsigned long x = 0;
+      for (;;) x = x + 1;
+    }
+    spinners.push_back(pid);
+  }
+  const Result r = Exec("run '" + scenario + "' --json");
+  for (pid_t pid : spinners) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  const nlohmann::json& load = report["details"]["machine_load"];
+  const double cpus = static_cast<double>(pipetwin::AllowedCpus().size());
+  EXPECT_EQ(load["cpus"].get<int>(), static_cast<int>(cpus));
+  // Two spinners on C CPUs take at least most of one CPU, before and during the run.
+  EXPECT_GT(load["before"]["foreign_share"].get<double>(), 0.8 / cpus) << load;
+  EXPECT_GT(load["during"]["foreign_share"].get<double>(), 0.3 / cpus) << load;
+  EXPECT_TRUE(load["disturbed"].get<bool>()) << load;
+  ASSERT_FALSE(report["warnings"].empty());
+  EXPECT_NE(report["warnings"][0].get<std::string>().find("the measurement is disturbed"),
+            std::string::npos) << report["warnings"];
+  EXPECT_NE(r.err.find("pipetwin run: warning: the machine was loaded before the run"),
+            std::string::npos) << r.err;
 }
 
 TEST(ExecInput, WhatTheExecutorCannotRunIsRefusedBeforeAnyWorkerStarts) {

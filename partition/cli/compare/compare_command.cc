@@ -13,7 +13,7 @@ namespace {
 
 int Compare(const CompareOptions& o) {
   const Scenario scenario = LoadScenarioFile(o.scenario);
-  RefuseWhatCannotRunHere(o, scenario);
+  RefuseWhatCannotRunHere(o);
   WorkDirectory work(o.keep_dir);
   const Say say = [&](const std::string& line) {
     if (!o.json) std::cerr << "compare: " << line << "\n";
@@ -25,6 +25,7 @@ int Compare(const CompareOptions& o) {
   const Simulated simulated = SimulateStep(o, predicted, work, say);
   const MeasuredRuns measured = RunStep(o, predicted, work, say);
   const Comparison comparison = CompareStep(simulated.report, measured, profile, calibration);
+  for (const std::string& d : comparison.disturbances) say("warning: " + d);
   WriteTimelines(o, simulated.trace, measured.trace);
   if (o.json) {
     std::cout << JsonText(ComparisonToJson(comparison), 1) << "\n";

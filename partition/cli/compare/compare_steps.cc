@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "partition/cli/handover.h"
-#include "partition/cost/memory.h"
 #include "partition/report/validation_table.h"
 #include "partition/timeline/chrome_trace.h"
 #include "partition/timeline/svg.h"
@@ -124,23 +123,10 @@ CompareOptions ReadCompareOptions(const po::variables_map& vm) {
   return o;
 }
 
-void RefuseWhatCannotRunHere(const CompareOptions& o, const Scenario& scenario) {
+void RefuseWhatCannotRunHere(const CompareOptions& o) {
   if (!o.measured_files.empty()) return;  // measured elsewhere
-  // compare trains the scenario here for real: a model whose weights, gradients and optimizer
-  // state alone (every worker's share together, one version) would not fit in half this
-  // machine's memory is refused (the default scenario's GPT 1.3B, made for V100 servers).
-  const double memory = PhysicalMemoryBytes();
-  const double need =
-      ModelStateBytes(scenario.workload, scenario.training.optimizer_bytes_per_parameter);
-  if (memory > 0 && need > memory / 2) {
-    std::ostringstream what;
-    what << "expected a model this machine can train for real (compare runs it here): "
-         << scenario.workload.TotalParameters() / 1e6 << "M parameters need "
-         << need / (1 << 30) << " GiB for weights, gradients and optimizer state, more than half of "
-         << memory / (1 << 30) << " GiB";
-    throw InputError(scenario.file, "workload", what.str());
-  }
-  // What the executor cannot run is refused before anything is profiled or calibrated.
+  // What the executor cannot run, or this machine cannot hold (exec/launch/machine_check.h), is
+  // refused before anything is profiled or calibrated.
   Step("the executor's check", "pipetwin-exec", {"run", o.scenario, "--check"});
 }
 

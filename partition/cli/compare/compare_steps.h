@@ -32,7 +32,7 @@ struct StepFailed {
 // Progress lines on standard error (silent under --json).
 using Say = std::function<void(const std::string&)>;
 
-void RefuseWhatCannotRunHere(const CompareOptions& o, const Scenario& scenario);
+void RefuseWhatCannotRunHere(const CompareOptions& o);
 // The workload file of the prediction: --profile's, or one measured now.
 std::string ProfileStep(const CompareOptions& o, const Scenario& scenario, WorkDirectory& work,
                         const Say& say);

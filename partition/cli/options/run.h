@@ -57,7 +57,8 @@ inline po::options_description RunOptionsDescription() {
        "seconds a worker waits for a peer (25: a lost or hung worker ends the run within 30 s)")
       ("verbose", "also print the communication library's own messages (c10d, Gloo), which "
        "are otherwise folded into pipetwin's one line")
-      ("check", "only check that the executor can run the scenario (exit 0) or say why not (2)")
+      ("check", "only check that the executor can run the scenario and this machine can hold it "
+       "(tasks, memory, workers per CPU): exit 0, or say why not (2)")
       ("rank-prefix", po::value<std::string>(),
        "start each worker as PREFIX WORDS... pipetwin-exec run ... (words separated by spaces; "
        "RANK and WORLD_SIZE in its environment): the prefix places the rank, e.g. in a network "

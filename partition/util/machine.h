@@ -1,0 +1,111 @@
+// What a run launched here asks of this machine, and how busy the machine is while it runs: the
+// capacity `pipetwin run --check` holds a run against, and the load `pipetwin run` records in its
+// report (and `compare` reads back) so that a measurement disturbed by other work says so.
+//
+//   MachineCapacity here = ThisMachineCapacity();
+//   if (std::string why = WhyMachineCannotHold(need, here); !why.empty()) refuse(why);
+//   CpuTimes a = ReadCpuTimes(); ...run...; CpuTimes b = ReadCpuTimes();
+//   LoadShare during = ShareBetween(a, b, cpus, own_cpu_seconds);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pipetwin {
+
+// What this machine offers a run launched here.
+struct MachineCapacity {
+  int cpus = 1;                       // the CPUs this process may use (AllowedCpus)
+  double memory_bytes = 0;            // MemTotal, or the memory cgroup's limit where lower
+  double available_memory_bytes = 0;  // MemAvailable now
+  long long free_tasks = -1;          // processes and threads that can still start; -1 unknown
+  double rr_timeslice_s = 0.1;        // SCHED_RR's time slice (sched_rr_timeslice_ms)
+};
+// Reads /proc (meminfo, loadavg, sys/kernel), the cgroup (v2 or v1) and RLIMIT_NPROC (which
+// does not bind root); a figure that cannot be read stays unknown (0, or -1 for free_tasks) and
+// its rule is not applied.
+MachineCapacity ThisMachineCapacity();
+
+// What a run needs of the machine, at least.
+struct RunDemand {
+  int processes = 0;            // one per worker
+  int threads_per_process = 2;  // at least the worker's own and its communicator's
+  double process_bytes = 0;     // each process's own memory before its model
+  double model_bytes = 0;       // the weights, gradients and optimizer state of every process
+  double MemoryBytes() const { return processes * process_bytes + model_bytes; }
+  double peer_timeout_s = 25;   // how long a worker waits for a peer (run --timeout)
+};
+
+// "" when the machine can hold the run; else why not, in one sentence with the figures. Refused:
+//   - more tasks than the kernel lets start (RLIMIT_NPROC, pid_max, threads-max, pids cgroup),
+//     less those running now;
+//   - more memory than the machine has (its total or its cgroup's limit);
+//   - more workers per CPU than the peer timeout allows: under SCHED_RR (exec cpu_policy.h), a
+//     worker that becomes runnable waits for every other worker on its CPU to use up its time
+//     slice, up to (ceil(W / C) - 1) x slice; longer than the timeout, a worker waiting for a
+//     CPU would be declared lost by its peers.
+std::string WhyMachineCannotHold(const RunDemand& need, const MachineCapacity& machine);
+
+// Busy and stolen time of each CPU since boot (/proc/stat; seconds). Busy is user, nice and
+// system time: what processes run, not interrupts (a loopback transfer's softirqs are charged to
+// no process), so that a run's own processes account for all of it.
+struct CpuTimes {
+  std::vector<double> busy_s, steal_s;  // by CPU number
+};
+CpuTimes ReadCpuTimes();
+// The 1-minute load average (/proc/loadavg), -1 when unknown. It counts every runnable task of
+// the last minute, those of a run that just ended too, so it is recorded, not judged.
+double LoadAverage1m();
+// A field of /proc/meminfo ("MemTotal", "MemAvailable") in bytes, 0 when absent.
+double MemInfoBytes(const std::string& field);
+// This process's CPU time so far (every thread), seconds.
+double ProcessCpuSeconds();
+// This process's private resident memory (RssAnon: heap, stacks, anonymous maps; not the shared
+// libraries' pages, which every process of one program shares), bytes; 0 when unknown.
+double ProcessPrivateBytes();
+
+// Other work on `cpus` between two readings `seconds` apart, as shares of those CPUs' capacity:
+// `foreign` = (busy - own_cpu_s) / (seconds x |cpus|), `steal` = stolen / (seconds x |cpus|)
+// (time the hypervisor gave another guest).
+struct LoadShare {
+  double foreign = 0;
+  double steal = 0;
+};
+LoadShare ShareBetween(const CpuTimes& from, const CpuTimes& to, const std::vector<int>& cpus,
+                       double seconds, double own_cpu_s);
+// Watches `cpus` for `seconds` while this process sleeps: the load before a run starts.
+LoadShare SampleLoad(const std::vector<int>& cpus, double seconds);
+
+// A measurement is disturbed when other work or steal took more than this share of the CPUs
+// the run uses: a CPU-bound run then loses up to that share of its throughput, as much as the
+// validation matrix's target for the mean throughput error (5%, docs/validation.md).
+constexpr double kDisturbingLoadShare = 0.05;
+
+// The load of the machine a run measured on: before it (the launcher's sample, when it launched
+// the workers) and during it (rank 0's host, from its start barrier to its end barrier).
+struct MachineLoad {
+  int cpus = 0;
+  double load_average_1m = -1;  // when the run started
+  bool sampled_before = false;
+  LoadShare before;
+  bool measured_during = false;
+  LoadShare during;
+
+  // One sentence per disturbance over kDisturbingLoadShare.
+  std::vector<std::string> Warnings() const;
+  bool Disturbed() const { return !Warnings().empty(); }
+  // {"cpus", "load_average_1m", "before": {"foreign_share", "steal_share"} or null,
+  //  "during": {...} or null, "disturbed"}
+  nlohmann::json ToJson() const;
+  // Back from ToJson's form (a report's details.machine_load); missing fields stay unknown.
+  static MachineLoad FromJson(const nlohmann::json& j);
+};
+
+// The launcher's sample of the load before a run, handed to the workers in their environment
+// (PIPETWIN_LOAD_BEFORE); absent under torchrun or Slurm.
+std::string LoadShareToText(const LoadShare& share);
+bool LoadShareFromText(const std::string& text, LoadShare* share);
+
+}  // namespace pipetwin

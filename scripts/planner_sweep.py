@@ -102,7 +102,10 @@ def main():
                                if k not in ("scenario", "data_parallel_samples_per_s",
                                             "data_parallel_fits", "speedup_over_data_parallel",
                                             "noam", "pipeline_depth", "data_parallel",
-                                            "tensor_parallel", "global_batch_size")}, f)
+                                            "tensor_parallel", "global_batch_size",
+                                            "runs_schedule", "warnings",
+                                            "capacity_bytes_per_device", "fits",
+                                            "over_capacity_bytes")}, f)
                 report, why = run([pipetwin, "simulate", path, "--json"])
                 if report:
                     row["simulated"] = round(report["samples_per_s"], 2)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -196,15 +197,71 @@ TEST(PlanScenario, PipeDreamNamesTheContentionItDoesNotCharge) {
     "workload": {"generator": "resnet50", "image_size": 224, "batch": 64, "dtype_bytes": 4},
     "cluster": {"preset": "cluster-a", "servers": 4},
     "planner": "pipedream", "schedule": "pipedream",
-    "training": {"microbatch_size": 64, "microbatches": 16, "iterations": 16,
-                 "optimizer": "momentum"}})");
-  auto r = RunPipetwin("plan " + dir + "/resnet50.json");
+    "training": {"microbatch_size": 64, "iterations": 16, "optimizer": "momentum"}})");
+  // Its plan needs more than a 16 GB V100 (PlanOverCapacityIsRefusedUnlessAskedFor).
+  auto r = RunPipetwin("plan " + dir + "/resnet50.json --allow-over-capacity");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("note: stage transfers cross server uplinks"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("weight synchronisation with its compute"), std::string::npos) << r.out;
-  auto compat = RunPipetwin("plan " + dir + "/resnet50.json --planner pipedream-compat --json");
+  auto compat = RunPipetwin("plan " + dir +
+                            "/resnet50.json --planner pipedream-compat --json --allow-over-capacity");
   ASSERT_EQ(compat.exit_code, 0) << compat.err;
   EXPECT_EQ(compat.out.find("overlaps a replicated stage"), std::string::npos) << compat.out;
+}
+
+// A plan that does not fit its devices is never the one `plan` recommends: refused in one line
+// naming the fullest stage and how far over it is, shown with --allow-over-capacity, every row
+// with its verdict. Was: PipeDream's plans for GPT-3 on 80 GiB devices needed up to 363 GB and
+// `plan` printed them with exit 0.
+TEST(PlanScenario, PlanOverCapacityIsRefusedUnlessAskedFor) {
+  nlohmann::json doc;
+  std::ifstream(std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/sim-gpt3-64.json") >> doc;
+  doc.erase("plan");
+  doc["planner"] = "pipedream";
+  doc["schedule"] = "pipedream";
+  doc["training"].erase("microbatches");
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string path = dir + "/gpt3.json";
+  testing::WriteFile(path, doc.dump(1));
+  auto r = RunPipetwin("plan '" + path + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind(path + ": planner: expected a plan that fits the devices: the pipedream "
+                        "plan's stage ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(" GiB per device, over its 80.0 GiB by "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(--allow-over-capacity prints it anyway)"), std::string::npos) << r.err;
+  r = RunPipetwin("plan '" + path + "' --allow-over-capacity --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  const double capacity = 80.0 * 1024 * 1024 * 1024;  // the A100-80GB's 80 GiB
+  EXPECT_EQ(plan["capacity_bytes_per_device"].get<double>(), capacity);
+  double peak = 0;
+  for (const auto& s : plan["stages"]) peak = std::max(peak, s["memory_bytes"].get<double>());
+  EXPECT_GT(peak, capacity);
+  EXPECT_FALSE(plan["fits"].get<bool>());
+  EXPECT_DOUBLE_EQ(plan["over_capacity_bytes"].get<double>(), peak - capacity);
+  r = RunPipetwin("plan '" + path + "' --allow-over-capacity");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("memory GiB  fits 80.0 GiB"), std::string::npos) << r.out;
+  int over_rows = 0, fitting_rows = 0;
+  for (const auto& s : plan["stages"])
+    (s["memory_bytes"].get<double>() > capacity ? over_rows : fitting_rows)++;
+  std::istringstream lines(r.out);
+  int said_over = 0, said_fits = 0;
+  for (std::string line; std::getline(lines, line);) {
+    said_over += line.find("  no, over by ") != std::string::npos;
+    said_fits += line.size() > 5 && line.compare(line.size() - 5, 5, "  yes") == 0;
+  }
+  EXPECT_EQ(said_over, over_rows) << r.out;
+  EXPECT_EQ(said_fits, fitting_rows) << r.out;
+  EXPECT_NE(r.out.find("memory: stage "), std::string::npos) << r.out;
+  // A plan that fits says so.
+  r = RunPipetwin("plan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["fits"].get<bool>());
+  EXPECT_EQ(nlohmann::json::parse(r.out)["over_capacity_bytes"].get<double>(), 0);
+  EXPECT_NE(RunPipetwin("plan").out.find("memory: every stage fits its device's "),
+            std::string::npos);
 }
 
 TEST(PlanScenario, PlannerOverrideAndEveryBaselineRun) {

@@ -64,6 +64,8 @@ po::options_description Options() {
       ("use-fewer-machines", "a level may leave machines idle when that is faster")
       ("batch", po::value<int>()->default_value(1), "samples per minibatch of the profile")
       ("bench", po::value<int>(), "solve N times and print the median wall time")
+      ("allow-over-capacity", "with a scenario: print a plan that does not fit its devices "
+       "(else refused, exit 2)")
       ("json", "machine-readable output on stdout");
   return desc;
 }

@@ -19,19 +19,60 @@
 
 namespace pipetwin::cli {
 
-void WriteStageTable(std::ostream& out, const Plan& plan, int layers_width, int devices_width) {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+PlanFit FitOf(const Plan& plan, double capacity_bytes) {
+  PlanFit fit;
+  fit.capacity_bytes = capacity_bytes;
+  for (int q = 0; q < plan.StageCount(); ++q)
+    if (fit.fullest_stage < 0 || plan.stages[q].memory_bytes > fit.peak_bytes) {
+      fit.fullest_stage = q;
+      fit.peak_bytes = plan.stages[q].memory_bytes;
+    }
+  if (capacity_bytes > 0) fit.over_bytes = std::max(0.0, fit.peak_bytes - capacity_bytes);
+  return fit;
+}
+
+std::string DescribeFit(const PlanFit& fit) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  if (fit.Fits())
+    out << "every stage fits its device's " << fit.capacity_bytes / kGiB << " GiB (the fullest, "
+        << "stage " << fit.fullest_stage << ", needs " << fit.peak_bytes / kGiB << " GiB)";
+  else
+    out << "stage " << fit.fullest_stage << " needs " << fit.peak_bytes / kGiB
+        << " GiB per device, over its " << fit.capacity_bytes / kGiB << " GiB by "
+        << fit.over_bytes / kGiB << " GiB (" << std::setprecision(2)
+        << fit.peak_bytes / fit.capacity_bytes << "x)";
+  return out.str();
+}
+
+void WriteStageTable(std::ostream& out, const Plan& plan, int layers_width, int devices_width,
+                     double capacity_bytes) {
+  // A written plan carries no memory estimate (simulate predicts it): no verdict to give.
+  if (FitOf(plan, capacity_bytes).peak_bytes <= 0) capacity_bytes = 0;
   out << std::left << std::setw(7) << "stage" << std::setw(layers_width) << "layers"
       << std::setw(10) << "replicas" << std::setw(devices_width) << "devices" << std::right
       << std::setw(12) << "compute ms" << std::setw(18) << "communication ms" << std::setw(12)
-      << "memory GB" << "\n";
+      << "memory GiB";
+  if (capacity_bytes > 0) out << "  fits " << std::fixed << std::setprecision(1)
+                              << capacity_bytes / kGiB << " GiB" << std::defaultfloat;
+  out << "\n";
   for (int q = 0; q < plan.StageCount(); ++q) {
     const StagePlan& st = plan.stages[q];
     out << std::left << std::setw(7) << q << std::setw(layers_width)
         << (std::to_string(st.first_layer) + ".." + std::to_string(st.last_layer))
         << std::setw(10) << st.replicas << std::setw(devices_width) << FormatIdList(st.devices)
         << std::right << std::fixed << std::setprecision(3) << std::setw(12) << st.compute_ms
-        << std::setw(18) << st.communication_ms << std::setw(12) << st.memory_bytes / 1e9 << "\n"
-        << std::defaultfloat;
+        << std::setw(18) << st.communication_ms << std::setw(12) << st.memory_bytes / kGiB;
+    if (capacity_bytes > 0) {
+      out << "  ";
+      if (st.memory_bytes <= capacity_bytes)
+        out << "yes";
+      else
+        out << "no, over by " << std::setprecision(1) << (st.memory_bytes - capacity_bytes) / kGiB;
+    }
+    out << "\n" << std::defaultfloat;
   }
 }
 
@@ -59,7 +100,9 @@ void PrintTable(std::ostream& out, const Scenario& s, const Plan& p, const Plan&
       << p.StageCount() << " stages on " << p.WorkerCount() << " of " << s.cluster.DeviceCount()
       << " devices, micro-batch " << p.microbatch_size << ", " << p.microbatches_per_update
       << " micro-batches per update" << (p.recompute ? ", recomputation" : "") << "\n\n";
-  WriteStageTable(out, p, 11, 14);
+  WriteStageTable(out, p, 11, 14, s.cluster.device.memory_bytes);
+  if (p.StageCount() > 0 && FitOf(p, s.cluster.device.memory_bytes).peak_bytes > 0)
+    out << "\nmemory: " << DescribeFit(FitOf(p, s.cluster.device.memory_bytes));
   out << std::fixed << std::setprecision(1);
   if (p.predicted_samples_per_s > 0)
     out << "\npredicted " << p.predicted_samples_per_s << " samples/s"
@@ -117,12 +160,21 @@ int RunPlanOnScenario(const po::variables_map& vm) {
   for (const std::string& w : warnings) std::cerr << "pipetwin plan: warning: " << w << "\n";
   // What simulate and run would refuse about the plan's schedule, refused here as well.
   CheckScheduleForScenario(s, plan, s.training.iterations);
+  // A plan that does not fit its devices is not recommended unless asked for.
+  const PlanFit fit = FitOf(plan, s.cluster.device.memory_bytes);
+  if (!fit.Fits() && !vm.count("allow-over-capacity"))
+    throw InputError(s.file, "planner",
+                     "expected a plan that fits the devices: the " + plan.planner + " plan's " +
+                         DescribeFit(fit) + " (--allow-over-capacity prints it anyway)");
   const Plan dp = DataParallelReference(s, plan);
   if (!out.empty()) WriteTextFileAtomically(out, JsonText(PlanToJson(plan), 2) + "\n");
   if (vm.count("json")) {
     nlohmann::json j = PlanToJson(plan);
     j["scenario"] = s.name;
     j["runs_schedule"] = ScheduleKindName(ScheduleFor(s, plan));
+    j["capacity_bytes_per_device"] = s.cluster.device.memory_bytes;
+    j["fits"] = fit.Fits();
+    j["over_capacity_bytes"] = fit.over_bytes;
     j["warnings"] = warnings;
     j["data_parallel_samples_per_s"] = dp.predicted_samples_per_s;
     j["data_parallel_fits"] = dp.details.value("fits", true);

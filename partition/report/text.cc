@@ -52,9 +52,20 @@ std::string ReportToText(const Report& r) {
   for (const DeviceReport& d : r.devices)
     if (!fullest || d.peak_memory_bytes > fullest->peak_memory_bytes) fullest = &d;
   if (fullest) {
+    // The fit verdict: every device within its capacity, or how far the fullest is over.
+    int over = 0;
+    for (const DeviceReport& d : r.devices) over += d.over_capacity;
+    std::string verdict;
+    if (fullest->capacity_bytes > 0)
+      verdict = over == 0 ? ", every device fits"
+                          : ", OVER CAPACITY by " +
+                                Bytes(fullest->peak_memory_bytes - fullest->capacity_bytes) +
+                                " (" + Fixed(fullest->peak_memory_bytes / fullest->capacity_bytes,
+                                             2) +
+                                "x), " + std::to_string(over) + " of " +
+                                std::to_string(r.devices.size()) + " devices over";
     out << "memory       peak " << Bytes(fullest->peak_memory_bytes) << " on device "
-        << fullest->device << " of " << Bytes(fullest->capacity_bytes)
-        << (r.over_capacity ? "  OVER CAPACITY" : "") << " (weights "
+        << fullest->device << " of " << Bytes(fullest->capacity_bytes) << verdict << " (weights "
         << Bytes(fullest->at_peak.weights) << ", optimizer " << Bytes(fullest->at_peak.optimizer)
         << ", gradients " << Bytes(fullest->at_peak.gradients) << ", activations "
         << Bytes(fullest->at_peak.activations) << ", recompute "

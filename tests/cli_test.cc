@@ -68,6 +68,7 @@ TEST(Cli, CompareRejectsBadInputBeforeRunningAnything) {
   EXPECT_EQ(r.err, "/nonexistent/w.json: no such file (--profile)\n");
   // GPT 1.3B on 16 workers (the default scenario) cannot be trained on a development machine:
   // refused by the executor's check (run --check) before profiling starts.
+  if (!testing::BackEndBuilt("pipetwin-exec")) return;  // a build without LibTorch
   r = RunPipetwin("compare " + std::string(PIPETWIN_SOURCE_DIR) + "/scenarios/default.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err), 1) << r.err;

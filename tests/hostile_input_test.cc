@@ -33,10 +33,7 @@ std::string ScenarioText(const std::string& training, const std::string& rest) {
 }
 
 // Whether `pipetwin simulate` can run here (the simulator is built beside the front end).
-bool SimulatorBuilt() {
-  const std::string front = PIPETWIN_BINARY;
-  return std::filesystem::exists(front.substr(0, front.rfind('/')) + "/pipetwin-sim");
-}
+bool SimulatorBuilt() { return testing::BackEndBuilt("pipetwin-sim"); }
 
 const char* kPlannerMember = R"("cluster": {"preset": "cluster-a", "servers": 1}, "planner": "flush")";
 

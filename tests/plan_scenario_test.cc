@@ -102,8 +102,10 @@ TEST(PlanScenario, WhatTheScenarioReplacesInItsPlannersPlanIsWarnedEverywhere) {
               std::string::npos) << r.err;
   }
   // run says it before it checks the machine (which refuses GPT 1.3B on 16 workers here).
-  r = RunPipetwin("run '" + path + "' --check");
-  EXPECT_NE(r.err.find("pipetwin run: warning: " + schedule_line), std::string::npos) << r.err;
+  if (testing::BackEndBuilt("pipetwin-exec")) {
+    r = RunPipetwin("run '" + path + "' --check");
+    EXPECT_NE(r.err.find("pipetwin run: warning: " + schedule_line), std::string::npos) << r.err;
+  }
 
   // Two chunks per worker fold the planner's stages onto half its workers.
   doc["schedule"] = "interleaved";

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -88,6 +89,11 @@ CommandResult RunPipetwin(const std::string& args, const std::string& shell_pref
   r.out = Slurp(dir + "/out");
   r.err = Slurp(dir + "/err");
   return r;
+}
+
+bool BackEndBuilt(const std::string& name) {
+  const std::string front = PIPETWIN_BINARY;
+  return std::filesystem::exists(front.substr(0, front.rfind('/')) + "/" + name);
 }
 
 }  // namespace pipetwin::testing

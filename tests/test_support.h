@@ -30,5 +30,8 @@ struct CommandResult {
 // Runs `pipetwin ARGS` (ARGS is shell syntax) and captures its output; `shell_prefix` runs
 // first in the same shell ("ulimit -v 4000000; ").
 CommandResult RunPipetwin(const std::string& args, const std::string& shell_prefix = "");
+// Whether the back end `name` ("pipetwin-sim", "pipetwin-exec") is built beside `pipetwin`: a
+// build without SimGrid or LibTorch (scripts/sanitize.sh builds neither LibTorch) has not.
+bool BackEndBuilt(const std::string& name);
 
 }  // namespace pipetwin::testing

@@ -503,6 +503,7 @@ void WorkerActors::WorkerMain(int w) {
   const int device = setup_.worker_device[w];
   rec.op_start_s.assign(ops.size(), 0);
   rec.op_end_s.assign(ops.size(), 0);
+  rec.delivered_s.assign(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     double start = Now();
@@ -541,7 +542,13 @@ void WorkerActors::WorkerMain(int w) {
       Count(setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]),
             bytes, false);
     } else if (IsCommunicationOp(op.kind)) {
-      const Message* message = me.op_mailbox[i]->get<Message>();
+      Message* message = nullptr;
+      sg4::CommPtr delivery = me.op_mailbox[i]->get_async<Message>(&message);
+      delivery->wait();
+      // The transfer's end: with eager sends it may precede this Recv (the trace's send event).
+      const std::vector<Op>& sender_ops = s_.workers[op.peer_worker].ops;
+      record_.workers[op.peer_worker].delivered_s[message->op - sender_ops.data()] =
+          delivery->get_finish_time();
       // A channel's messages arrive in order (ValidateSchedule's rule): this never fails.
       if (MessageOf(*message->op, op.peer_worker) != MessageOf(op, w)) {
         fault_ = "worker " + std::to_string(w) + " received another message than " +
@@ -582,6 +589,7 @@ void WorkerActors::WorkerMain(int w) {
     }
     rec.op_start_s[i] = start;
     rec.op_end_s[i] = Now();
+    if (op.kind == OpKind::kUpdate) rec.step_end_s.push_back(rec.op_end_s[i]);
     if (op.kind != OpKind::kRecompute) state.Apply(op, rec.op_end_s[i]);
   }
   WaitForDeliveries(w);  // an actor that ended would cancel what it still sends

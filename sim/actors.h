@@ -41,7 +41,10 @@ struct AllReduceTiming {
 };
 
 struct WorkerRecord {
-  std::vector<double> op_start_s, op_end_s;  // per op of the worker's list
+  // Per op of the worker's list. An Update's end waits for the all-reduce it applies.
+  std::vector<double> op_start_s, op_end_s;
+  std::vector<double> delivered_s;  // per op: a Send's message delivered (transfer's end), else 0
+  std::vector<double> step_end_s;   // per Update op, in order: the end of its optimizer step
   double busy_s = 0;                         // in executions
   double exposed_communication_s = 0;
   double finish_s = 0;

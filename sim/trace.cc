@@ -1,4 +1,7 @@
 #include "sim/trace.h"
+
+#include <algorithm>
+
 #include "partition/timeline/chrome_trace.h"
 #include "partition/timeline/svg.h"
 
@@ -15,11 +18,17 @@ Timeline SimulatedTimeline(const SimulationSetup& setup, const SimulationRecord&
     const WorkerRecord& rec = record.workers[p.worker];
     t.processes.push_back(
         {device, p.worker, p.stage, p.replica, record.states[p.worker].timeline()});
+    size_t updates = 0;
     for (size_t i = 0; i < p.ops.size(); ++i) {
       const Op& op = p.ops[i];
       const double bytes =
           IsCommunicationOp(op.kind) ? setup.MessageBytes(MessageOf(op, p.worker)) : 0;
-      t.AddOp(OpEvent(op, device, p.worker, rec.op_start_s[i], rec.op_end_s[i], bytes));
+      double end_s = rec.op_end_s[i];
+      // A send lasts until its message is delivered; an update, its optimizer step.
+      if (IsSendOp(op.kind)) end_s = std::max(end_s, rec.delivered_s[i]);
+      if (op.kind == OpKind::kUpdate && updates < rec.step_end_s.size())
+        end_s = rec.step_end_s[updates++];
+      t.AddOp(OpEvent(op, device, p.worker, rec.op_start_s[i], end_s, bytes));
     }
     for (size_t j = 0; j < rec.allreduces.size(); ++j) {
       const AllReduceTiming& a = rec.allreduces[j];

@@ -3,10 +3,8 @@
 // shared writers of partition/timeline.h over SimulatedTimeline, so the executor's trace of a
 // real run (exec/measurement.h) has the same layout.
 //
-// Trace layout: one process (pid) per device, named "device D: worker W, stage S"; threads
-// (tid) 0 compute, 1 send, 2 receive, 3 all-reduce (the communication stream); complete events
-// ("ph": "X") with ts and dur in microseconds; a counter ("ph": "C") "memory" per device with one
-// series per category, in bytes.
+// Trace layout: partition/timeline/timeline.h. Here a send's event lasts until SimGrid's
+// transfer of its message ends, and an update's is its optimizer step.
 //
 //   WriteTextFileAtomically("run.json", ChromeTrace(setup, record).dump());
 //   Timeline predicted = SimulatedTimeline(setup, record);  // to draw beside a measured one

@@ -111,6 +111,13 @@ TEST(Timeline, ChromeTraceHasOneProcessPerDeviceWithFourThreads) {
   std::map<int, int> sort_index;
   std::map<int, std::map<int, std::string>> thread_names;
   size_t complete = 0, counters = 0;
+  std::map<std::tuple<int, std::string, double>, const TimelineEvent*> expected;
+  for (const auto* list : {&t.events, &t.updates})
+    for (const TimelineEvent& e : *list) expected[{e.device, e.name, e.start_s * 1e6}] = &e;
+  ASSERT_EQ(expected.size(), t.events.size() + t.updates.size());
+  ASSERT_FALSE(t.updates.empty());
+  bool after_metadata = false;
+  double last_ts = 0;
   for (const auto& e : doc["traceEvents"]) {
     const int pid = e["pid"].get<int>();
     const bool metadata = e["ph"] == "M";
@@ -127,18 +134,37 @@ TEST(Timeline, ChromeTraceHasOneProcessPerDeviceWithFourThreads) {
            {"weights", "optimizer", "gradients", "activations", "recompute"})
         EXPECT_TRUE(e["args"].contains(category)) << e.dump();
     }
+    if (e["ph"] == "M") {
+      EXPECT_FALSE(after_metadata) << "metadata after a timed event: " << e.dump();
+      continue;
+    }
+    after_metadata = true;
+    EXPECT_GE(e["ts"].get<double>(), last_ts) << "not in order of time: " << e.dump();
+    last_ts = e["ts"].get<double>();
     if (e["ph"] != "X") continue;
-    // In the timeline's order, worker by worker.
-    const TimelineEvent& source = t.events[complete++];
-    EXPECT_EQ(e["name"], source.name);
+    // Each complete event is one of the timeline's events or updates, found by its place and
+    // time; a Send/Recv names its peer's process and pid.
+    ++complete;
+    nlohmann::json args = e["args"];
+    if (args.contains("peer_worker")) {
+      const int peer = args["peer_worker"].get<int>();
+      EXPECT_EQ(args["peer_pid"], 4 + peer);
+      EXPECT_EQ(args["peer"], "device " + std::to_string(4 + peer) + ": worker " +
+                                  std::to_string(peer) + ", stage " + std::to_string(peer));
+      args.erase("peer_pid");
+      args.erase("peer");
+    }
+    const auto key = std::make_tuple(pid, e["name"].get<std::string>(), e["ts"].get<double>());
+    ASSERT_TRUE(expected.count(key)) << e.dump();
+    const TimelineEvent& source = *expected[key];
+    expected.erase(key);
     EXPECT_EQ(e["cat"], source.category);
-    EXPECT_EQ(pid, source.device);
-    EXPECT_EQ(e["tid"], source.lane);
-    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), source.start_s * 1e6);
+    EXPECT_EQ(e["tid"], source.lane) << e.dump();  // nothing overlaps on one lane here
     EXPECT_DOUBLE_EQ(e["dur"].get<double>(), (source.end_s - source.start_s) * 1e6);
-    EXPECT_EQ(e["args"], source.args);
+    EXPECT_EQ(args, source.args);
   }
-  EXPECT_EQ(complete, t.events.size());
+  EXPECT_EQ(complete, t.events.size() + t.updates.size());
+  EXPECT_TRUE(expected.empty());
   EXPECT_EQ(counters, 4u);  // two samples on each of two devices
   EXPECT_EQ(process_names,
             (std::map<int, std::string>{{4, "device 4: worker 0, stage 0"},

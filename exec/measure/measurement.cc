@@ -419,6 +419,7 @@ Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasur
       t.AddOp(OpEvent(op, device, w.rank, record.start_s, record.end_s, record.bytes));
     }
   }
+  EndSendsWhenReceived(t.events);  // when a message was delivered, as far as c10d tells
   return t;
 }
 

@@ -114,8 +114,9 @@ MachineLoad MachineLoadOf(const std::vector<WorkerMeasurement>& workers);
 // The run as a Timeline labelled "measured" (partition/timeline.h), in the simulator's layout:
 // worker r on device r; its compute and Send/Recv ops named by their torch.distributed.pipelining
 // action ("1F3"), with the weight version actually used, the peer and the bytes; its all-reduces
-// on lane 3; its updates (SVG ticks); its memory samples. Stash and release ops take no time
-// worth drawing and are left out.
+// on lane 3; its updates (optimizer steps); its memory samples. A send's event ends no earlier
+// than the receive that took its message (EndSendsWhenReceived). Stash and release ops take no
+// time worth drawing and are left out.
 Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasurement>& workers);
 // Chrome trace (chrome://tracing, Perfetto) of the run, the layout of `pipetwin simulate
 // --trace`: ChromeTrace(MeasuredTimeline(job, workers)).

@@ -26,7 +26,7 @@ TimelineEvent OpEvent(const Op& op, int device, int worker, double start_s, doub
   e.device = device;
   e.worker = worker;
   e.op = op;
-  e.name = ActionName(op);
+  e.name = op.kind == OpKind::kUpdate ? "optimizer step" : ActionName(op);
   e.category = OpKindName(op.kind);
   e.lane = LaneOf(op.kind);
   e.start_s = start_s;
@@ -79,6 +79,34 @@ std::map<int, std::vector<const TimelineEvent*>> EventsByWorker(
   std::map<int, std::vector<const TimelineEvent*>> by_worker;
   for (const auto& e : events) by_worker[e.worker].push_back(&e);
   return by_worker;
+}
+
+std::vector<MessageEvents> MatchMessages(const std::vector<TimelineEvent>& events) {
+  // Per key, its sends and its receives in order of start.
+  std::map<MessageKey, std::pair<std::vector<size_t>, std::vector<size_t>>> by_key;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const TimelineEvent& e = events[i];
+    if (!IsCommunicationOp(e.op.kind)) continue;
+    auto& [sends, recvs] = by_key[MessageOf(e.op, e.worker)];
+    (IsSendOp(e.op.kind) ? sends : recvs).push_back(i);
+  }
+  auto by_start = [&](size_t a, size_t b) { return events[a].start_s < events[b].start_s; };
+  std::vector<MessageEvents> pairs;
+  for (auto& [key, lists] : by_key) {
+    auto& [sends, recvs] = lists;
+    std::stable_sort(sends.begin(), sends.end(), by_start);
+    std::stable_sort(recvs.begin(), recvs.end(), by_start);
+    for (size_t k = 0; k < std::min(sends.size(), recvs.size()); ++k)
+      pairs.push_back({sends[k], recvs[k]});
+  }
+  std::sort(pairs.begin(), pairs.end(),
+            [](const MessageEvents& a, const MessageEvents& b) { return a.send < b.send; });
+  return pairs;
+}
+
+void EndSendsWhenReceived(std::vector<TimelineEvent>& events) {
+  for (const MessageEvents& m : MatchMessages(events))
+    events[m.send].end_s = std::max(events[m.send].end_s, events[m.recv].end_s);
 }
 
 void Timeline::AddOp(const TimelineEvent& event) {

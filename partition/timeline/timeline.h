@@ -9,9 +9,22 @@
 //   - one complete event ("ph": "X", ts and dur in microseconds) per compute or Send/Recv op,
 //     named by its torch.distributed.pipelining action (ActionName: "0F3", "1SEND_B2"), category
 //     OpKindName, args stage and microbatch, plus weight_version (compute: the version used) or
-//     peer_worker and bytes (Send/Recv); one event "all-reduce" per all-reduce bucket, args
-//     bytes and bucket;
-//   - a counter ("ph": "C") "memory" per device, one series per category, in bytes.
+//     peer_worker, bytes, peer (the peer's process name) and peer_pid (Send/Recv); one event
+//     "all-reduce" per all-reduce bucket, args bytes and bucket; one event "optimizer step" per
+//     Update on the compute thread, args weight_version (the version it makes);
+//   - a Send's event lasts from its post until its message is delivered (the sends a worker has
+//     in flight at once overlap: the later ones go to threads "send 2", "send 3", ..., tids 4 and
+//     up, so that no two events of one thread overlap, as the format requires of complete
+//     events); a Recv's, while its worker waits for the message;
+//   - a flow ("ph" "s" at the Send's start, "f" with "bp": "e" inside its Recv's event, no
+//     earlier than the "s"; one id per message, category "message"): Perfetto and
+//     chrome://tracing draw it as an arrow;
+//   - a counter ("ph": "C") "memory" per device, one series per category, in bytes;
+//   - metadata first, then every event in order of ts.
+// When a message is delivered: the simulator knows (the end of SimGrid's transfer); the
+// executor takes the end of the Recv that waited for it (EndSendsWhenReceived: Gloo and NCCL
+// report a receive complete only when it is waited on), so a measured send's event may last
+// longer than its transfer by as long as the message waited for its receiver.
 // Several timelines in one trace: each is a group of processes, with pids past the previous
 // group's, names prefixed by its label ("predicted: device 0: worker 0, stage 0"), and sort
 // indices that keep the group together, in the order given.
@@ -83,8 +96,8 @@ struct Timeline {
   // The trace's complete events, worker by worker (each worker's ops, then its all-reduces).
   // Every event's worker has a process.
   std::vector<TimelineEvent> events;
-  // Update ops: ticks in the SVG at their start, not in the trace (the simulator gives them no
-  // time on a thread of the worker; the trace layout has no event for them).
+  // Update ops: ticks in the SVG at their start, optimizer-step events in the trace (start to
+  // end: the step's own time, not the all-reduce it waited for).
   std::vector<TimelineEvent> updates;
 
   // Files an op's event (OpEvent): compute and Send/Recv ops among the events, an Update among
@@ -94,6 +107,19 @@ struct Timeline {
   // The end of the last event or update; 0 when empty.
   double EndSeconds() const;
 };
+
+// A message's two events, indices into Timeline::events.
+struct MessageEvents {
+  size_t send = 0, recv = 0;
+};
+// Every Send event with the Recv event that takes its message: the same MessageOf key, a key's
+// sends and receives paired in the order of their starts. A send or receive without its partner
+// (a run cut short) is left out. In the order of the sends' events.
+std::vector<MessageEvents> MatchMessages(const std::vector<TimelineEvent>& events);
+
+// The executor's delivery rule (above): each Send event ends no earlier than the Recv event that
+// takes its message.
+void EndSendsWhenReceived(std::vector<TimelineEvent>& events);
 
 // The timeline's label, or "timeline N" (N = index + 1) when it has none.
 std::string TimelineLabel(const Timeline& timeline, size_t index);

@@ -748,12 +748,14 @@ TEST(ExecReport, BackwardHoldsOneLayersGradientAtATime) {
   }
 }
 
-// What a Chrome trace shows of a run: process names by pid, thread names by (pid, tid), and the
-// complete events as (pid, tid, name), each once per occurrence.
+// What a Chrome trace shows of a run: process names by pid, the four lanes' thread names by
+// (pid, tid), and the complete events as (pid, lane, name), each once per occurrence. A lane is
+// its thread's name without the number of an extra thread ("send 2": messages in flight at once
+// take several threads, as many as each back end's timing makes overlap).
 struct TraceLayout {
   std::map<int, std::string> processes;
   std::map<std::pair<int, int>, std::string> threads;
-  std::multiset<std::tuple<int, int, std::string>> events;
+  std::multiset<std::tuple<int, std::string, std::string>> events;
 };
 
 OpKind KindOfAction(const std::string& action) {
@@ -767,15 +769,23 @@ OpKind KindOfAction(const std::string& action) {
 
 TraceLayout LayoutOf(const nlohmann::json& trace) {
   TraceLayout layout;
+  std::map<std::pair<int, int>, std::string> thread_names;
   for (const auto& e : trace.at("traceEvents")) {
     const int pid = e.at("pid").get<int>();
     const std::string name = e.at("name").get<std::string>();
     if (e["ph"] == "M" && name == "process_name")
       layout.processes[pid] = e["args"]["name"].get<std::string>();
     if (e["ph"] == "M" && name == "thread_name")
-      layout.threads[{pid, e["tid"].get<int>()}] = e["args"]["name"].get<std::string>();
-    if (e["ph"] == "X") layout.events.insert({pid, e["tid"].get<int>(), name});
+      thread_names[{pid, e["tid"].get<int>()}] = e["args"]["name"].get<std::string>();
   }
+  for (const auto& [thread, name] : thread_names)
+    if (thread.second < 4) layout.threads[thread] = name;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e["ph"] == "X") {
+      const std::string thread = thread_names.at({e["pid"].get<int>(), e["tid"].get<int>()});
+      layout.events.insert(
+          {e["pid"].get<int>(), thread.substr(0, thread.find(' ')), e["name"].get<std::string>()});
+    }
   return layout;
 }
 
@@ -803,10 +813,17 @@ TEST(ExecReport, TraceHasTheSimulatorsLayout) {
   }
   // Names are torch actions ("0F3", "1SEND_B2"); category, lane and args follow the op.
   const std::regex action("([0-9]+)(F|B|SEND_F|RECV_F|SEND_B|RECV_B)([0-9]+)");
-  int memory_samples = 0;
+  int memory_samples = 0, steps = 0;
   for (const auto& e : measured_trace["traceEvents"]) {
     memory_samples += e["ph"] == "C" && e["name"] == "memory";
     if (e["ph"] != "X") continue;
+    if (e["cat"] == "update") {  // each worker's optimizer step, making the next version
+      ++steps;
+      EXPECT_EQ(e["name"], "optimizer step");
+      EXPECT_EQ(e["tid"], 0) << e.dump();
+      EXPECT_EQ(e["args"]["stage"], e["pid"]) << e.dump();
+      continue;
+    }
     std::smatch m;
     const std::string name = e["name"];
     ASSERT_TRUE(std::regex_match(name, m, action)) << e.dump();
@@ -823,8 +840,12 @@ TEST(ExecReport, TraceHasTheSimulatorsLayout) {
       // Flush: one version per iteration, the one made by the previous iteration's update.
       EXPECT_EQ(e["args"]["weight_version"], op.microbatch / s.microbatches) << e.dump();
     } else {
-      EXPECT_EQ(e["tid"], m[2].str().rfind("SEND", 0) == 0 ? 1 : 2) << e.dump();
+      const std::string lane = measured.threads.count({e["pid"], e["tid"]})
+                                   ? measured.threads.at({e["pid"], e["tid"]})
+                                   : "send";  // an extra send thread
+      EXPECT_EQ(lane, m[2].str().rfind("SEND", 0) == 0 ? "send" : "receive") << e.dump();
       EXPECT_EQ(e["args"]["peer_worker"], 1 - e["pid"].get<int>()) << e.dump();
+      EXPECT_EQ(e["args"]["peer_pid"], 1 - e["pid"].get<int>()) << e.dump();
       EXPECT_GT(e["args"]["bytes"].get<double>(), 0) << e.dump();
     }
   }
@@ -833,8 +854,10 @@ TEST(ExecReport, TraceHasTheSimulatorsLayout) {
   EXPECT_EQ(measured.processes, predicted.processes);
   EXPECT_EQ(measured.threads, predicted.threads);
   EXPECT_EQ(measured.events, predicted.events);
-  // Workers x iterations x micro-batches x (forward, backward, a send, a receive).
-  EXPECT_EQ(measured.events.size(), 2u * 2 * 4 * 4);
+  // Workers x iterations x micro-batches x (forward, backward, a send, a receive), and an
+  // optimizer step per worker and iteration.
+  EXPECT_EQ(steps, 2 * 2);
+  EXPECT_EQ(measured.events.size(), 2u * 2 * 4 * 4 + steps);
 }
 
 // Workers leave the start barrier at different moments (milliseconds apart with more workers

@@ -104,6 +104,24 @@ TEST(SimOutputSchema, ReportsPlansAndTablesWriteWhatTheDocumentLists) {
   ExpectSameKeys(columns, doc.at("Sweep and simulate CSV"), "simulate --csv");
 }
 
+TEST(SimOutputSchema, TheTracesArgsAreTheOnesTheDocumentLists) {
+  const auto doc = ReadSchemaDoc();
+  ASSERT_TRUE(doc.count("Chrome trace: args")) << "no trace args table";
+  const Table& table = doc.at("Chrome trace: args");
+  const std::string dir = testing::TemporaryDirectory();
+  // A replicated stage: compute, messages, all-reduce buckets and optimizer steps.
+  auto r = RunPipetwin("simulate " + Scenario("validation/07-mlp-replicated.json") + " --trace " +
+                       dir + "/t.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(dir + "/t.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::set<std::string> written;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X")
+      for (const auto& [key, value] : e["args"].items()) written.insert(key);
+  EXPECT_EQ(written, table.keys);
+}
+
 TEST(SimOutputSchema, AFileOfANewerSchemaIsRefusedNamingIt) {
   const std::string dir = testing::TemporaryDirectory();
   auto r = RunPipetwin("plan " + Scenario("local-mlp-2stage.json") + " --output " + dir +

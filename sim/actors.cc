@@ -545,16 +545,16 @@ void WorkerActors::WorkerMain(int w) {
       Message* message = nullptr;
       sg4::CommPtr delivery = me.op_mailbox[i]->get_async<Message>(&message);
       delivery->wait();
-      // The transfer's end: with eager sends it may precede this Recv (the trace's send event).
-      const std::vector<Op>& sender_ops = s_.workers[op.peer_worker].ops;
-      record_.workers[op.peer_worker].delivered_s[message->op - sender_ops.data()] =
-          delivery->get_finish_time();
       // A channel's messages arrive in order (ValidateSchedule's rule): this never fails.
       if (MessageOf(*message->op, op.peer_worker) != MessageOf(op, w)) {
         fault_ = "worker " + std::to_string(w) + " received another message than " +
                  ActionName(op) + " expects";
         return;
       }
+      // The transfer's end: with eager sends it may precede this Recv (the trace's send event).
+      const std::vector<Op>& sender_ops = s_.workers[op.peer_worker].ops;
+      record_.workers[op.peer_worker].delivered_s[message->op - sender_ops.data()] =
+          delivery->get_finish_time();
       rec.exposed_communication_s += Now() - std::max(start, message->posted_s);
       // The receiver's half.
       if (ChargeMessageCpu(me)) ++record_.activities;

@@ -16,10 +16,14 @@
 #   clang                 the sanitizer build and the libFuzzer targets (scripts/sanitize.sh, fuzz.sh)
 #   slurm-wlm, munge      a one-node Slurm cluster, started by the test of job-array sweeps
 #                         (tests/scripts/slurm_sweep_test.sh, scripts/sweep-slurm.sh)
+#   chromium, fonts-dejavu-core
+#                         headless Chromium renders the SVG pictures to PNG in a test
+#                         (tests/scripts/svg_render_test.sh), in the font the pictures name
 set -euo pipefail
 
 core_pkgs=(cmake g++ make ninja-build ccache pkg-config python3 libsimgrid-dev nlohmann-json3-dev
-           libboost-program-options-dev libgtest-dev libbenchmark-dev clang slurm-wlm munge)
+           libboost-program-options-dev libgtest-dev libbenchmark-dev clang slurm-wlm munge
+           chromium fonts-dejavu-core)
 exec_pkgs=(libgloo-dev python3-venv dataset-fashion-mnist)
 
 want=("${core_pkgs[@]}")

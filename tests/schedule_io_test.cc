@@ -202,7 +202,7 @@ TEST(ScheduleSvgTest, EightWorkersThirtyTwoMicrobatches) {
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   std::smatch width;
-  ASSERT_TRUE(std::regex_search(svg, width, std::regex("width=\"([0-9.]+)\"")));
+  ASSERT_TRUE(std::regex_search(svg, width, std::regex("viewBox=\"0 0 ([0-9.]+) ")));
   EXPECT_LT(std::stod(width[1]), 3200);  // fits a screen or two, not a poster
   // Every compute op is a box with its micro-batch number in it.
   size_t boxes = 0, labels = 0;
@@ -211,7 +211,7 @@ TEST(ScheduleSvgTest, EightWorkersThirtyTwoMicrobatches) {
     ++boxes;
   EXPECT_EQ(boxes, 8u * 32u);
   for (int mb = 0; mb < 32; ++mb) {
-    const std::string label = ">" + std::to_string(mb) + "</text>";
+    const std::string label = "\">" + std::to_string(mb) + "</text>";
     for (size_t at = svg.find(label); at != std::string::npos; at = svg.find(label, at + 1)) ++labels;
   }
   EXPECT_GE(labels, 2u * 8u * 32u);  // forward and backward of each micro-batch on each worker

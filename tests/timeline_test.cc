@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "partition/schedule/spec.h"
 #include "partition/timeline/chrome_trace.h"
 #include "partition/timeline/svg.h"
+#include "partition/timeline/svg_style.h"
 
 namespace pipetwin {
 namespace {
@@ -244,14 +246,177 @@ TEST(Timeline, SvgDrawsTimelinesOneAboveTheOtherWithOneBoxPerComputeOp) {
   EXPECT_NE(svg.find("two stages, schedule flush"), std::string::npos);
 }
 
-TEST(Timeline, SvgShowsReplicasAndEscapesLabels) {
+TEST(Timeline, SvgFoldsReplicasThatRunTheSameOpsAndEscapesLabels) {
   Timeline t = FromReplay("a<b");
-  t.processes.push_back({2, 2, 1, 1, {}});  // a second replica of stage 1, idle
+  // Stage 1 gets three more replicas running worker 1's ops, one of them 0.25 ms later.
+  std::vector<TimelineEvent> copies;
+  for (int copy = 1; copy <= 3; ++copy) {
+    t.processes.push_back({1 + copy * 2, 1 + copy * 2, 1, copy, {}});
+    for (const TimelineEvent& e : t.events) {
+      if (e.worker != 1) continue;
+      TimelineEvent c = e;
+      c.worker = c.device = 1 + copy * 2;
+      if (copy == 2) c.start_s += 0.25e-3, c.end_s += 0.25e-3;
+      copies.push_back(c);
+    }
+  }
+  t.events.insert(t.events.end(), copies.begin(), copies.end());
   const std::string svg = TimelineSvg({t});
   EXPECT_NE(svg.find(">a&lt;b: makespan"), std::string::npos);
-  EXPECT_NE(svg.find(">worker 2 (stage 1, r1)<"), std::string::npos);
-  EXPECT_NE(svg.find(">worker 1 (stage 1, r0)<"), std::string::npos);
+  EXPECT_NE(svg.find(">stage 1 x4 (workers 1, 3, ..., 7)<title>4 replicas of stage 1 run the same "
+                     "ops, each on micro-batches of its own, drawn from worker 1; their op ends "
+                     "differ by up to 0.25 ms</title>"),
+            std::string::npos)
+      << svg;
   EXPECT_NE(svg.find(">worker 0 (stage 0)<"), std::string::npos);
+  EXPECT_NE(svg.find("5 workers in 2 rows"), std::string::npos);
+  // One row of boxes per stage: the folded replicas are not drawn again.
+  EXPECT_EQ(CountOf(svg, "<title>forward "), 2 * 3);
+}
+
+TEST(Timeline, SvgKeepsReplicasThatRunDifferentMicrobatchesApart) {
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kPipeDream;
+  spec.stages = 2;
+  spec.replicas = {1, 2};
+  spec.microbatches = 4;
+  const PipelineSchedule s = BuildSchedule(spec);
+  const std::string svg = ScheduleToSvg(s, ReplaySchedule(s, OpCosts()));
+  EXPECT_NE(svg.find(">worker 1 (stage 1, r0)<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">worker 2 (stage 1, r1)<"), std::string::npos);
+  EXPECT_EQ(svg.find(" x2 ("), std::string::npos);
+}
+
+// Phases by hand: 1F1B on two workers, forward 1 and backward 2 time units, two micro-batches
+// per iteration, a flush between iterations at t = 10.
+//   worker 0: F0 0-1, F1 1-2, B0 4-6, B1 7-9
+//   worker 1: F0 1-2, B0 2-4, F1 4-5, B1 5-7
+// The first backward starts at 2 (worker 1), the last forward ends at 5 (worker 1), the last
+// backward at 9 (worker 0).
+Timeline HandMadeOneFOneB(int iterations) {
+  Timeline t;
+  t.processes = {{0, 0, 0, 0, {}}, {1, 1, 1, 0, {}}};
+  struct Box {
+    int worker;
+    OpKind kind;
+    int microbatch;
+    double start, end;
+  };
+  const std::vector<Box> boxes = {
+      {0, OpKind::kForward, 0, 0, 1},  {0, OpKind::kForward, 1, 1, 2},
+      {0, OpKind::kBackward, 0, 4, 6}, {0, OpKind::kBackward, 1, 7, 9},
+      {1, OpKind::kForward, 0, 1, 2},  {1, OpKind::kBackward, 0, 2, 4},
+      {1, OpKind::kForward, 1, 4, 5},  {1, OpKind::kBackward, 1, 5, 7}};
+  for (int it = 0; it < iterations; ++it)
+    for (const Box& b : boxes) {
+      Op op;
+      op.kind = b.kind;
+      op.stage = b.worker;
+      op.microbatch = b.microbatch + 2 * it;
+      op.weight_version = it;
+      t.AddOp(OpEvent(op, b.worker, b.worker, b.start + 10 * it, b.end + 10 * it));
+    }
+  return t;
+}
+
+TEST(Timeline, PhasesAreWarmUpSteadyAndCoolDownOfEachFlushedIteration) {
+  const auto phases = PipelinePhases(HandMadeOneFOneB(2));
+  ASSERT_EQ(phases.size(), 6u);
+  const std::vector<std::tuple<std::string, double, double>> expected = {
+      {"warm-up", 0, 2},   {"steady", 2, 5},   {"cool-down", 5, 9},
+      {"warm-up", 10, 12}, {"steady", 12, 15}, {"cool-down", 15, 19}};
+  for (size_t i = 0; i < phases.size(); ++i) {
+    EXPECT_EQ(phases[i].name, std::get<0>(expected[i])) << i;
+    EXPECT_DOUBLE_EQ(phases[i].start_s, std::get<1>(expected[i])) << i;
+    EXPECT_DOUBLE_EQ(phases[i].end_s, std::get<2>(expected[i])) << i;
+  }
+}
+
+TEST(Timeline, GPipeHasNoSteadyPhaseAndPipeDreamOnlyOneWarmUp) {
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kGPipe;
+  spec.stages = 4;
+  spec.microbatches = 8;
+  PipelineSchedule s = BuildSchedule(spec);
+  auto phases = PipelinePhases(ReplayTimeline(s, ReplaySchedule(s, OpCosts())));
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_STREQ(phases[0].name, "warm-up");
+  EXPECT_STREQ(phases[1].name, "cool-down");
+  // All 8 forwards pass all 4 stages before the first backward: (8 + 3) x 1 time units.
+  EXPECT_DOUBLE_EQ(phases[0].end_s, 11);
+
+  spec.kind = ScheduleKind::kPipeDream;
+  spec.microbatches = 16;
+  s = BuildSchedule(spec);
+  phases = PipelinePhases(ReplayTimeline(s, ReplaySchedule(s, OpCosts())));
+  ASSERT_EQ(phases.size(), 3u);  // never flushed: one period
+  EXPECT_STREQ(phases[0].name, "warm-up");
+  EXPECT_DOUBLE_EQ(phases[0].end_s, 4);  // the first forward reaches the last stage at 4
+  EXPECT_STREQ(phases[1].name, "steady");
+  EXPECT_STREQ(phases[2].name, "cool-down");
+}
+
+TEST(Timeline, SvgScalesAndPutsLegendAxisUnitPhasesLanesAndMemoryOnThePage) {
+  const Timeline t = FromReplay("predicted");
+  const std::string svg = TimelineSvg({t});
+  // Scales: a viewBox, as wide as where it is shown, a plot of the same width for any run.
+  std::smatch view;
+  ASSERT_TRUE(std::regex_search(svg, view, std::regex("<svg[^>]* width=\"100%\" viewBox=\"0 0 "
+                                                      "([0-9.]+) ([0-9.]+)\"")));
+  EXPECT_LT(std::stod(view[1]), 2000);
+  const std::string longer = TimelineSvg({FromReplay("predicted", 40)});
+  std::smatch view2;
+  ASSERT_TRUE(std::regex_search(longer, view2, std::regex("viewBox=\"0 0 ([0-9.]+) ")));
+  EXPECT_EQ(view[1], view2[1]);
+  // The legend before the first row; every tick label says its unit.
+  const size_t legend = svg.find(">idle (bubble)<"), row = svg.find(">worker 0 (stage 0)<");
+  ASSERT_NE(legend, std::string::npos);
+  ASSERT_NE(row, std::string::npos);
+  EXPECT_LT(legend, row);
+  EXPECT_NE(svg.find(">0 ms<"), std::string::npos);
+  EXPECT_NE(svg.find(" - time in ms<"), std::string::npos);
+  // Phases, send/receive and all-reduce lanes, a memory strip per row, bubbles with durations.
+  EXPECT_NE(svg.find("<title>warm-up: 0-"), std::string::npos);
+  EXPECT_NE(svg.find("<title>cool-down: "), std::string::npos);
+  EXPECT_EQ(CountOf(svg, "<title>send_activation micro-batch "), 3);
+  EXPECT_EQ(CountOf(svg, "<title>recv_gradient micro-batch "), 3);
+  EXPECT_EQ(CountOf(svg, "<title>all-reduce: "), 2);
+  EXPECT_EQ(CountOf(svg, "<title>device memory, peak 450 B"), 2);
+  EXPECT_GT(CountOf(svg, "<title>bubble: "), 0);
+}
+
+TEST(Timeline, SvgRowsSayTheIdleShareTheReplayMeasures) {
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kFlush;
+  spec.stages = 4;
+  spec.microbatches = 8;
+  const PipelineSchedule s = BuildSchedule(spec);
+  const ReplayResult r = ReplaySchedule(s, OpCosts());
+  const std::string svg = ScheduleToSvg(s, r);
+  EXPECT_NE(svg.find(" - time in time units<"), std::string::npos);
+  for (const WorkerTiming& w : r.workers) {
+    const std::string idle = ">idle " + SvgNumber(100 * w.idle / r.makespan) + "%<";
+    EXPECT_GE(CountOf(svg, idle), 1) << idle;
+  }
+}
+
+TEST(Timeline, SvgShowsWeightVersionsOnlyWhereTheyDifferAndChunksUnderInterleaving) {
+  const std::string two_bw = TimelineSvg({FromReplay("", 1, 0, ScheduleKind::kTwoBW)});
+  EXPECT_NE(two_bw.find("weight version (4 colours cycle)"), std::string::npos);
+  EXPECT_NE(two_bw.find(" v1<"), std::string::npos);
+  const std::string flush = TimelineSvg({FromReplay("")});  // one iteration: one version
+  EXPECT_EQ(flush.find("weight version"), std::string::npos);
+
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kInterleaved;
+  spec.stages = 2;
+  spec.chunks = 2;
+  spec.microbatches = 4;
+  const PipelineSchedule s = BuildSchedule(spec);
+  const std::string svg = ScheduleToSvg(s, ReplaySchedule(s, OpCosts()));
+  EXPECT_NE(svg.find(">c1:3<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">c0:0<"), std::string::npos);
+  EXPECT_NE(svg.find("chunk 1 micro-batch 3"), std::string::npos);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Timelines as SVG pictures: workers as rows, time as columns (TimelineSvg).
+// Timelines as SVG pictures (svg.h says what a picture shows).
 #include "partition/timeline/svg.h"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "partition/timeline/svg_style.h"
 
@@ -14,14 +15,18 @@ namespace pipetwin {
 
 namespace {
 
-constexpr double kMinLeft = 150;      // room for the row labels, at least
-constexpr double kCharWidth = 6.7;    // DejaVu Sans Mono at 11 px: 0.6 em per character
-constexpr double kTop = 46;           // title and time axis
-constexpr double kGroupHeader = 22;   // a timeline's label above its rows
-constexpr double kGroupGap = 10;
-constexpr double kRowHeight = 24;
-constexpr double kMaxPlotWidth = 7000;
-
+constexpr double kPlotWidth = 1200;  // the plot, in viewBox units, whatever the span
+constexpr double kMinLeft = 150;     // room for the row labels, at least
+constexpr double kRight = 200;       // after the plot: the row's idle share and peak memory
+constexpr double kCharWidth = 6.7;   // DejaVu Sans Mono at 11 px: 0.6 em per character
+constexpr double kBoxHeight = 19;    // compute boxes
+constexpr double kLaneHeight = 4;    // sends, receives, all-reduce buckets
+constexpr double kMemoryHeight = 12;
+constexpr double kLaneGap = 2;
+constexpr double kRowGap = 7;
+constexpr double kGroupHeader = 20;  // a timeline's label
+constexpr double kPhaseBand = 14;
+constexpr double kGroupGap = 16;
 
 std::string Escape(const std::string& text) {
   std::string out;
@@ -37,6 +42,22 @@ std::string Escape(const std::string& text) {
   return out;
 }
 
+// A figure with up to 4 significant digits: 0.3, 12.5, 1250.
+std::string Figure(double v) {
+  std::ostringstream s;
+  s << std::setprecision(4) << v;
+  return s.str();
+}
+
+std::string Bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(u == 0 ? 0 : 1) << b << " " << units[u];
+  return s.str();
+}
+
 // The heading: the first timeline's scenario and schedule, when it names them.
 std::string Title(const std::vector<Timeline>& timelines) {
   if (timelines.empty()) return "timeline";
@@ -50,94 +71,433 @@ std::string Title(const std::vector<Timeline>& timelines) {
   return title.empty() ? "timeline" : title;
 }
 
-// The row label: "worker W (stage S)", with ", rR" when the stage has several replicas.
-std::string RowLabel(const Timeline& t, const TimelineProcess& p) {
-  int replicas = 0;
-  for (const auto& q : t.processes) replicas += q.stage == p.stage;
-  std::string label = "worker " + std::to_string(p.worker) + " (stage " + std::to_string(p.stage);
-  if (replicas > 1) label += ", r" + std::to_string(p.replica);
-  return label + ")";
+SvgTimeUnit ChooseUnit(const SvgTimeUnit& given, double span_s) {
+  if (given.per_second > 0) return given;
+  if (span_s < 1e-3) return {"\u00b5s", 1e6};
+  if (span_s < 1) return {"ms", 1e3};
+  return {"s", 1};
 }
 
-// One worker's row: its label, the idle background, update ticks, a box per compute op.
-// `left` is where the plot starts, `scale` its pixels per ms.
-void DrawRow(const Timeline& t, const TimelineProcess& p,
-             const std::vector<const TimelineEvent*>& events,
-             const std::vector<const TimelineEvent*>& updates, double left, double y,
-             double scale, double plot_width, std::ostringstream& out) {
-  WriteSvgRow(out, RowLabel(t, p), left, y, plot_width);
-  for (const TimelineEvent* update : updates)
-    WriteSvgUpdate(out, left + update->start_s * 1e3 * scale, y, update->op.weight_version);
-  for (const TimelineEvent* e : events) {
-    const double width = (e->end_s - e->start_s) * 1e3 * scale;
-    if (IsComputeOp(e->op.kind) && width > 0)
-      WriteSvgOpBox(out, e->op, left + e->start_s * 1e3 * scale, y, width);
-  }
+// "workers 0-7", "workers 0, 16, ..., 1008", "workers 3, 5, 11, ... (9)".
+std::string WorkersText(const std::vector<int>& w) {
+  if (w.size() == 1) return "worker " + std::to_string(w[0]);
+  bool progression = w.size() > 2;
+  for (size_t i = 2; i < w.size() && progression; ++i)
+    progression = w[i] - w[i - 1] == w[1] - w[0];
+  if (w.size() == 2 || (progression && w.size() <= 3))
+    return "workers " + std::to_string(w[0]) + ", " +
+           (w.size() == 3 ? std::to_string(w[1]) + ", " : "") + std::to_string(w.back());
+  if (progression && w[1] - w[0] == 1)
+    return "workers " + std::to_string(w[0]) + "-" + std::to_string(w.back());
+  if (progression)
+    return "workers " + std::to_string(w[0]) + ", " + std::to_string(w[1]) + ", ..., " +
+           std::to_string(w.back());
+  return "workers " + std::to_string(w[0]) + ", " + std::to_string(w[1]) + ", ... (" +
+         std::to_string(w.size()) + ")";
 }
+
+// One row of the picture: a worker, or a stage's replicas that run the same ops.
+struct Row {
+  const TimelineProcess* drawn = nullptr;  // the lowest worker
+  std::vector<int> workers;
+  std::string label, tooltip;
+};
+
+// What a timeline's group draws.
+struct Group {
+  const Timeline* timeline = nullptr;
+  std::string header;
+  std::vector<Row> rows;
+  std::map<int, std::vector<const TimelineEvent*>> events, updates;  // by worker
+  std::vector<PipelinePhase> phases;
+  bool comm = false, all_reduce = false, memory = false, versions = false;
+  double RowHeight() const {
+    return kBoxHeight + (comm ? 2 * kLaneHeight + kLaneGap : 0) +
+           (all_reduce ? kLaneHeight + kLaneGap : 0) + (memory ? kMemoryHeight + kLaneGap : 0) +
+           kRowGap;
+  }
+  double Height() const { return kGroupHeader + kPhaseBand + 4 + rows.size() * RowHeight(); }
+};
+
+// A replica folds into a row when it runs the same kinds of compute op on the same chunks in the
+// same order, each starting within half the row's shortest op of the drawn one's: drawn, the
+// two would look alike. Data-parallel replicas do (each on micro-batches of its own); the
+// replicas of PipeDream's 1F1B-RR, a forward apart, do not.
+struct ComputeOps {
+  std::vector<std::pair<int, int>> kinds;  // kind, chunk
+  std::vector<double> starts, ends;
+  double shortest = 0;
+  explicit ComputeOps(const std::vector<const TimelineEvent*>& events) {
+    for (const TimelineEvent* e : events) {
+      if (!IsComputeOp(e->op.kind)) continue;
+      kinds.push_back({static_cast<int>(e->op.kind), e->op.chunk});
+      starts.push_back(e->start_s);
+      ends.push_back(e->end_s);
+      const double d = e->end_s - e->start_s;
+      if (d > 0) shortest = shortest == 0 ? d : std::min(shortest, d);
+    }
+  }
+  bool LooksLike(const ComputeOps& other) const {
+    if (kinds != other.kinds) return false;
+    for (size_t k = 0; k < starts.size(); ++k)
+      if (std::abs(starts[k] - other.starts[k]) >= shortest / 2) return false;
+    return true;
+  }
+};
+
+Group MakeGroup(const Timeline& t, size_t index, const SvgTimeUnit& unit) {
+  Group g;
+  g.timeline = &t;
+  g.events = EventsByWorker(t.events);
+  g.updates = EventsByWorker(t.updates);
+  g.phases = PipelinePhases(t);
+  std::set<int> versions;
+  double busy = 0;
+  for (const TimelineEvent& e : t.events) {
+    g.comm = g.comm || IsCommunicationOp(e.op.kind);
+    g.all_reduce = g.all_reduce || e.lane == kAllReduceLane;
+    if (IsComputeOp(e.op.kind)) {
+      versions.insert(e.op.weight_version);
+      busy += e.end_s - e.start_s;
+    }
+  }
+  g.versions = versions.size() > 1;
+  for (const TimelineProcess& p : t.processes) g.memory = g.memory || !p.memory.empty();
+
+  // Rows: by stage position; within one, the replicas with the same compute ops fold together.
+  std::map<int, std::vector<const TimelineProcess*>> by_stage;
+  for (const TimelineProcess& p : t.processes) by_stage[p.stage].push_back(&p);
+  for (auto& [stage, processes] : by_stage) {
+    std::sort(processes.begin(), processes.end(),
+              [](const auto* a, const auto* b) { return a->worker < b->worker; });
+    std::vector<std::pair<ComputeOps, Row>> folds;
+    for (const TimelineProcess* p : processes) {
+      ComputeOps ops(g.events[p->worker]);
+      auto same = std::find_if(folds.begin(), folds.end(),
+                               [&](const auto& f) { return f.first.LooksLike(ops); });
+      if (same == folds.end()) {
+        folds.push_back({std::move(ops), Row{p, {p->worker}, "", ""}});
+      } else {
+        same->second.workers.push_back(p->worker);
+      }
+    }
+    for (auto& [drawn_ops, row] : folds) {
+      const TimelineProcess& p = *row.drawn;
+      if (row.workers.size() == 1) {
+        row.label = "worker " + std::to_string(p.worker) + " (stage " + std::to_string(stage) +
+                    (processes.size() > 1 ? ", r" + std::to_string(p.replica) : "") + ")";
+      } else {
+        row.label = "stage " + std::to_string(stage) + " x" + std::to_string(row.workers.size()) +
+                    " (" + WorkersText(row.workers) + ")";
+        double spread = 0;
+        for (int w : row.workers) {
+          const ComputeOps ops(g.events[w]);
+          for (size_t k = 0; k < ops.ends.size() && k < drawn_ops.ends.size(); ++k)
+            spread = std::max(spread, std::abs(ops.ends[k] - drawn_ops.ends[k]));
+        }
+        row.tooltip = std::to_string(row.workers.size()) + " replicas of stage " +
+                      std::to_string(stage) + " run the same ops, each on micro-batches of its " +
+                      "own, drawn from worker " + std::to_string(p.worker) +
+                      "; their op ends differ by up to " + Figure(spread * unit.per_second) +
+                      " " + unit.name;
+      }
+      g.rows.push_back(std::move(row));
+    }
+  }
+  const double makespan = t.EndSeconds();
+  const double idle = t.processes.empty() || makespan <= 0
+                          ? 0
+                          : 1 - busy / (t.processes.size() * makespan);
+  g.header = Escape(TimelineLabel(t, index)) + ": makespan " +
+             Figure(makespan * unit.per_second) + " " + unit.name + ", " +
+             std::to_string(t.processes.size()) + " workers in " + std::to_string(g.rows.size()) +
+             " rows, idle " + SvgNumber(100 * idle) + "% of device time";
+  return g;
+}
+
+// Draws into `out` at x = left + t * scale (t in seconds).
+class Painter {
+ public:
+  Painter(std::ostream& out, double left, double scale, const SvgTimeUnit& unit)
+      : out_(out), left_(left), scale_(scale), unit_(unit) {}
+
+  double X(double t_s) const { return left_ + t_s * scale_; }
+  std::string Span(double a_s, double b_s) const {
+    return Figure(a_s * unit_.per_second) + "-" + Figure(b_s * unit_.per_second) + " " +
+           unit_.name;
+  }
+
+  void Rect(double x, double y, double w, double h, const std::string& fill,
+            const std::string& title, const std::string& extra = "") {
+    out_ << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y) << "\" width=\""
+         << SvgNumber(std::max(w, 0.6)) << "\" height=\"" << SvgNumber(h) << "\" fill=\"" << fill
+         << "\"" << extra;
+    if (title.empty()) out_ << "/>\n";
+    else out_ << "><title>" << title << "</title></rect>\n";
+  }
+
+  void Phases(const Group& g, double y, double bottom) {
+    for (const PipelinePhase& p : g.phases) {
+      const double x = X(p.start_s), w = (p.end_s - p.start_s) * scale_;
+      Rect(x, y, w, kPhaseBand, PhaseFill(p.name), std::string(p.name) + ": " +
+           Span(p.start_s, p.end_s));
+      if (w >= kCharWidth * std::string(p.name).size() + 4)
+        out_ << "<text x=\"" << SvgNumber(x + w / 2) << "\" y=\"" << SvgNumber(y + 11)
+             << "\" text-anchor=\"middle\" fill=\"#444444\">" << p.name << "</text>\n";
+      if (p.start_s > 0)
+        out_ << "<line x1=\"" << SvgNumber(x) << "\" y1=\"" << SvgNumber(y) << "\" x2=\""
+             << SvgNumber(x) << "\" y2=\"" << SvgNumber(bottom)
+             << "\" stroke=\"#888888\" stroke-dasharray=\"3,3\"/>\n";
+    }
+  }
+
+  void Row(const Group& g, const pipetwin::Row& row, double y, double makespan_s,
+           double memory_peak) {
+    const auto events = Lookup(g.events, row.drawn->worker);
+    const auto updates = Lookup(g.updates, row.drawn->worker);
+    out_ << "<text x=\"" << SvgNumber(left_ - 8) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
+         << "\" text-anchor=\"end\">" << Escape(row.label);
+    if (!row.tooltip.empty()) out_ << "<title>" << Escape(row.tooltip) << "</title>";
+    out_ << "</text>\n";
+
+    // Bubbles: whatever no compute box covers, from 0 to the makespan.
+    std::vector<const TimelineEvent*> compute;
+    for (const TimelineEvent* e : events)
+      if (IsComputeOp(e->op.kind)) compute.push_back(e);
+    std::sort(compute.begin(), compute.end(),
+              [](const auto* a, const auto* b) { return a->start_s < b->start_s; });
+    double covered = 0, idle = 0;
+    auto bubble = [&](double from, double to) {
+      if (to <= from) return;
+      idle += to - from;
+      Rect(X(from), y, (to - from) * scale_, kBoxHeight, kBubbleFill,
+           "bubble: " + Figure((to - from) * unit_.per_second) + " " + unit_.name + " idle");
+    };
+    for (const TimelineEvent* e : compute) {
+      bubble(covered, e->start_s);
+      covered = std::max(covered, e->end_s);
+    }
+    bubble(covered, makespan_s);
+
+    for (const TimelineEvent* e : compute) Box(g, *e, y);
+    for (const TimelineEvent* u : updates)
+      Rect(X(u->start_s) - 1, y - 2, 2, kBoxHeight + 4, "#000000",
+           "update to version " + std::to_string(u->op.weight_version) + ": " +
+               Span(u->start_s, u->end_s));
+
+    double lane = y + kBoxHeight + kLaneGap;
+    if (g.comm) {
+      for (const TimelineEvent* e : events) {
+        if (!IsCommunicationOp(e->op.kind)) continue;
+        const bool send = IsSendOp(e->op.kind);
+        Rect(X(e->start_s), lane + (send ? 0 : kLaneHeight), (e->end_s - e->start_s) * scale_,
+             kLaneHeight, send ? kSendFill : kReceiveFill,
+             std::string(OpKindName(e->op.kind)) + " micro-batch " +
+                 std::to_string(e->op.microbatch) + (send ? " to" : " from") + " worker " +
+                 std::to_string(e->op.peer_worker) + ": " + Span(e->start_s, e->end_s));
+      }
+      lane += 2 * kLaneHeight + kLaneGap;
+    }
+    if (g.all_reduce) {
+      for (const TimelineEvent* e : events)
+        if (e->lane == kAllReduceLane)
+          Rect(X(e->start_s), lane, (e->end_s - e->start_s) * scale_, kLaneHeight,
+               kAllReduceFill, "all-reduce: " + Span(e->start_s, e->end_s));
+      lane += kLaneHeight + kLaneGap;
+    }
+    double peak = 0;
+    if (g.memory) {
+      peak = Memory(row.drawn->memory, lane, makespan_s, memory_peak);
+    }
+    std::string right = "idle " + SvgNumber(makespan_s > 0 ? 100 * idle / makespan_s : 0) + "%";
+    if (g.memory) right += ", peak " + Bytes(peak);
+    out_ << "<text x=\"" << SvgNumber(left_ + kPlotWidth + 8) << "\" y=\""
+         << SvgNumber(y + kBoxHeight - 5) << "\" fill=\"#444444\">" << right << "</text>\n";
+  }
+
+ private:
+  static std::vector<const TimelineEvent*> Lookup(
+      const std::map<int, std::vector<const TimelineEvent*>>& by_worker, int worker) {
+    auto it = by_worker.find(worker);
+    return it == by_worker.end() ? std::vector<const TimelineEvent*>{} : it->second;
+  }
+
+  // A compute op: its box, the weight version's strip on top, its text where it fits.
+  void Box(const Group& g, const TimelineEvent& e, double y) {
+    const Op& op = e.op;
+    const double x = X(e.start_s), w = (e.end_s - e.start_s) * scale_;
+    const bool chunks = op.chunk > 0 || HasChunks(g);
+    std::string title = std::string(OpKindName(op.kind)) + " stage " + std::to_string(op.stage);
+    if (chunks) title += " chunk " + std::to_string(op.chunk);
+    title += " micro-batch " + std::to_string(op.microbatch) + " version " +
+             std::to_string(op.weight_version) + ": " + Span(e.start_s, e.end_s);
+    Rect(x, y, w, kBoxHeight, OpFill(op.kind, op.chunk), title,
+         " stroke=\"#ffffff\" stroke-width=\"0.6\"");
+    if (g.versions)
+      out_ << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y) << "\" width=\""
+           << SvgNumber(std::max(w, 0.6)) << "\" height=\"3\" fill=\""
+           << WeightVersionFill(op.weight_version) << "\"/>\n";
+    std::string text = (chunks ? "c" + std::to_string(op.chunk) + ":" : "") +
+                       std::to_string(op.microbatch);
+    const std::string with_version = text + " v" + std::to_string(op.weight_version);
+    if (g.versions && w >= kCharWidth * with_version.size() + 4) text = with_version;
+    // In a narrow box the text shrinks (down to 5 units, legible when zoomed in); below, none.
+    const double size = std::min(11.0, (w - 2) / (0.6 * text.size()));
+    if (size >= 5) {
+      out_ << "<text x=\"" << SvgNumber(x + w / 2) << "\" y=\"" << SvgNumber(y + kBoxHeight - 5)
+           << "\" text-anchor=\"middle\" fill=\"" << OpTextColour(op.kind, op.chunk) << "\"";
+      if (size < 11) out_ << " font-size=\"" << SvgNumber(size) << "\"";
+      out_ << ">" << text << "</text>\n";
+    }
+  }
+
+  bool HasChunks(const Group& g) {
+    if (chunks_.count(&g) == 0) {
+      bool any = false;
+      for (const TimelineEvent& e : g.timeline->events)
+        any = any || (IsComputeOp(e.op.kind) && e.op.chunk > 0);
+      chunks_[&g] = any;
+    }
+    return chunks_[&g];
+  }
+
+  // The device's total bytes as a step function from 0 to the makespan, `full` bytes at the
+  // strip's top; samples closer than half a unit of the plot merge into their larger one.
+  // Returns the peak.
+  double Memory(const std::vector<MemorySample>& samples, double y, double makespan_s,
+                double full) {
+    const double bottom = y + kMemoryHeight;
+    out_ << "<rect x=\"" << SvgNumber(X(0)) << "\" y=\"" << SvgNumber(y) << "\" width=\""
+         << SvgNumber(makespan_s * scale_) << "\" height=\"" << SvgNumber(kMemoryHeight)
+         << "\" fill=\"#fafafa\" stroke=\"#e0e0e0\" stroke-width=\"0.5\"/>\n";
+    if (samples.empty() || full <= 0) return 0;
+    auto level = [&](double bytes) { return bottom - kMemoryHeight * bytes / full; };
+    std::ostringstream path;
+    path << "M" << SvgNumber(X(samples.front().time_s)) << "," << SvgNumber(bottom);
+    double peak = 0, last_x = -1, held = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const double x = X(samples[i].time_s), bytes = samples[i].bytes.Total();
+      peak = std::max(peak, bytes);
+      held = (x - last_x < 0.5 && i > 0) ? std::max(held, bytes) : bytes;
+      if (x - last_x < 0.5 && i > 0 && i + 1 < samples.size() &&
+          X(samples[i + 1].time_s) - last_x < 0.5)
+        continue;
+      path << " L" << SvgNumber(x) << "," << SvgNumber(level(held)) << " H";
+      const double next = i + 1 < samples.size() ? X(samples[i + 1].time_s) : X(makespan_s);
+      path << SvgNumber(std::max(next, x));
+      last_x = x;
+    }
+    path << " V" << SvgNumber(bottom) << " Z";
+    out_ << "<path d=\"" << path.str() << "\" fill=\"" << kMemoryFill << "\" stroke=\""
+         << kMemoryStroke << "\" stroke-width=\"0.6\"><title>device memory, peak " << Bytes(peak)
+         << " (the strip's top: " << Bytes(full) << ")</title></path>\n";
+    return peak;
+  }
+
+  std::ostream& out_;
+  double left_, scale_;
+  SvgTimeUnit unit_;
+  std::map<const Group*, bool> chunks_;
+};
 
 }  // namespace
 
-std::string TimelineSvg(const std::vector<Timeline>& timelines) {
-  // One scale for all: the shortest compute op at least 20 px wide, within a sane total width.
-  double shortest_ms = 0, end_ms = 0;
-  for (const Timeline& t : timelines) {
-    end_ms = std::max(end_ms, t.EndSeconds() * 1e3);
-    for (const auto& e : t.events) {
-      const double d = (e.end_s - e.start_s) * 1e3;
-      if (IsComputeOp(e.op.kind) && d > 0)
-        shortest_ms = shortest_ms == 0 ? d : std::min(shortest_ms, d);
-    }
-  }
-  end_ms = std::max(end_ms, 1e-9);
-  double scale = shortest_ms > 0 ? 20.0 / shortest_ms : 20.0;  // px per ms
-  scale = std::min(scale, kMaxPlotWidth / end_ms);
-  const double plot_width = end_ms * scale;
-
+std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUnit& given_unit,
+                        const std::string& given_title) {
+  double end_s = 0, memory_peak = 0;
   std::set<OpKind> present;
-  bool odd_chunks = false;
-  for (const Timeline& t : timelines)
-    for (const auto& e : t.events) {
-      present.insert(e.op.kind);
-      odd_chunks = odd_chunks || (IsComputeOp(e.op.kind) && e.op.chunk % 2 == 1);
-    }
-  const SvgLegend legend(present, odd_chunks);
-  const double legend_width = legend.Width();
+  bool comm = false, all_reduce = false, memory = false, versions = false, chunks = false,
+       phases = false;
+  for (const Timeline& t : timelines) end_s = std::max(end_s, t.EndSeconds());
+  end_s = std::max(end_s, 1e-12);
+  const SvgTimeUnit unit = ChooseUnit(given_unit, end_s);
 
-  double rows_height = 0;
+  std::vector<Group> groups;
+  for (size_t i = 0; i < timelines.size(); ++i) {
+    groups.push_back(MakeGroup(timelines[i], i, unit));
+    const Group& g = groups.back();
+    comm = comm || g.comm;
+    all_reduce = all_reduce || g.all_reduce;
+    memory = memory || g.memory;
+    versions = versions || g.versions;
+    phases = phases || !g.phases.empty();
+    for (const TimelineEvent& e : timelines[i].events) {
+      if (IsComputeOp(e.op.kind)) present.insert(e.op.kind);
+      chunks = chunks || (IsComputeOp(e.op.kind) && e.op.chunk > 0);
+    }
+    for (const TimelineProcess& p : timelines[i].processes)
+      for (const MemorySample& m : p.memory) memory_peak = std::max(memory_peak, m.bytes.Total());
+  }
+
+  SvgLegend legend;
+  for (auto [kind, label] : {std::pair{OpKind::kForward, "forward"},
+                             {OpKind::kBackward, "backward"},
+                             {OpKind::kBackwardInput, "backward (input)"},
+                             {OpKind::kBackwardWeight, "backward (weights)"},
+                             {OpKind::kRecompute, "recompute"}})
+    if (present.count(kind)) legend.Add(OpFill(kind, 0), label);
+  legend.Add(kBubbleFill, "idle (bubble)");
+  legend.Add("#000000", "update");
+  if (chunks) legend.Add(OpFill(OpKind::kForward, 1), "c1:3 = chunk 1, micro-batch 3 (odd chunks light)");
+  if (versions) legend.Add(WeightVersionFill(1), "strip on top, v3: weight version (4 colours cycle)");
+  if (comm) {
+    legend.Add(kSendFill, "send (until delivered)");
+    legend.Add(kReceiveFill, "receive (waiting)");
+  }
+  if (all_reduce) legend.Add(kAllReduceFill, "all-reduce");
+  if (memory) legend.Add(kMemoryFill, "device memory (peak at the right)");
+  if (phases)
+    for (const char* phase : {"warm-up", "steady", "cool-down"}) legend.Add(PhaseFill(phase), phase);
+
   size_t longest_label = 0;
-  for (const Timeline& t : timelines) {
-    rows_height += kGroupHeader + t.processes.size() * kRowHeight + kGroupGap;
-    for (const TimelineProcess& p : t.processes)
-      longest_label = std::max(longest_label, RowLabel(t, p).size());
+  double rows_height = 0;
+  for (const Group& g : groups) {
+    for (const Row& r : g.rows) longest_label = std::max(longest_label, r.label.size());
+    rows_height += g.Height() + kGroupGap;
   }
   const double left = std::max(kMinLeft, 18 + kCharWidth * longest_label);
-  const double width = left + std::max(plot_width, legend_width) + 20;
-  const double height = kTop + rows_height + 50;
+  const double width = left + kPlotWidth + kRight;
+  const double legend_top = 42;
+  const double axis = legend_top + legend.Lines(width - 20) * SvgLegend::kLineHeight + 14;
+  const double height = axis + rows_height + 30;
+  const double scale = kPlotWidth / end_s;
 
   std::ostringstream out;
   WriteSvgHeader(out, width, height);
-  out << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">"
-      << Escape(Title(timelines)) << " - time in ms</text>\n";
+  out << "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">"
+      << Escape(given_title.empty() ? Title(timelines) : given_title) << " - time in "
+      << unit.name << "</text>\n";
+  legend.Write(out, 10, legend_top, width - 20);
 
-  // The shared time axis, its grid lines through every group.
-  WriteSvgTimeAxis(out, end_ms, left, scale, kTop, kTop + rows_height - kGroupGap);
+  // The time axis: labels above the first group and below the last, grid lines through all.
+  const double step_units = SvgTickStep(end_s * unit.per_second);
+  const double bottom = axis + rows_height;
+  for (int k = 0; k * step_units <= end_s * unit.per_second * (1 + 1e-9); ++k) {
+    const double x = left + k * step_units / unit.per_second * scale;
+    const std::string label = Figure(k * step_units) + " " + unit.name;
+    out << "<line x1=\"" << SvgNumber(x) << "\" y1=\"" << SvgNumber(axis - 4) << "\" x2=\""
+        << SvgNumber(x) << "\" y2=\"" << SvgNumber(bottom) << "\" stroke=\"#dddddd\"/>";
+    for (double ty : {axis - 7, bottom + 14})
+      out << "<text x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(ty)
+          << "\" text-anchor=\"middle\" fill=\"#555555\">" << label << "</text>";
+    out << "\n";
+  }
 
-  double y = kTop;
-  for (size_t i = 0; i < timelines.size(); ++i) {
-    const Timeline& t = timelines[i];
-    out << "<text x=\"10\" y=\"" << SvgNumber(y + 15) << "\" font-weight=\"bold\">"
-        << Escape(TimelineLabel(t, i)) << ": makespan " << SvgNumber(t.EndSeconds() * 1e3) << " ms, "
-        << t.processes.size() << " workers</text>\n";
+  Painter paint(out, left, scale, unit);
+  double y = axis;
+  for (const Group& g : groups) {
+    out << "<text x=\"10\" y=\"" << SvgNumber(y + 14) << "\" font-weight=\"bold\">" << g.header
+        << "</text>\n";
     y += kGroupHeader;
-    auto events = EventsByWorker(t.events), updates = EventsByWorker(t.updates);
-    for (const TimelineProcess& p : t.processes) {
-      DrawRow(t, p, events[p.worker], updates[p.worker], left, y, scale, plot_width, out);
-      y += kRowHeight;
+    paint.Phases(g, y, y + kPhaseBand + 4 + g.rows.size() * g.RowHeight());
+    y += kPhaseBand + 4;
+    const double makespan = g.timeline->EndSeconds();
+    for (const Row& row : g.rows) {
+      paint.Row(g, row, y, makespan, memory_peak);
+      y += g.RowHeight();
     }
     y += kGroupGap;
   }
-
-  legend.Write(out, left, y + 12);
   out << "</svg>\n";
   return out.str();
 }

@@ -1,5 +1,5 @@
-// What the SVG pictures of pipetwin share (`pipetwin schedule --format svg`, the simulated and
-// measured timelines): the colour of each op kind and the number format.
+// What the SVG pictures of pipetwin share: the colour of each thing drawn, the number format,
+// the opening of the file and the legend.
 //
 //   out << "<rect fill=\"" << OpFill(op.kind, op.chunk) << "\" x=\"" << SvgNumber(x) << "\"/>";
 #pragma once
@@ -8,10 +8,8 @@
 #include <cmath>
 #include <iomanip>
 #include <ostream>
-#include <set>
 #include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "partition/schedule/op.h"
@@ -31,9 +29,30 @@ inline const char* OpFill(OpKind kind, int chunk) {
   }
 }
 
-// The colour of the micro-batch number written inside a box of OpFill(kind, chunk).
+// The colour of the text written inside a box of OpFill(kind, chunk).
 inline const char* OpTextColour(OpKind kind, int chunk) {
   return (chunk % 2 == 1 || kind == OpKind::kRecompute) ? "#000000" : "#ffffff";
+}
+
+// The communication lanes and the memory strip.
+constexpr const char* kSendFill = "#e69f00";
+constexpr const char* kReceiveFill = "#8c6d1f";
+constexpr const char* kAllReduceFill = "#d62728";
+constexpr const char* kMemoryFill = "#b0bec5";
+constexpr const char* kMemoryStroke = "#546e7a";
+constexpr const char* kBubbleFill = "url(#bubble)";  // a hatch, defined by WriteSvgHeader
+
+// The strip on top of a compute box: weight version v is drawn in the colour v mod 4.
+inline const char* WeightVersionFill(int version) {
+  static const char* const fills[] = {"#ffd54f", "#ff7043", "#7e57c2", "#26c6da"};
+  return fills[((version % 4) + 4) % 4];
+}
+
+// The pipeline phases' band (PipelinePhases).
+inline const char* PhaseFill(const std::string& phase) {
+  if (phase == "warm-up") return "#fde7c8";
+  if (phase == "cool-down") return "#d6e6f5";
+  return "#dcefd6";  // steady
 }
 
 // A coordinate with one decimal.
@@ -43,107 +62,73 @@ inline std::string SvgNumber(double v) {
   return s.str();
 }
 
-// The opening of a pipetwin SVG: the XML declaration, the <svg> element of this size in the
-// monospace font every picture uses, and a white background.
+// The opening of a pipetwin SVG: the XML declaration; the <svg> element with a viewBox of this
+// size, as wide as where it is shown (it scales), in the monospace font every picture uses; the
+// hatch of bubbles; a white background.
 inline void WriteSvgHeader(std::ostream& out, double width, double height) {
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << SvgNumber(width) << "\" height=\""
-      << SvgNumber(height) << "\" viewBox=\"0 0 " << SvgNumber(width) << " " << SvgNumber(height)
-      << "\" font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 "
+      << SvgNumber(width) << " " << SvgNumber(height)
+      << "\" preserveAspectRatio=\"xMinYMin meet\""
+      << " font-family=\"DejaVu Sans Mono, Menlo, monospace\" font-size=\"11\">\n"
+      << "<defs><pattern id=\"bubble\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\""
+      << " patternTransform=\"rotate(45)\"><rect width=\"5\" height=\"5\" fill=\"#f2f2f2\"/>"
+      << "<rect width=\"1.6\" height=\"5\" fill=\"#c4c4c4\"/></pattern></defs>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
 }
 
-// Grid lines and labels about every 1/20 of the span, at 1, 2 or 5 times a power of ten.
+// Grid lines and labels about every 1/10 of the span, at 1, 2 or 5 times a power of ten.
 inline double SvgTickStep(double span) {
-  const double raw_step = span / 20;
+  const double raw_step = span / 10;
   const double magnitude = std::pow(10, std::floor(std::log10(std::max(raw_step, 1e-9))));
   for (double f : {1.0, 2.0, 5.0, 10.0})
     if (f * magnitude >= raw_step) return f * magnitude;
   return magnitude;
 }
 
-// The time axis: a grid line and its label every SvgTickStep(end) from 0 to `end`, at
-// x = left + t * scale, the lines from y_top to y_bottom.
-inline void WriteSvgTimeAxis(std::ostream& out, double end, double left, double scale,
-                             double y_top, double y_bottom) {
-  const double step = SvgTickStep(end);
-  for (int k = 0; k * step <= end + 1e-9; ++k) {
-    const double x = left + k * step * scale;
-    out << "<line x1=\"" << SvgNumber(x) << "\" y1=\"" << SvgNumber(y_top - 6) << "\" x2=\""
-        << SvgNumber(x) << "\" y2=\"" << SvgNumber(y_bottom) << "\" stroke=\"#dddddd\"/>"
-        << "<text x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y_top - 9)
-        << "\" text-anchor=\"middle\" fill=\"#555555\">" << k * step << "</text>\n";
-  }
-}
-
-// A row's label, right-aligned before the plot at `left`, and its idle background (whatever no
-// box covers is a bubble); the boxes are kBoxHeight tall.
-constexpr double kSvgBoxHeight = 19;
-inline void WriteSvgRow(std::ostream& out, const std::string& label, double left, double y,
-                        double plot_width) {
-  out << "<text x=\"" << SvgNumber(left - 8) << "\" y=\"" << SvgNumber(y + kSvgBoxHeight - 5)
-      << "\" text-anchor=\"end\">" << label << "</text>\n";
-  out << "<rect x=\"" << SvgNumber(left) << "\" y=\"" << SvgNumber(y) << "\" width=\""
-      << SvgNumber(plot_width) << "\" height=\"" << SvgNumber(kSvgBoxHeight)
-      << "\" fill=\"#eeeeee\"/>\n";
-}
-
-// An update to `version` as a black tick at x.
-inline void WriteSvgUpdate(std::ostream& out, double x, double y, int version) {
-  out << "<rect x=\"" << SvgNumber(x - 1) << "\" y=\"" << SvgNumber(y - 2)
-      << "\" width=\"2\" height=\"" << SvgNumber(kSvgBoxHeight + 4)
-      << "\" fill=\"#000000\"><title>update to version " << version << "</title></rect>\n";
-}
-
-// A compute op's box from x, `width` wide, its micro-batch inside when it fits.
-inline void WriteSvgOpBox(std::ostream& out, const Op& op, double x, double y, double width) {
-  out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y) << "\" width=\""
-      << SvgNumber(width) << "\" height=\"" << SvgNumber(kSvgBoxHeight) << "\" fill=\""
-      << OpFill(op.kind, op.chunk) << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"><title>"
-      << OpKindName(op.kind) << " stage " << op.stage << " micro-batch " << op.microbatch
-      << " version " << op.weight_version << "</title></rect>";
-  if (width >= 12)
-    out << "<text x=\"" << SvgNumber(x + width / 2) << "\" y=\""
-        << SvgNumber(y + kSvgBoxHeight - 5) << "\" text-anchor=\"middle\" fill=\""
-        << OpTextColour(op.kind, op.chunk) << "\">" << op.microbatch << "</text>";
-  out << "\n";
-}
-
-// The legend under a timeline picture: the compute kinds present, then idle and update, and the
-// light shade of odd chunks under interleaving.
+// The legend: swatches with their labels, in lines no wider than a width.
 class SvgLegend {
  public:
-  SvgLegend(const std::set<OpKind>& present, bool odd_chunks) {
-    for (auto [kind, label] : {std::pair{OpKind::kForward, "forward"},
-                               {OpKind::kBackward, "backward"},
-                               {OpKind::kBackwardInput, "backward (input)"},
-                               {OpKind::kBackwardWeight, "backward (weights)"},
-                               {OpKind::kRecompute, "recompute"}})
-      if (present.count(kind)) entries_.push_back({OpFill(kind, 0), label});
-    entries_.push_back({"#eeeeee", "idle (bubble)"});
-    entries_.push_back({"#000000", "update"});
-    if (odd_chunks) entries_.push_back({OpFill(OpKind::kForward, 1), "odd chunks: light"});
-  }
+  void Add(const std::string& fill, const std::string& label) { entries_.push_back({fill, label}); }
 
-  double Width() const {
-    double width = 0;
-    for (const auto& entry : entries_) width += EntryWidth(entry.second);
-    return width;
-  }
+  // The lines the entries take when no line is wider than `width`.
+  int Lines(double width) const { return Layout(width).back().line + 1; }
 
-  // One row of swatches from (x, y), y the text's baseline.
-  void Write(std::ostream& out, double x, double y) const {
-    for (const auto& [fill, label] : entries_) {
-      out << "<rect x=\"" << SvgNumber(x) << "\" y=\"" << SvgNumber(y - 11)
-          << "\" width=\"14\" height=\"14\" fill=\"" << fill << "\" stroke=\"#999999\"/><text x=\""
-          << SvgNumber(x + 19) << "\" y=\"" << SvgNumber(y) << "\">" << label << "</text>\n";
-      x += EntryWidth(label);
+  // From (x, y), y the first line's text baseline, lines kLineHeight apart.
+  void Write(std::ostream& out, double x, double y, double width) const {
+    const auto places = Layout(width);
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const double ex = x + places[i].x, ey = y + places[i].line * kLineHeight;
+      out << "<rect x=\"" << SvgNumber(ex) << "\" y=\"" << SvgNumber(ey - 10)
+          << "\" width=\"14\" height=\"12\" fill=\"" << entries_[i].fill
+          << "\" stroke=\"#999999\"/><text x=\"" << SvgNumber(ex + 19) << "\" y=\""
+          << SvgNumber(ey) << "\">" << entries_[i].label << "</text>\n";
     }
   }
 
+  static constexpr double kLineHeight = 18;
+
  private:
-  static double EntryWidth(const std::string& label) { return 30 + 7.2 * label.size(); }
-  std::vector<std::pair<std::string, std::string>> entries_;  // (fill, label)
+  struct Entry {
+    std::string fill, label;
+  };
+  struct Place {
+    double x = 0;
+    int line = 0;
+  };
+  static double EntryWidth(const std::string& label) { return 30 + 6.7 * label.size(); }
+  std::vector<Place> Layout(double width) const {
+    std::vector<Place> places;
+    Place at;
+    for (const Entry& e : entries_) {
+      if (at.x > 0 && at.x + EntryWidth(e.label) > width) at = {0, at.line + 1};
+      places.push_back(at);
+      at.x += EntryWidth(e.label);
+    }
+    if (places.empty()) places.push_back({});
+    return places;
+  }
+  std::vector<Entry> entries_;
 };
 
 }  // namespace pipetwin

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -61,6 +62,69 @@ TimelineEvent AllReduceEvent(int device, int worker, int stage, int bucket, doub
 std::string ProcessName(const TimelineProcess& p) {
   return "device " + std::to_string(p.device) + ": worker " + std::to_string(p.worker) +
          ", stage " + std::to_string(p.stage);
+}
+
+std::vector<PipelinePhase> PipelinePhases(const Timeline& t) {
+  struct Flight {
+    double start = 0, end = 0;
+  };
+  std::map<int, Flight> flights;  // by micro-batch
+  for (const TimelineEvent& e : t.events) {
+    if (!IsComputeOp(e.op.kind) || e.op.microbatch < 0) continue;
+    auto [it, fresh] = flights.try_emplace(e.op.microbatch, Flight{e.start_s, e.end_s});
+    if (!fresh) {
+      it->second.start = std::min(it->second.start, e.start_s);
+      it->second.end = std::max(it->second.end, e.end_s);
+    }
+  }
+  std::vector<std::pair<Flight, std::vector<int>>> by_start;  // flight, micro-batch
+  for (const auto& [mb, f] : flights) by_start.push_back({f, {mb}});
+  std::sort(by_start.begin(), by_start.end(),
+            [](const auto& a, const auto& b) { return a.first.start < b.first.start; });
+  std::vector<Flight> periods;
+  std::map<int, size_t> period_of;  // micro-batch -> index into periods
+  for (const auto& [f, mbs] : by_start) {
+    if (periods.empty() || f.start >= periods.back().end) periods.push_back(f);
+    else periods.back().end = std::max(periods.back().end, f.end);
+    period_of[mbs.front()] = periods.size() - 1;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> first_backward(periods.size(), inf), last_forward(periods.size(), -inf);
+  for (const TimelineEvent& e : t.events) {
+    if (!IsComputeOp(e.op.kind) || e.op.microbatch < 0) continue;
+    const size_t p = period_of.at(e.op.microbatch);
+    if (e.op.kind == OpKind::kForward) last_forward[p] = std::max(last_forward[p], e.end_s);
+    else first_backward[p] = std::min(first_backward[p], e.start_s);
+  }
+  std::vector<PipelinePhase> phases;
+  auto add = [&](const char* name, double start, double end) {
+    if (end > start) phases.push_back({name, start, end});
+  };
+  for (size_t p = 0; p < periods.size(); ++p) {
+    const auto [start, end] = periods[p];
+    if (first_backward[p] == inf) {
+      add("steady", start, end);
+      continue;
+    }
+    const double steady_end = std::max(first_backward[p], std::min(last_forward[p], end));
+    add("warm-up", start, first_backward[p]);
+    add("steady", first_backward[p], steady_end);
+    add("cool-down", steady_end, end);
+  }
+  return phases;
+}
+
+Timeline ReplayTimeline(const PipelineSchedule& s, const ReplayResult& replay) {
+  Timeline t;
+  t.other_data = {{"schedule", ScheduleKindName(s.kind)}};
+  for (const WorkerProgram& p : s.workers) {
+    t.processes.push_back({p.worker, p.worker, p.stage, p.replica, {}});
+    if (static_cast<size_t>(p.worker) >= replay.workers.size()) continue;
+    const WorkerTiming& timing = replay.workers[p.worker];
+    for (size_t i = 0; i < p.ops.size() && i < timing.op_start.size(); ++i)
+      t.AddOp(OpEvent(p.ops[i], p.worker, p.worker, timing.op_start[i], timing.op_end[i]));
+  }
+  return t;
 }
 
 std::string TimelineLabel(const Timeline& t, size_t index) {

@@ -46,6 +46,7 @@
 
 #include "partition/report/report.h"
 #include "partition/schedule/op.h"
+#include "partition/schedule/replay.h"
 
 namespace pipetwin {
 
@@ -120,6 +121,27 @@ std::vector<MessageEvents> MatchMessages(const std::vector<TimelineEvent>& event
 // The executor's delivery rule (above): each Send event ends no earlier than the Recv event that
 // takes its message.
 void EndSendsWhenReceived(std::vector<TimelineEvent>& events);
+
+// A span of the pipeline's time in one of the three phases of a pipelined iteration
+// (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
+// Megatron-LM", SC'21, section 2.2.1: warm-up, steady 1F1B, cool-down).
+struct PipelinePhase {
+  const char* name = "";  // "warm-up", "steady", "cool-down"
+  double start_s = 0, end_s = 0;
+};
+// The phases of a timeline, pipeline-wide. A micro-batch is in flight from its first compute
+// event's start to its last one's end; the unions of overlapping flights are the periods the
+// pipeline is full or filling, separated by flushes (GPipe, 1F1B and interleaved: one period
+// per iteration; PipeDream and 2BW, which never flush: one period). In each period, warm-up lasts
+// until the first backward (or recompute) starts, cool-down from the end of the last forward, and
+// steady is what lies between (none under GPipe, whose backwards all follow its forwards). A
+// period without backwards is steady throughout. Empty phases are left out; in order of time.
+std::vector<PipelinePhase> PipelinePhases(const Timeline& timeline);
+
+// A schedule's replay as a timeline (times in the replay's units, read as seconds), one process
+// per worker on device = worker, without memory samples: what `pipetwin schedule --format svg`
+// draws.
+Timeline ReplayTimeline(const PipelineSchedule& schedule, const ReplayResult& replay);
 
 // The timeline's label, or "timeline N" (N = index + 1) when it has none.
 std::string TimelineLabel(const Timeline& timeline, size_t index);

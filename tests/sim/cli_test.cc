@@ -170,8 +170,17 @@ TEST(SimCli, SvgDrawsTheSimulatedTimeline) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = Slurp(svg);
   EXPECT_EQ(text.rfind("<?xml", 0), 0u);
-  EXPECT_NE(text.find(">worker 3 (stage 1"), std::string::npos);
   EXPECT_NE(text.find("</svg>"), std::string::npos);
+  // Two stages of two data-parallel replicas: one row per stage, with the replicas' all-reduce,
+  // their sends and receives, the device's memory and GPipe's two phases.
+  EXPECT_NE(text.find("4 workers in 2 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find(">stage 1 x2 (workers 2, 3)<title>"), std::string::npos) << text;
+  EXPECT_NE(text.find("<title>all-reduce: "), std::string::npos);
+  EXPECT_NE(text.find("<title>send_activation micro-batch 0 to worker "), std::string::npos);
+  EXPECT_NE(text.find("<title>device memory, peak "), std::string::npos);
+  EXPECT_NE(text.find("<title>warm-up: 0-"), std::string::npos);
+  EXPECT_NE(text.find("<title>cool-down: "), std::string::npos);
+  EXPECT_EQ(text.find("<title>steady: "), std::string::npos);
 }
 
 TEST(SimCli, CsvIsAHeaderAndOneRow) {

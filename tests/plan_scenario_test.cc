@@ -242,6 +242,11 @@ TEST(PlanScenario, PlanOverCapacityIsRefusedUnlessAskedFor) {
   EXPECT_GT(peak, capacity);
   EXPECT_FALSE(plan["fits"].get<bool>());
   EXPECT_DOUBLE_EQ(plan["over_capacity_bytes"].get<double>(), peak - capacity);
+  for (const auto& s : plan["stages"]) {  // each stage's own verdict
+    const double over = s["memory_bytes"].get<double>() - capacity;
+    EXPECT_EQ(s["fits"].get<bool>(), over <= 0) << s;
+    EXPECT_DOUBLE_EQ(s["over_capacity_bytes"].get<double>(), std::max(0.0, over)) << s;
+  }
   r = RunPipetwin("plan '" + path + "' --allow-over-capacity");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("memory GiB  fits 80.0 GiB"), std::string::npos) << r.out;

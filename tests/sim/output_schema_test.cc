@@ -86,6 +86,15 @@ TEST(SimOutputSchema, ReportsPlansAndTablesWriteWhatTheDocumentLists) {
   for (const std::string& key : doc.at("plan --json").keys) plan_table.keys.insert(key);
   for (const std::string& key : doc.at("plan --json").optional) plan_table.optional.insert(key);
   ExpectSameKeys(plan_json, plan_table, "plan --json");
+  Table stage_table = doc.at("Plan file: stages[]");
+  for (const std::string& key : doc.at("plan --json: stages[]").keys) stage_table.keys.insert(key);
+  for (const std::string& key : doc.at("plan --json: stages[]").optional)
+    stage_table.optional.insert(key);
+  ASSERT_FALSE(plan_json["stages"].empty());
+  for (const auto& stage : plan_json["stages"]) {
+    ExpectSameKeys(stage, stage_table, "plan --json stages[]");
+    EXPECT_TRUE(stage.contains("fits")) << "the default plan estimates memory: " << stage;
+  }
   for (const char* key : {"pipeline_depth", "data_parallel", "microbatch_size", "microbatches",
                           "global_batch_size"})
     EXPECT_TRUE(plan_json["details"].contains(key)) << "2bw details: " << key;

@@ -96,16 +96,6 @@ def main():
                 row["depth"] = len(stages)
                 row["width"] = stages[0]["replicas"]
                 row["planned"] = round(plan["predicted_samples_per_s"], 2)
-                plan_path = os.path.join(tmp, f"p{i}.json")
-                with open(plan_path, "w") as f:
-                    json.dump({k: v for k, v in plan.items()
-                               if k not in ("scenario", "data_parallel_samples_per_s",
-                                            "data_parallel_fits", "speedup_over_data_parallel",
-                                            "noam", "pipeline_depth", "data_parallel",
-                                            "tensor_parallel", "global_batch_size",
-                                            "runs_schedule", "warnings",
-                                            "capacity_bytes_per_device", "fits",
-                                            "over_capacity_bytes")}, f)
                 report, why = run([pipetwin, "simulate", path, "--json"])
                 if report:
                     row["simulated"] = round(report["samples_per_s"], 2)

@@ -35,9 +35,20 @@ TEST(PipeDreamPlannerCli, CompatJsonHoldsTheOptimizersOutputs) {
   PROFILE_OR_SKIP(vgg, "vgg16");
   auto r = RunPipetwin("plan --profile '" + *vgg + "' --workers 16 --bandwidth 1.25e9 "
                        "--activation-compression-ratio 1 --planner pipedream-compat --batch 64 "
-                       "--json");
+                       "--json --allow-over-capacity");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
+  // The optimizer ignores memory without its -s constraint: the verdict against --memory-limit.
+  EXPECT_EQ(j.at("capacity_bytes_per_device").get<double>(), 16e9);
+  double peak = 0;
+  for (const auto& s : j.at("stages")) {
+    const double over = s.at("memory_bytes").get<double>() - 16e9;
+    EXPECT_EQ(s.at("fits").get<bool>(), over <= 0) << s;
+    EXPECT_DOUBLE_EQ(s.at("over_capacity_bytes").get<double>(), std::max(0.0, over)) << s;
+    peak = std::max(peak, s.at("memory_bytes").get<double>());
+  }
+  EXPECT_EQ(j.at("fits").get<bool>(), peak <= 16e9);
+  EXPECT_DOUBLE_EQ(j.at("over_capacity_bytes").get<double>(), std::max(0.0, peak - 16e9));
   const nlohmann::json& compat = j.at("compat");
   EXPECT_NEAR(compat.at("time_per_stage_s").get<double>(), 0.0547948908307692, 1e-15);
   EXPECT_NEAR(compat.at("single_stage_time_s").get<double>(), 0.672535, 1e-12);
@@ -61,9 +72,22 @@ TEST(PipeDreamPlannerCli, CompatJsonHoldsTheOptimizersOutputs) {
 
 TEST(PipeDreamPlannerCli, PaperModelPrintsATable) {
   PROFILE_OR_SKIP(resnet, "resnet50");
-  auto r = RunPipetwin("plan --profile '" + *resnet + "' --workers 4 4 --bandwidth 1.25e10 "
-                       "1.25e9 --planner pipedream");
+  const std::string command = "plan --profile '" + *resnet + "' --workers 4 4 --bandwidth "
+                              "1.25e10 1.25e9 --planner pipedream";
+  // Over the default --memory-limit (16e9 bytes): refused unless asked for, as a scenario's.
+  ExpectOneLineError(RunPipetwin(command),
+                     "expected a plan that fits --memory-limit: the pipedream plan's stage 0 "
+                     "needs ");
+  auto r = RunPipetwin(command + " --allow-over-capacity");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("memory GiB  fits 14.9 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  no, over by "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory: stage 0 needs "), std::string::npos) << r.out;
+  // Under a limit it fits, it is recommended without the flag, and says so.
+  r = RunPipetwin(command + " --memory-limit 64e9");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("memory: every stage fits its device's 59.6 GiB"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("compute ms"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("communication ms"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("NOAM"), std::string::npos) << r.out;

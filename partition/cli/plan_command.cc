@@ -58,14 +58,15 @@ po::options_description Options() {
       ("activation-compression-ratio", po::value<double>(),
        "divide activation transfers by R (compat: without it cuts cost nothing)")
       ("memory-limit", po::value<double>()->default_value(16e9, "16e9"),
-       "bytes per device (the optimizer's -s)")
+       "bytes per device (the optimizer's -s): every plan's verdict, and the planner's limit "
+       "with --use-memory-constraint")
       ("use-memory-constraint", "exclude stages whose stash exceeds --memory-limit")
       ("straight", "no replication: one machine per stage")
       ("use-fewer-machines", "a level may leave machines idle when that is faster")
       ("batch", po::value<int>()->default_value(1), "samples per minibatch of the profile")
       ("bench", po::value<int>(), "solve N times and print the median wall time")
-      ("allow-over-capacity", "with a scenario: print a plan that does not fit its devices "
-       "(else refused, exit 2)")
+      ("allow-over-capacity", "print a plan that does not fit its devices (a scenario's "
+       "device memory, or --memory-limit; else refused, exit 2)")
       ("json", "machine-readable output on stdout");
   return desc;
 }
@@ -115,9 +116,10 @@ void PrintTable(std::ostream& out, const Workload& w, const PipeDreamOptions& o,
       << " s per minibatch, " << p.predicted_samples_per_s << " samples/s (batch "
       << o.batch_size << "), NOAM " << r.noam << "\nsingle stage " << r.single_stage_time_s
       << " s, data parallel " << r.data_parallel_time_s << " s\n\n";
-  WriteStageTable(out, p, 13, 16);
+  WriteStageTable(out, p, 13, 16, o.memory_bytes_per_device);
   if (r.reordered)
     out << "\nlayers are counted in a reordered topological order (the plan's layer_order)\n";
+  out << "\nmemory: " << DescribeFit(FitOf(p, o.memory_bytes_per_device)) << " (--memory-limit)\n";
 }
 
 nlohmann::json ResultJson(const Workload& w, const PipeDreamOptions& o, const PipeDreamResult& r) {
@@ -125,6 +127,7 @@ nlohmann::json ResultJson(const Workload& w, const PipeDreamOptions& o, const Pi
   j["workload"] = w.name;
   j["noam"] = r.noam;
   j["time_per_stage_s"] = r.time_per_stage_s;
+  AddFitVerdicts(j, r.plan, FitOf(r.plan, o.memory_bytes_per_device));
   j["batch_size"] = o.batch_size;  // samples per minibatch: samples/s = minibatches/s x batch
   // levels: highest level first, per stage [start_state, end_state (exclusive), replicas], as
   // the optimizer prints "(start, end) compute_time replication_factor".
@@ -183,6 +186,13 @@ int RunPlanCommand(const Args& args) {
       return Bench(workload, options, runs);
     }
     const PipeDreamResult result = PlanPipeDream(workload, options);
+    // As for a scenario's plan: one over the device's memory is not recommended unless asked.
+    const PlanFit fit = FitOf(result.plan, options.memory_bytes_per_device);
+    if (!fit.Fits() && !vm.count("allow-over-capacity"))
+      throw InputError(profile, "", "expected a plan that fits --memory-limit: the " +
+                                        result.plan.planner + " plan's " + DescribeFit(fit) +
+                                        " (--use-memory-constraint plans within it; "
+                                        "--allow-over-capacity prints it anyway)");
     if (vm.count("json"))
       std::cout << JsonText(ResultJson(workload, options, result), 2) << "\n";
     else

@@ -4,6 +4,8 @@
 #include <ostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "partition/cli/parse.h"
 #include "partition/model/plan.h"
 
@@ -29,6 +31,11 @@ PlanFit FitOf(const Plan& plan, double capacity_bytes);
 // "every stage fits its device's 80.0 GiB (the fullest, stage 0, needs 46.1 GiB)", or
 // "stage 0 needs 363.6 GiB per device, over its 80.0 GiB by 283.6 GiB (4.55x)".
 std::string DescribeFit(const PlanFit& fit);
+
+// The verdict in a plan's JSON (docs/output-schema.md, plan --json): capacity_bytes_per_device,
+// fits and over_capacity_bytes, and each stage's fits and over_capacity_bytes when the plan
+// estimates its memory.
+void AddFitVerdicts(nlohmann::json& plan_json, const Plan& plan, const PlanFit& fit);
 
 // Reads "scenario" (optional: the embedded default), "planner", "output" and "json" from `vm`.
 int RunPlanOnScenario(const po::variables_map& vm);

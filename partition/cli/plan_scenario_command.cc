@@ -47,11 +47,17 @@ std::string DescribeFit(const PlanFit& fit) {
   return out.str();
 }
 
-// The plan with only stage q: FitOf's verdict on that stage.
-Plan StageAlone(const Plan& plan, int q) {
-  Plan one;
-  one.stages = {plan.stages[q]};
-  return one;
+void AddFitVerdicts(nlohmann::json& j, const Plan& plan, const PlanFit& fit) {
+  j["capacity_bytes_per_device"] = fit.capacity_bytes;
+  j["fits"] = fit.Fits();
+  j["over_capacity_bytes"] = fit.over_bytes;
+  // Each stage's verdict, when the plan estimates memory (a written plan does not).
+  if (fit.peak_bytes <= 0) return;
+  for (int q = 0; q < plan.StageCount(); ++q) {
+    const double over = std::max(0.0, plan.stages[q].memory_bytes - fit.capacity_bytes);
+    j["stages"][q]["fits"] = over <= 0;
+    j["stages"][q]["over_capacity_bytes"] = over;
+  }
 }
 
 void WriteStageTable(std::ostream& out, const Plan& plan, int layers_width, int devices_width,
@@ -179,16 +185,7 @@ int RunPlanOnScenario(const po::variables_map& vm) {
     nlohmann::json j = PlanToJson(plan);
     j["scenario"] = s.name;
     j["runs_schedule"] = ScheduleKindName(ScheduleFor(s, plan));
-    j["capacity_bytes_per_device"] = s.cluster.device.memory_bytes;
-    j["fits"] = fit.Fits();
-    j["over_capacity_bytes"] = fit.over_bytes;
-    // Each stage's verdict, when the plan estimates memory (a written plan does not).
-    if (fit.peak_bytes > 0)
-      for (int q = 0; q < plan.StageCount(); ++q) {
-        const double over = FitOf(StageAlone(plan, q), fit.capacity_bytes).over_bytes;
-        j["stages"][q]["fits"] = over <= 0;
-        j["stages"][q]["over_capacity_bytes"] = over;
-      }
+    AddFitVerdicts(j, plan, fit);
     j["warnings"] = warnings;
     j["data_parallel_samples_per_s"] = dp.predicted_samples_per_s;
     j["data_parallel_fits"] = dp.details.value("fits", true);

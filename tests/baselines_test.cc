@@ -287,8 +287,8 @@ TEST(BaselineTest, OverCapacityNamesTheStageOrIsFlagged) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "gpipe baseline: depth 2 does not fit the device; the smallest shortfall is stage "
-              "1 of 2 (layers 1..1, micro-batch 1, recomputation off), which needs 32 MB "
-              "(32,000,000 bytes) but the device has 1 MB (1,000,000 bytes)");
+              "1 of 2 (layers 1..1, micro-batch 1, recomputation off), which needs 30.52 MiB "
+              "(32,000,000 bytes) but the device has 976.6 KiB (1,000,000 bytes)");
   }
   s.allow_over_capacity = true;
   const Plan p = PlanBaseline(BaselineKind::kGPipe, TwoLayers(), TwoDevices(), s);

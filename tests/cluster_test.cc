@@ -20,12 +20,12 @@ TEST(Cluster, PresetsMatchThePapers) {
   EXPECT_DOUBLE_EQ(b.levels[1].bandwidth_gbps, 25);
   Cluster p3 = ClusterPreset("p3.16xlarge", 8);  // PipeDream-2BW ICML'21 section 5
   EXPECT_EQ(p3.DeviceCount(), 64);
-  EXPECT_DOUBLE_EQ(p3.device.memory_bytes, 16e9);
+  EXPECT_DOUBLE_EQ(p3.device.memory_bytes, 16.0 * (1 << 30));  // "16 GB" HBM2: 16 GiB
   EXPECT_EQ(ClusterPreset("dgx-h100", 128).DeviceCount(), 1024);
   // The A100-80GB has 81,920 MiB (what nvidia-smi reports): 80 GiB, not 80e9 bytes.
   EXPECT_EQ(ClusterPreset("dgx-a100", 1).device.memory_bytes, 80.0 * (1 << 30));
   EXPECT_EQ(ClusterPreset("dgx-a100-40gb", 1).device.memory_bytes, 40.0 * (1 << 30));
-  EXPECT_EQ(ClusterPreset("dgx-h200", 1).device.memory_bytes, 141e9);  // "141 GB" HBM3e
+  EXPECT_EQ(ClusterPreset("dgx-h200", 1).device.memory_bytes, 141.0 * (1 << 30));  // "141 GB"
   EXPECT_DOUBLE_EQ(ClusterPreset("dgx-h100", 1).device.peak_flops_fp8, 1979e12);
   EXPECT_DOUBLE_EQ(ClusterPreset("dgx-h200", 1).device.memory_bandwidth_bytes_per_s, 4.8e12);
   EXPECT_EQ(a.DevicesPerUnit(0), 4);

@@ -50,13 +50,14 @@ Report TwoWorkerReport(double samples_per_s, double peak0, double bubble1, doubl
 // The report's memory line gives the fit verdict: every device within its capacity, or how far
 // the fullest is over and how many are (issue 23: a verdict in every report).
 TEST(Compare, TheReportTextSaysWhetherEveryDeviceFits) {
-  Report r = TwoWorkerReport(1000, 2e9, 0.2, 0.75);
-  for (DeviceReport& d : r.devices) d.capacity_bytes = 4e9;
-  EXPECT_NE(ReportToText(r).find("memory       peak 2 GB on device 0 of 4 GB, every device fits"),
+  const double gib = 1024.0 * 1024 * 1024;
+  Report r = TwoWorkerReport(1000, 2 * gib, 0.2, 0.75);
+  for (DeviceReport& d : r.devices) d.capacity_bytes = 4 * gib;
+  EXPECT_NE(ReportToText(r).find("memory       peak 2 GiB on device 0 of 4 GiB, every device fits"),
             std::string::npos) << ReportToText(r);
-  r.devices[0].peak_memory_bytes = 5e9;
+  r.devices[0].peak_memory_bytes = 5 * gib;
   r.devices[0].over_capacity = r.over_capacity = true;
-  EXPECT_NE(ReportToText(r).find("peak 5 GB on device 0 of 4 GB, OVER CAPACITY by 1 GB (1.25x), "
+  EXPECT_NE(ReportToText(r).find("peak 5 GiB on device 0 of 4 GiB, OVER CAPACITY by 1 GiB (1.25x), "
                                  "1 of 2 devices over"),
             std::string::npos) << ReportToText(r);
 }

@@ -288,7 +288,7 @@ TEST(PlanScenario, PlannerOverrideAndEveryBaselineRun) {
   auto r = RunPipetwin("plan --planner data-parallel");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("which needs"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("but the device has 16 GB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("but the device has 16 GiB (17,179,869,184 bytes)"), std::string::npos) << r.err;
 }
 
 TEST(PlanScenario, OutputWritesAPlanTheScenarioCanTakeAndOverwritesOnlyWithForce) {

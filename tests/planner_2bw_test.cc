@@ -359,15 +359,16 @@ TEST(Planner2BWTest, Gpt38BOn64GpusFindsAFeasiblePipeline) {
   const Workload w = Gpt38B(&s);
   const Cluster cluster = ClusterPreset("p3.16xlarge", 8);
   const Plan plan = Plan2BW(w, cluster, s);
-  EXPECT_GT(plan.StageCount(), 1);  // 3.8e9 x (2 x 2 + 2 + 8) bytes is far over 16 GB
-  EXPECT_LE(plan.details["memory_bytes"].get<double>(), 16e9);
+  EXPECT_GT(plan.StageCount(), 1);  // 3.8e9 x (2 x 2 + 2 + 8) bytes is far over 16 GiB
+  EXPECT_LE(plan.details["memory_bytes"].get<double>(), cluster.device.memory_bytes);
   EXPECT_LE(plan.WorkerCount(), 64);
   EXPECT_GE(plan.microbatches_per_update, plan.StageCount());  // 2BW needs m >= d
 }
 
 // Where the prediction approximates how links are shared, the plan says so: at batch 512 the
-// plan runs pipelines across servers whose uplinks the all-reduce rings share; at 2,048 (depth
-// 8, one pipeline per server) no transfer leaves a server and there is nothing to say.
+// plan runs pipelines across servers whose uplinks the all-reduce rings share; at 2,048 (each
+// pipeline inside one server: depth 4 on 16 GiB V100s) no transfer leaves a server and there is
+// nothing to say.
 TEST(Planner2BWTest, APlanNamesTheContentionItChargesOnlyOnAverage) {
   PlannerSettings s;
   const Workload w = Gpt38B(&s);
@@ -377,7 +378,9 @@ TEST(Planner2BWTest, APlanNamesTheContentionItChargesOnlyOnAverage) {
   EXPECT_NE(shared.details["caveat"].get<std::string>().find("uplinks"), std::string::npos);
   s.max_global_batch_size = 2048;
   const Plan apart = Plan2BW(w, cluster, s);
-  EXPECT_EQ(apart.details["pipeline_depth"].get<int>(), 8);
+  const int depth = apart.details["pipeline_depth"].get<int>();
+  EXPECT_EQ(8 % depth, 0) << depth;  // p3.16xlarge: 8 GPUs per server
+  EXPECT_GT(depth, 1);
   EXPECT_FALSE(apart.details.contains("caveat"));
 }
 

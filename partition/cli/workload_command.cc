@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "partition/util/files.h"
+#include "partition/util/format.h"
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
@@ -34,16 +35,6 @@ const char* kDescription =
     "are the generator's keys in a scenario file (scenarios/README.md), '_' written '-';\n"
     "--sequence, --vocabulary and --microbatch are accepted for --seq, --vocab and --batch.";
 
-std::string HumanBytes(double bytes) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(bytes >= 1e9 ? 2 : 1);
-  if (bytes >= 1e9) out << bytes / 1e9 << " GB";
-  else if (bytes >= 1e6) out << bytes / 1e6 << " MB";
-  else if (bytes >= 1e3) out << bytes / 1e3 << " kB";
-  else out << std::setprecision(0) << bytes << " B";
-  return out.str();
-}
-
 nlohmann::json WithTotals(const Workload& w) {
   nlohmann::json j = WorkloadToJson(w);
   j["layer_count"] = w.LayerCount();
@@ -69,13 +60,13 @@ void PrintTable(std::ostream& out, const Workload& w) {
     std::string id = l.id.size() > 11 ? l.id.substr(0, 10) + "~" : l.id;
     out << std::left << std::setw(5) << i << std::setw(12) << id << std::setw(34) << what
         << std::right << std::fixed << std::setprecision(3) << std::setw(11) << l.forward_ms
-        << std::setw(11) << l.backward_ms << std::setw(12) << HumanBytes(l.activation_bytes)
+        << std::setw(11) << l.backward_ms << std::setw(12) << BinaryBytes(l.activation_bytes)
         << std::setw(14) << std::setprecision(0) << l.parameters << "\n";
   }
   out << "\ntotal: forward " << std::setprecision(3) << w.TotalForwardMs() << " ms, backward "
       << w.TotalBackwardMs() << " ms, " << std::setprecision(0) << w.TotalParameters()
-      << " parameters (" << HumanBytes(w.TotalParameterBytes()) << "), activations "
-      << HumanBytes(w.TotalActivationBytes()) << "\n";
+      << " parameters (" << BinaryBytes(w.TotalParameterBytes()) << "), activations "
+      << BinaryBytes(w.TotalActivationBytes()) << "\n";
 }
 
 // The spec built from the command line is read as a file of this name; its errors are then

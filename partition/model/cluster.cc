@@ -81,9 +81,15 @@ DeviceSpec Gpu(const std::string& name, double memory_bytes, double relative_spe
 // bandwidth, what a streaming kernel reached on an A100-80GB SXM by CUDA events and Nsight
 // Compute alike (1.80 of 2.04 TB/s, NVIDIA developer forum, "Trouble to reach peak bandwidth of
 // A100", 2025), taken for the other GPUs too (not measured on them).
+//
+// Memory: an HBM capacity on a datasheet ("16 GB", "80 GB", "141 GB") counts GiB, as HBM
+// stacks hold powers of two of them; the cards report a little less to programs (the driver's
+// and ECC's reserve: nvidia-smi shows 16,160 MiB on a V100-16GB, 81,559 MiB on an H100 80GB and
+// 143,771 MiB on an H200), which the memory model leaves to the user's own headroom.
 DeviceSpec GpuPreset(const std::string& name) {
-  // V100 SXM2: 125 TFLOP/s fp16 tensor-core peak, 900 GB/s HBM2 (NVIDIA V100 datasheet).
-  if (name == "V100-16GB") return Gpu(name, 16e9, 1.0, 125e12, 0, 900e9, 80, 0, 1);
+  // V100 SXM2: 125 TFLOP/s fp16 tensor-core peak, 16 GB HBM2 at 900 GB/s (NVIDIA V100
+  // datasheet).
+  if (name == "V100-16GB") return Gpu(name, 16 * kGiB, 1.0, 125e12, 0, 900e9, 80, 0, 1);
   // A100 SXM4: 312 TFLOP/s dense bf16/fp16, no fp8; 40 GB HBM2 at 1,555 GB/s or 80 GB HBM2e
   // at 2,039 GB/s; 108 SMs (NVIDIA A100 datasheet and architecture whitepaper).
   if (name == "A100-40GB") return Gpu(name, 40 * kGiB, 2.5, 312e12, 0, 1555e9, 108, 0.859, 0.88);
@@ -92,7 +98,8 @@ DeviceSpec GpuPreset(const std::string& name) {
   // H200 SXM: the same compute, 141 GB HBM3e at 4.8 TB/s (NVIDIA H100 and H200 datasheets).
   if (name == "H100-SXM-80GB")
     return Gpu(name, 80 * kGiB, 6.0, 989e12, 1979e12, 3350e9, 132, 0.801, 0.88);
-  if (name == "H200") return Gpu(name, 141e9, 6.0, 989e12, 1979e12, 4800e9, 132, 0.801, 0.88);
+  if (name == "H200")
+    return Gpu(name, 141 * kGiB, 6.0, 989e12, 1979e12, 4800e9, 132, 0.801, 0.88);
   std::string names;
   for (const auto& n : DevicePresetNames()) names += (names.empty() ? "" : ", ") + n;
   throw InputError("unknown device preset \"" + name + "\" (expected one of " + names + ")");

@@ -62,7 +62,7 @@ struct MeasuredGemm {
 
 struct DeviceSpec {
   std::string name = "V100-16GB";
-  double memory_bytes = 16e9;
+  double memory_bytes = 16.0 * 1024 * 1024 * 1024;  // the V100-16GB's 16 GiB
   // Speed relative to the device the workload's times were taken on (2 = twice as fast).
   double relative_speed = 1.0;
   // Absolute model, used for FLOP-based workloads: peak FLOP/s, achieved fraction, HBM bytes/s.

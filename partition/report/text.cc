@@ -1,5 +1,7 @@
 #include "partition/report/text.h"
 
+#include "partition/util/format.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -8,13 +10,7 @@ namespace pipetwin {
 
 namespace {
 
-std::string Bytes(double bytes) {
-  char buffer[32];
-  const char* unit = bytes >= 1e9 ? "GB" : bytes >= 1e6 ? "MB" : bytes >= 1e3 ? "kB" : "B";
-  const double scale = bytes >= 1e9 ? 1e9 : bytes >= 1e6 ? 1e6 : bytes >= 1e3 ? 1e3 : 1;
-  std::snprintf(buffer, sizeof buffer, "%.4g %s", bytes / scale, unit);
-  return buffer;
-}
+std::string Bytes(double bytes) { return BinaryBytes(bytes); }
 
 std::string Fixed(double x, int digits) {
   char buffer[48];

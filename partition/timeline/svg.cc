@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "partition/timeline/svg_style.h"
+#include "partition/util/format.h"
 
 namespace pipetwin {
 
@@ -49,14 +50,7 @@ std::string Figure(double v) {
   return s.str();
 }
 
-std::string Bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, ++u;
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(u == 0 ? 0 : 1) << b << " " << units[u];
-  return s.str();
-}
+std::string Bytes(double b) { return BinaryBytes(b); }
 
 // The heading: the first timeline's scenario and schedule, when it names them.
 std::string Title(const std::vector<Timeline>& timelines) {

@@ -18,11 +18,18 @@ std::string DescribeBytes(double bytes) {
   std::string digits = whole < 1e18 ? std::to_string(static_cast<long long>(whole)) : ShortNumber(whole);
   for (int i = static_cast<int>(digits.size()) - 3; i > 0 && whole < 1e18; i -= 3)
     digits.insert(static_cast<size_t>(i), ",");
-  const char* unit = bytes >= 1e9 ? "GB" : bytes >= 1e6 ? "MB" : bytes >= 1e3 ? "kB" : "bytes";
-  const double scale = bytes >= 1e9 ? 1e9 : bytes >= 1e6 ? 1e6 : bytes >= 1e3 ? 1e3 : 1;
+  if (bytes < 1024) return digits + " bytes";
+  return BinaryBytes(bytes) + " (" + digits + " bytes)";
+}
+
+std::string BinaryBytes(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  double x = bytes;
+  while (std::abs(x) >= 1024 && u < 5) x /= 1024, ++u;
   char rounded[32];
-  std::snprintf(rounded, sizeof rounded, "%.4g %s", bytes / scale, unit);
-  return std::string(rounded) + " (" + digits + " bytes)";
+  std::snprintf(rounded, sizeof rounded, "%.4g %s", x, units[u]);
+  return rounded;
 }
 
 std::string CsvField(const std::string& text) {

@@ -6,8 +6,12 @@
 
 namespace pipetwin {
 
-// "17.23 GB (17,234,567,890 bytes)", "50.59 MB (50,586,889 bytes)": for messages that must not
-// round a shortfall away.
+// "13.67 GiB", "48.24 MiB", "512 B": memory in binary units (GiB = 2^30 bytes), as device
+// memory is sold (an "80 GB" HBM card holds 80 GiB) and as the tools report it (nvidia-smi's
+// MiB, torch.cuda's bytes); four significant digits.
+std::string BinaryBytes(double bytes);
+// "16.05 GiB (17,234,567,890 bytes)", "48.24 MiB (50,586,889 bytes)": for messages that must
+// not round a shortfall away.
 std::string DescribeBytes(double bytes);
 // RFC 4180 quoting where a field needs it.
 std::string CsvField(const std::string& text);

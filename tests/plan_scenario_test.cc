@@ -211,6 +211,32 @@ TEST(PlanScenario, PipeDreamNamesTheContentionItDoesNotCharge) {
   EXPECT_EQ(compat.out.find("overlaps a replicated stage"), std::string::npos) << compat.out;
 }
 
+// PipeDream's partitioner on a scenario recommends a plan that fits when one does: its fastest
+// plan for VGG-16 on Cluster-A needs 3.7 GiB per device; on devices of 3.5e9 bytes (3.26 GiB)
+// it plans again under the optimizer's memory rule and gives a slower plan within them.
+TEST(PlanScenario, PipeDreamPlansWithinTheDeviceWhenItsFastestPlanDoesNot) {
+  nlohmann::json doc;
+  std::ifstream(std::string(PIPETWIN_SOURCE_DIR) + "/tests/golden/scenarios/vgg16-pipedream.json") >>
+      doc;
+  const std::string dir = testing::TemporaryDirectory();
+  testing::WriteFile(dir + "/roomy.json", doc.dump());
+  doc["cluster"]["device"] = {{"memory_bytes", 3.5e9}};
+  testing::WriteFile(dir + "/tight.json", doc.dump());
+  auto roomy = RunPipetwin("plan " + dir + "/roomy.json --json");
+  auto tight = RunPipetwin("plan " + dir + "/tight.json --json");
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.err;
+  ASSERT_EQ(tight.exit_code, 0) << tight.err;
+  const auto fastest = nlohmann::json::parse(roomy.out), fitting = nlohmann::json::parse(tight.out);
+  double fastest_peak = 0;
+  for (const auto& stage : fastest["stages"])
+    fastest_peak = std::max(fastest_peak, stage["memory_bytes"].get<double>());
+  EXPECT_GT(fastest_peak, 3.5e9);  // the fastest plan would not fit the tight devices
+  EXPECT_TRUE(fitting["fits"].get<bool>());
+  for (const auto& stage : fitting["stages"]) EXPECT_LE(stage["memory_bytes"].get<double>(), 3.5e9);
+  EXPECT_LT(fitting["predicted_samples_per_s"].get<double>(),
+            fastest["predicted_samples_per_s"].get<double>());
+}
+
 // A plan that does not fit its devices is never the one `plan` recommends: refused in one line
 // naming the fullest stage and how far over it is, shown with --allow-over-capacity, every row
 // with its verdict. Was: PipeDream's plans for GPT-3 on 80 GiB devices needed up to 363 GB and

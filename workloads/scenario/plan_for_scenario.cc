@@ -50,8 +50,22 @@ Plan PlanWithPipeDream(const Scenario& s, PipeDreamCostModel model) {
     l.forward_ms /= speed;
     l.backward_ms /= speed;
   }
-  Plan plan = PlanPipeDream(scaled, o).plan;
-  return plan;
+  // A plan over the device's memory is not one to recommend (issue 23): when the fastest plan
+  // is over it, the optimizer plans again under its memory rule (--use_memory_constraint: a
+  // stage's activations and weights times the minibatches in flight, SOSP'19 section 3.2) with
+  // the device's capacity. When nothing fits under that rule either, the fastest plan is the
+  // one returned, for the callers' verdict (`plan` refuses it without --allow-over-capacity,
+  // simulate and run warn).
+  Plan fastest = PlanPipeDream(scaled, o).plan;
+  bool over = false;
+  for (const StagePlan& stage : fastest.stages) over = over || stage.memory_bytes > o.memory_bytes_per_device;
+  if (!over) return fastest;
+  o.use_memory_constraint = true;
+  try {
+    return PlanPipeDream(scaled, o).plan;
+  } catch (const InputError&) {
+    return fastest;
+  }
 }
 
 }  // namespace

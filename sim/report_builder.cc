@@ -1,4 +1,6 @@
 #include "sim/report_builder.h"
+
+#include "partition/util/format.h"
 #include "partition/schedule/replay.h"
 
 #include <algorithm>
@@ -45,9 +47,9 @@ std::string CapacityWarning(const Report& r) {
   return std::to_string(over) + " of " + std::to_string(r.devices.size()) +
          " devices exceed their memory; the fullest, device " + std::to_string(fullest->device) +
          " (worker " + std::to_string(w.worker) + ", stage " + std::to_string(w.stage) +
-         "), needs " + Fixed(fullest->peak_memory_bytes / 1e9) + " GB, " +
+         "), needs " + BinaryBytes(fullest->peak_memory_bytes) + ", " +
          Fixed(fullest->peak_memory_bytes / fullest->capacity_bytes) + "x its " +
-         Fixed(fullest->capacity_bytes / 1e9) + " GB";
+         BinaryBytes(fullest->capacity_bytes);
 }
 
 // Servers whose workers outnumber their shared cores. The simulator serves them the cores first

@@ -16,8 +16,8 @@ Timeline SimulatedTimeline(const SimulationSetup& setup, const SimulationRecord&
   for (const WorkerProgram& p : setup.schedule.workers) {
     const int device = setup.worker_device[p.worker];
     const WorkerRecord& rec = record.workers[p.worker];
-    t.processes.push_back(
-        {device, p.worker, p.stage, p.replica, record.states[p.worker].timeline()});
+    t.processes.push_back({device, p.worker, p.stage, p.replica,
+                           record.states[p.worker].timeline(), setup.cluster.device.memory_bytes});
     size_t updates = 0;
     for (size_t i = 0; i < p.ops.size(); ++i) {
       const Op& op = p.ops[i];

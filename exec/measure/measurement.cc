@@ -402,7 +402,7 @@ Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasur
                   {"source", "pipetwin run (LibTorch executor)"}};
   for (const WorkerMeasurement& w : workers) {
     const int device = w.rank;  // one process per worker, as the Report counts devices
-    t.processes.push_back({device, w.rank, w.stage, w.replica, w.memory_timeline});
+    t.processes.push_back({device, w.rank, w.stage, w.replica, w.memory_timeline, w.capacity_bytes});
     int buckets = 0;
     for (const OpRecord& record : w.ops) {
       if (record.kind == OpKind::kAllReduce) {

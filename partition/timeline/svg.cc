@@ -300,11 +300,16 @@ class Painter {
       lane += kLaneHeight + kLaneGap;
     }
     double peak = 0;
-    if (g.memory) {
-      peak = Memory(row.drawn->memory, lane, makespan_s, memory_peak);
-    }
+    const double capacity = row.drawn->capacity_bytes;
+    if (g.memory) peak = Memory(row.drawn->memory, capacity, lane, makespan_s, memory_peak);
     std::string right = "idle " + SvgNumber(makespan_s > 0 ? 100 * idle / makespan_s : 0) + "%";
-    if (g.memory) right += ", peak " + Bytes(peak);
+    if (g.memory) {
+      right += ", peak " + Bytes(peak);
+      if (capacity > 0 && peak > capacity)
+        right += " OVER " + Bytes(capacity) + " (" + SvgNumber(peak / capacity) + "x)";
+      else if (capacity > 0)
+        right += " of " + Bytes(capacity);
+    }
     out_ << "<text x=\"" << SvgNumber(left_ + kPlotWidth + 8) << "\" y=\""
          << SvgNumber(y + kBoxHeight - 5) << "\" fill=\"#444444\">" << right << "</text>\n";
   }
@@ -358,8 +363,8 @@ class Painter {
   // The device's total bytes as a step function from 0 to the makespan, `full` bytes at the
   // strip's top; samples closer than half a unit of the plot merge into their larger one.
   // Returns the peak.
-  double Memory(const std::vector<MemorySample>& samples, double y, double makespan_s,
-                double full) {
+  double Memory(const std::vector<MemorySample>& samples, double capacity, double y,
+                double makespan_s, double full) {
     const double bottom = y + kMemoryHeight;
     out_ << "<rect x=\"" << SvgNumber(X(0)) << "\" y=\"" << SvgNumber(y) << "\" width=\""
          << SvgNumber(makespan_s * scale_) << "\" height=\"" << SvgNumber(kMemoryHeight)
@@ -382,9 +387,18 @@ class Painter {
       last_x = x;
     }
     path << " V" << SvgNumber(bottom) << " Z";
-    out_ << "<path d=\"" << path.str() << "\" fill=\"" << kMemoryFill << "\" stroke=\""
-         << kMemoryStroke << "\" stroke-width=\"0.6\"><title>device memory, peak " << Bytes(peak)
-         << " (the strip's top: " << Bytes(full) << ")</title></path>\n";
+    const bool over = capacity > 0 && peak > capacity;
+    out_ << "<path d=\"" << path.str() << "\" fill=\"" << (over ? kOverCapacityFill : kMemoryFill)
+         << "\" stroke=\"" << kMemoryStroke << "\" stroke-width=\"0.6\"><title>device memory, peak "
+         << Bytes(peak);
+    if (capacity > 0) out_ << (over ? ", over the device's " : " of the device's ") << Bytes(capacity);
+    out_ << " (the strip's top: " << Bytes(full) << ")</title></path>\n";
+    // The device's capacity as a line across the strip.
+    if (capacity > 0)
+      out_ << "<line x1=\"" << SvgNumber(X(0)) << "\" x2=\"" << SvgNumber(X(makespan_s))
+           << "\" y1=\"" << SvgNumber(level(capacity)) << "\" y2=\"" << SvgNumber(level(capacity))
+           << "\" stroke=\"" << kCapacityStroke << "\" stroke-width=\"1\" stroke-dasharray=\"4,2\">"
+           << "<title>device capacity " << Bytes(capacity) << "</title></line>\n";
     return peak;
   }
 
@@ -401,7 +415,7 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
   double end_s = 0, memory_peak = 0;
   std::set<OpKind> present;
   bool comm = false, all_reduce = false, memory = false, versions = false, chunks = false,
-       phases = false;
+       phases = false, capacity_known = false, over_capacity = false;
   for (const Timeline& t : timelines) end_s = std::max(end_s, t.EndSeconds());
   end_s = std::max(end_s, 1e-12);
   const SvgTimeUnit unit = ChooseUnit(given_unit, end_s);
@@ -419,8 +433,15 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
       if (IsComputeOp(e.op.kind)) present.insert(e.op.kind);
       chunks = chunks || (IsComputeOp(e.op.kind) && e.op.chunk > 0);
     }
-    for (const TimelineProcess& p : timelines[i].processes)
-      for (const MemorySample& m : p.memory) memory_peak = std::max(memory_peak, m.bytes.Total());
+    for (const TimelineProcess& p : timelines[i].processes) {
+      double peak = 0;
+      for (const MemorySample& m : p.memory) peak = std::max(peak, m.bytes.Total());
+      memory_peak = std::max(memory_peak, peak);
+      if (p.memory.empty() || p.capacity_bytes <= 0) continue;
+      memory_peak = std::max(memory_peak, p.capacity_bytes);
+      capacity_known = true;
+      over_capacity = over_capacity || peak > p.capacity_bytes;
+    }
   }
 
   SvgLegend legend;
@@ -440,6 +461,8 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
   }
   if (all_reduce) legend.Add(kAllReduceFill, "all-reduce");
   if (memory) legend.Add(kMemoryFill, "device memory (peak at the right)");
+  if (memory && capacity_known) legend.Add(kCapacityStroke, "dashed: device capacity");
+  if (memory && over_capacity) legend.Add(kOverCapacityFill, "memory of a device over capacity");
   if (phases)
     for (const char* phase : {"warm-up", "steady", "cool-down"}) legend.Add(PhaseFill(phase), phase);
 

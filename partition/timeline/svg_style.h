@@ -40,6 +40,8 @@ constexpr const char* kReceiveFill = "#8c6d1f";
 constexpr const char* kAllReduceFill = "#d62728";
 constexpr const char* kMemoryFill = "#b0bec5";
 constexpr const char* kMemoryStroke = "#546e7a";
+constexpr const char* kOverCapacityFill = "#ef9a9a";  // a device whose peak exceeds its capacity
+constexpr const char* kCapacityStroke = "#c62828";
 constexpr const char* kBubbleFill = "url(#bubble)";  // a hatch, defined by WriteSvgHeader
 
 // The strip on top of a compute box: weight version v is drawn in the colour v mod 4.

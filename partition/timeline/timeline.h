@@ -85,6 +85,7 @@ struct TimelineProcess {
   int stage = 0;    // pipeline position
   int replica = 0;  // index among the stage's replicas
   std::vector<MemorySample> memory;  // the device's bytes by category after each change
+  double capacity_bytes = 0;         // the device's memory, as its report states it; 0: unknown
 };
 
 // "device D: worker W, stage S".

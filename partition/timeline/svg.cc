@@ -18,7 +18,7 @@ namespace {
 
 constexpr double kPlotWidth = 1200;  // the plot, in viewBox units, whatever the span
 constexpr double kMinLeft = 150;     // room for the row labels, at least
-constexpr double kRight = 200;       // after the plot: the row's idle share and peak memory
+constexpr double kRight = 330;       // after the plot: the row's idle share and peak memory
 constexpr double kCharWidth = 6.7;   // DejaVu Sans Mono at 11 px: 0.6 em per character
 constexpr double kBoxHeight = 19;    // compute boxes
 constexpr double kLaneHeight = 4;    // sends, receives, all-reduce buckets
@@ -393,8 +393,9 @@ class Painter {
          << Bytes(peak);
     if (capacity > 0) out_ << (over ? ", over the device's " : " of the device's ") << Bytes(capacity);
     out_ << " (the strip's top: " << Bytes(full) << ")</title></path>\n";
-    // The device's capacity as a line across the strip.
-    if (capacity > 0)
+    // The device's capacity as a line across the strip, where it lies within the strip's scale
+    // (the picture's highest peak: a device far from full keeps its strip's shape visible).
+    if (capacity > 0 && capacity <= full)
       out_ << "<line x1=\"" << SvgNumber(X(0)) << "\" x2=\"" << SvgNumber(X(makespan_s))
            << "\" y1=\"" << SvgNumber(level(capacity)) << "\" y2=\"" << SvgNumber(level(capacity))
            << "\" stroke=\"" << kCapacityStroke << "\" stroke-width=\"1\" stroke-dasharray=\"4,2\">"
@@ -438,7 +439,6 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
       for (const MemorySample& m : p.memory) peak = std::max(peak, m.bytes.Total());
       memory_peak = std::max(memory_peak, peak);
       if (p.memory.empty() || p.capacity_bytes <= 0) continue;
-      memory_peak = std::max(memory_peak, p.capacity_bytes);
       capacity_known = true;
       over_capacity = over_capacity || peak > p.capacity_bytes;
     }
@@ -461,7 +461,7 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
   }
   if (all_reduce) legend.Add(kAllReduceFill, "all-reduce");
   if (memory) legend.Add(kMemoryFill, "device memory (peak at the right)");
-  if (memory && capacity_known) legend.Add(kCapacityStroke, "dashed: device capacity");
+  if (memory && over_capacity) legend.Add(kCapacityStroke, "dashed: device capacity");
   if (memory && over_capacity) legend.Add(kOverCapacityFill, "memory of a device over capacity");
   if (phases)
     for (const char* phase : {"warm-up", "steady", "cool-down"}) legend.Add(PhaseFill(phase), phase);

@@ -178,7 +178,7 @@ TEST(SimCli, SvgDrawsTheSimulatedTimeline) {
   EXPECT_NE(text.find("<title>all-reduce: "), std::string::npos);
   EXPECT_NE(text.find("<title>send_activation micro-batch 0 to worker "), std::string::npos);
   EXPECT_NE(text.find("<title>device memory, peak "), std::string::npos);
-  EXPECT_NE(text.find("<title>device capacity "), std::string::npos);  // the cluster's device
+  EXPECT_NE(text.find(" of 931.3 GiB<"), std::string::npos);  // the peak of the 1e12-byte device
   EXPECT_NE(text.find("<title>warm-up: 0-"), std::string::npos);
   EXPECT_NE(text.find("<title>cool-down: "), std::string::npos);
   EXPECT_EQ(text.find("<title>steady: "), std::string::npos);

@@ -50,8 +50,6 @@ std::string Figure(double v) {
   return s.str();
 }
 
-std::string Bytes(double b) { return BinaryBytes(b); }
-
 // The heading: the first timeline's scenario and schedule, when it names them.
 std::string Title(const std::vector<Timeline>& timelines) {
   if (timelines.empty()) return "timeline";
@@ -104,7 +102,7 @@ struct Group {
   std::vector<Row> rows;
   std::map<int, std::vector<const TimelineEvent*>> events, updates;  // by worker
   std::vector<PipelinePhase> phases;
-  bool comm = false, all_reduce = false, memory = false, versions = false;
+  bool comm = false, all_reduce = false, memory = false, versions = false, chunks = false;
   double RowHeight() const {
     return kBoxHeight + (comm ? 2 * kLaneHeight + kLaneGap : 0) +
            (all_reduce ? kLaneHeight + kLaneGap : 0) + (memory ? kMemoryHeight + kLaneGap : 0) +
@@ -153,6 +151,7 @@ Group MakeGroup(const Timeline& t, size_t index, const SvgTimeUnit& unit) {
     if (IsComputeOp(e.op.kind)) {
       versions.insert(e.op.weight_version);
       busy += e.end_s - e.start_s;
+      g.chunks = g.chunks || e.op.chunk > 0;
     }
   }
   g.versions = versions.size() > 1;
@@ -304,11 +303,11 @@ class Painter {
     if (g.memory) peak = Memory(row.drawn->memory, capacity, lane, makespan_s, memory_peak);
     std::string right = "idle " + SvgNumber(makespan_s > 0 ? 100 * idle / makespan_s : 0) + "%";
     if (g.memory) {
-      right += ", peak " + Bytes(peak);
+      right += ", peak " + BinaryBytes(peak);
       if (capacity > 0 && peak > capacity)
-        right += " OVER " + Bytes(capacity) + " (" + SvgNumber(peak / capacity) + "x)";
+        right += " OVER " + BinaryBytes(capacity) + " (" + SvgNumber(peak / capacity) + "x)";
       else if (capacity > 0)
-        right += " of " + Bytes(capacity);
+        right += " of " + BinaryBytes(capacity);
     }
     out_ << "<text x=\"" << SvgNumber(left_ + kPlotWidth + 8) << "\" y=\""
          << SvgNumber(y + kBoxHeight - 5) << "\" fill=\"#444444\">" << right << "</text>\n";
@@ -325,7 +324,7 @@ class Painter {
   void Box(const Group& g, const TimelineEvent& e, double y) {
     const Op& op = e.op;
     const double x = X(e.start_s), w = (e.end_s - e.start_s) * scale_;
-    const bool chunks = op.chunk > 0 || HasChunks(g);
+    const bool chunks = g.chunks;
     std::string title = std::string(OpKindName(op.kind)) + " stage " + std::to_string(op.stage);
     if (chunks) title += " chunk " + std::to_string(op.chunk);
     title += " micro-batch " + std::to_string(op.microbatch) + " version " +
@@ -348,16 +347,6 @@ class Painter {
       if (size < 11) out_ << " font-size=\"" << SvgNumber(size) << "\"";
       out_ << ">" << text << "</text>\n";
     }
-  }
-
-  bool HasChunks(const Group& g) {
-    if (chunks_.count(&g) == 0) {
-      bool any = false;
-      for (const TimelineEvent& e : g.timeline->events)
-        any = any || (IsComputeOp(e.op.kind) && e.op.chunk > 0);
-      chunks_[&g] = any;
-    }
-    return chunks_[&g];
   }
 
   // The device's total bytes as a step function from 0 to the makespan, `full` bytes at the
@@ -390,23 +379,22 @@ class Painter {
     const bool over = capacity > 0 && peak > capacity;
     out_ << "<path d=\"" << path.str() << "\" fill=\"" << (over ? kOverCapacityFill : kMemoryFill)
          << "\" stroke=\"" << kMemoryStroke << "\" stroke-width=\"0.6\"><title>device memory, peak "
-         << Bytes(peak);
-    if (capacity > 0) out_ << (over ? ", over the device's " : " of the device's ") << Bytes(capacity);
-    out_ << " (the strip's top: " << Bytes(full) << ")</title></path>\n";
+         << BinaryBytes(peak);
+    if (capacity > 0) out_ << (over ? ", over the device's " : " of the device's ") << BinaryBytes(capacity);
+    out_ << " (the strip's top: " << BinaryBytes(full) << ")</title></path>\n";
     // The device's capacity as a line across the strip, where it lies within the strip's scale
     // (the picture's highest peak: a device far from full keeps its strip's shape visible).
     if (capacity > 0 && capacity <= full)
       out_ << "<line x1=\"" << SvgNumber(X(0)) << "\" x2=\"" << SvgNumber(X(makespan_s))
            << "\" y1=\"" << SvgNumber(level(capacity)) << "\" y2=\"" << SvgNumber(level(capacity))
            << "\" stroke=\"" << kCapacityStroke << "\" stroke-width=\"1\" stroke-dasharray=\"4,2\">"
-           << "<title>device capacity " << Bytes(capacity) << "</title></line>\n";
+           << "<title>device capacity " << BinaryBytes(capacity) << "</title></line>\n";
     return peak;
   }
 
   std::ostream& out_;
   double left_, scale_;
   SvgTimeUnit unit_;
-  std::map<const Group*, bool> chunks_;
 };
 
 }  // namespace
@@ -430,10 +418,9 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
     memory = memory || g.memory;
     versions = versions || g.versions;
     phases = phases || !g.phases.empty();
-    for (const TimelineEvent& e : timelines[i].events) {
+    chunks = chunks || g.chunks;
+    for (const TimelineEvent& e : timelines[i].events)
       if (IsComputeOp(e.op.kind)) present.insert(e.op.kind);
-      chunks = chunks || (IsComputeOp(e.op.kind) && e.op.chunk > 0);
-    }
     for (const TimelineProcess& p : timelines[i].processes) {
       double peak = 0;
       for (const MemorySample& m : p.memory) peak = std::max(peak, m.bytes.Total());

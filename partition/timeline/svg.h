@@ -14,8 +14,10 @@
 //         and 2BW; every idle gap hatched as a bubble; updates as black ticks;
 //       a lane of sends (until delivered) and receives (waiting), when there are any;
 //       a lane of all-reduce buckets, when there are any;
-//       a memory strip: the device's total bytes over time, on one scale for the picture, with
-//         the row's peak and idle share at the right end.
+//       a memory strip: the device's total bytes over time, on one scale for the picture (its
+//         highest peak), red with the capacity as a dashed line where the device is over it;
+//       at the right end: the row's idle share, and its peak of the device's capacity or how
+//         far over it.
 // The picture scales: a viewBox, width 100% of where it is shown, a plot 1,200 units wide
 // whatever the run's length, so that a browser's zoom, not the file, sets the size.
 #pragma once

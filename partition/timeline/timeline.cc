@@ -77,16 +77,16 @@ std::vector<PipelinePhase> PipelinePhases(const Timeline& t) {
       it->second.end = std::max(it->second.end, e.end_s);
     }
   }
-  std::vector<std::pair<Flight, std::vector<int>>> by_start;  // flight, micro-batch
-  for (const auto& [mb, f] : flights) by_start.push_back({f, {mb}});
+  std::vector<std::pair<Flight, int>> by_start;  // flight, micro-batch
+  for (const auto& [mb, f] : flights) by_start.push_back({f, mb});
   std::sort(by_start.begin(), by_start.end(),
             [](const auto& a, const auto& b) { return a.first.start < b.first.start; });
   std::vector<Flight> periods;
   std::map<int, size_t> period_of;  // micro-batch -> index into periods
-  for (const auto& [f, mbs] : by_start) {
+  for (const auto& [f, mb] : by_start) {
     if (periods.empty() || f.start >= periods.back().end) periods.push_back(f);
     else periods.back().end = std::max(periods.back().end, f.end);
-    period_of[mbs.front()] = periods.size() - 1;
+    period_of[mb] = periods.size() - 1;
   }
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> first_backward(periods.size(), inf), last_forward(periods.size(), -inf);

@@ -122,7 +122,7 @@ profile_layers() {
   fi
   # pinned: the profiler on the first core, a second profile of the same layers looping on the
   # second core as the load (killed when the first is done).
-  taskset -c "${cores[1]}" "$pipetwin" profile "$out/pipeline.json" --repeats 1000000 --warmup 0 \
+  taskset -c "${cores[1]}" "$pipetwin" profile "$out/pipeline.json" --repeats 1000000 --warmup 0 --target-spread 0 \
     >/dev/null 2>&1 &
   local load=$!
   sleep 2  # its start-up (loading LibTorch, building the model) over, it computes

@@ -287,7 +287,7 @@ gpu_flags=(--device "$device" --precision "$precision")
 step_limit 60
 say "profiling the GPT's layers on $device ($precision)"
 timeout 90 "$pipetwin" profile "$work/scenarios/gpt-1s-flush.json" --batch 4 --repeats 5 \
-  --warmup 3 "${gpu_flags[@]}" --output "$out/profile.json" --force >"$out/profile.log" 2>&1 ||
+  --warmup 3 --max-seconds 15 "${gpu_flags[@]}" --output "$out/profile.json" --force >"$out/profile.log" 2>&1 ||
   fail "profile failed: $(tail -1 "$out/profile.log")"
 
 step_limit 60
@@ -299,7 +299,7 @@ sed 's/^/         /' "$out/calibrate.log"
 # On a GPU the layers are timed alone (workers sharing it take turns), so the one profile serves
 # every configuration; on CPUs compare profiles each with as many processes as it has workers.
 reuse_profile=(--profile "$out/profile.json")
-[ "$device" = cuda ] || reuse_profile=(--profile-seconds 0.5 --threads 1)
+[ "$device" = cuda ] || reuse_profile=(--profile-seconds 0.5 --profile-max-seconds 2 --threads 1)
 for scenario in "$work"/scenarios/*.json; do
   name=$(basename "$scenario" .json)
   step_limit 45

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The validation matrix: predicted (simulator) against measured (executor) on this machine.
 #
-#   scripts/validate.sh [--out DIR] [--no-netns | --netns-only] [--runs N]
+#   scripts/validate.sh [--out DIR] [--no-netns | --netns-only] [--runs N] [--repeat K]
 #
 # Calibrates the machine once (pipetwin calibrate), then for each scenario of scenarios/validation/
 # (copied into DIR/scenarios/) runs `pipetwin compare` on it (the workload profiled here with
@@ -14,7 +14,10 @@
 # and the calibration. Each configuration runs N times (--runs, default 3) and the run of median
 # throughput is compared (a shared machine's speed drifts from run to run). Needs root for the
 # namespace rows (else they are left out with a message; --no-netns leaves them out anyway;
-# --netns-only runs only them). docs/validation.md has the latest matrices and how long they took.
+# --netns-only runs only them). --repeat K runs the whole matrix K times from scratch (each in
+# DIR/rep-k: its own calibration, profiles, predictions and runs) and writes DIR/validation.md
+# with each row's prediction and measurement spread over the K repetitions (`pipetwin compare
+# --table` on DIR). docs/validation.md has the latest matrices and how long they took.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
@@ -22,12 +25,14 @@ out=validation
 netns=1
 local_rows=1
 runs=3
+repeat=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=${2:?--out needs a folder}; shift 2 ;;
     --no-netns) netns=0; shift ;;
     --netns-only) local_rows=0; shift ;;
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
+    --repeat) repeat=${2:?--repeat needs a number}; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -36,13 +41,20 @@ if [ "$local_rows" = 0 ] && { [ "$netns" = 0 ] || [ "$(id -u)" != 0 ]; }; then
   echo "validate.sh: --netns-only needs the namespace rows: root, and no --no-netns" >&2
   exit 2
 fi
+case "$repeat" in ''|*[!0-9]*|0) echo "validate.sh: --repeat must be a whole number >= 1, got '$repeat'" >&2; exit 2 ;; esac
 "$root/scripts/build.sh"
 pipetwin="$build/bin/pipetwin"
-mkdir -p "$out/scenarios" "$out/runs"
-out=$(cd "$out" && pwd)
-for f in "$out"/*.compare.json; do
-  [ -e "$f" ] && { echo "validate.sh: $out already holds results ($f); give a new --out" >&2; exit 2; }
+mkdir -p "$out"
+top=$(cd "$out" && pwd)
+for f in "$top"/*.compare.json "$top"/rep-*/*.compare.json; do
+  [ -e "$f" ] && { echo "validate.sh: $top already holds results ($f); give a new --out" >&2; exit 2; }
 done
+machine="$(hostname), $(nproc) cores ($(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1)), $(date -u +%Y-%m-%d)"
+command="scripts/validate.sh --out $(basename "$top")$([ "$repeat" -gt 1 ] && echo " --repeat $repeat")"
+
+matrix() {  # DIR: one matrix from scratch
+out=$1
+mkdir -p "$out/scenarios" "$out/runs"
 
 echo "calibrating this machine"
 "$pipetwin" calibrate --output "$out/cluster.json" --force | sed 's/^/  /'
@@ -102,6 +114,15 @@ if [ "$netns" = 1 ]; then
   done
 fi
 
-"$pipetwin" compare --table "$out" \
-  --machine "$(hostname), $(nproc) cores ($(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1)), $(date -u +%Y-%m-%d)" \
-  --command "scripts/validate.sh --out $(basename "$out")"
+"$pipetwin" compare --table "$out" --machine "$machine" --command "$command"
+}
+
+if [ "$repeat" = 1 ]; then
+  matrix "$top"
+else
+  for k in $(seq "$repeat"); do
+    echo "repetition $k of $repeat"
+    matrix "$top/rep-$k" 2>&1 | tee "$top/rep-$k.log"
+  done
+  "$pipetwin" compare --table "$top" --machine "$machine" --command "$command"
+fi

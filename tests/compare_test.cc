@@ -265,8 +265,57 @@ TEST(ValidationTable, GpuRowsShowTheAllocatorPeaks) {
             std::string::npos) << md;
   EXPECT_NE(md.find("| 4000.00 | 4500.00 |"), std::string::npos) << md;  // device 1's, in MB
   const std::string csv = ValidationCsv(both);
-  EXPECT_NE(csv.find(",true,,\n"), std::string::npos) << csv;             // the CPU row: empty
-  EXPECT_NE(csv.find(",true,4000000000,4500000000\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",true,,,,,\n"), std::string::npos) << csv;  // the CPU row: empty, no band
+  EXPECT_NE(csv.find(",true,4000000000,4500000000,,,\n"), std::string::npos) << csv;
+}
+
+TEST(Compare, TheProfilesBandIsShownAndAMeasurementOutsideItFlagged) {
+  const Report predicted = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  Comparison inside = CompareReports(predicted, TwoWorkerReport(960, 2e6, 0.2, 0.75));
+  inside.band = Comparison::Band{950, 1040};
+  Comparison outside = CompareReports(predicted, TwoWorkerReport(900, 2e6, 0.2, 0.75));
+  outside.band = Comparison::Band{950, 1040};
+  const nlohmann::json j = ComparisonToJson(inside);
+  EXPECT_EQ(j["predicted_band"]["low_samples_per_s"], 950);
+  EXPECT_EQ(j["predicted_band"]["measured_inside"], true);
+  EXPECT_EQ(ComparisonToJson(outside)["predicted_band"]["measured_inside"], false);
+  EXPECT_TRUE(ComparisonToJson(CompareReports(predicted, predicted))["predicted_band"].is_null());
+  EXPECT_NE(ComparisonToText(inside).find("950-1040"), std::string::npos);
+  EXPECT_NE(ComparisonToText(outside).find("OUTSIDE"), std::string::npos);
+
+  const std::vector<ValidationRow> rows = {{"a", j}, {"b", ComparisonToJson(outside)}};
+  const std::string md = ValidationMarkdown(rows, "m", "c");
+  EXPECT_NE(md.find("| 950-1040 | 960 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 950-1040 (measured OUTSIDE) | 900 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("band (the profile's 95% spread): 1 of 2 rows"), std::string::npos) << md;
+  const std::string csv = ValidationCsv(rows);
+  EXPECT_NE(csv.find(",950.00,1040.00,true\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",950.00,1040.00,false\n"), std::string::npos) << csv;
+}
+
+TEST(ValidationTable, RepeatedMatricesGiveEachRowsSpreadAndTheTargets) {
+  const Report measured = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  const auto row = [&](const std::string& config, double predicted) {
+    return ValidationRow{config, ComparisonToJson(CompareReports(
+                                     TwoWorkerReport(predicted, 2e6, 0.2, 0.75), measured))};
+  };
+  // Row "steady": predictions 1000, 1010, 1020 (spread 20 / 1010 = 1.98%); row "moving": 950,
+  // 1000, 1060 (110 / 1003.3 = 10.96%, and an error of +6%).
+  const std::vector<std::vector<ValidationRow>> repetitions = {
+      {row("steady", 1000), row("moving", 950)},
+      {row("steady", 1010), row("moving", 1000)},
+      {row("steady", 1020), row("moving", 1060)}};
+  const std::string md = ValidationRepeatMarkdown(repetitions, "m", "c");
+  EXPECT_NE(md.find("| steady | 2bw | 1000, 1010, 1020 | 2.0% | 1000, 1000, 1000 | 0.0% |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| 11.0% (over 3%) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("worst 11.0% (1 rows over) | NOT met"), std::string::npos) << md;
+  // Errors 0, 1, 2, -5, 0, 6 %: MAPE 14 / 6 = 2.3%, worst 6%.
+  EXPECT_NE(md.find("| 2.3% | met |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| worst 6.0% | met |"), std::string::npos) << md;
+  EXPECT_NE(md.find("3 repetitions from scratch"), std::string::npos) << md;
+  const std::string csv = ValidationRepeatCsv(repetitions);
+  EXPECT_NE(csv.find("steady,2bw,3,0.0198,0.0000,0.0100,0.0200,0\n"), std::string::npos) << csv;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "tests/test_support.h"
@@ -66,6 +68,80 @@ TEST(Workload, JsonRoundTripIsExact) {
   EXPECT_EQ(profiled.layers[1].update_ms, 0.25);
   EXPECT_EQ(profiled.StashBytes(1), 4096);
   EXPECT_FALSE(profiled.layers[0].update_ms.has_value());
+}
+
+TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
+  Workload w = WorkloadFromJson(ParseJsonText(kDiamond, "w.json"), "w.json");
+  EXPECT_FALSE(w.HasSpread());
+  w.layers[0].forward_ms = 1.0;
+  w.layers[0].forward_ms_spread = 0.1;
+  w.layers[1].backward_ms = 2.0;
+  w.layers[1].backward_ms_spread = 0.5;
+  w.layers[1].update_ms = 0.25;
+  w.layers[1].update_ms_spread = 0.5;  // wider than the time: the fast end stops at 0
+  ProfileStability q;
+  q.rounds = 12;
+  q.seconds = 6.5;
+  q.step_ms = 9.5;
+  q.step_spread_ms = 0.2;
+  q.lowest_round_ms = 9;
+  q.highest_round_ms = 10.5;
+  q.target_spread = 0.02;
+  q.settled = false;
+  q.disturbances = {"round 3 of 12 took 10.50 ms a step"};
+  w.stability = q;
+  const Workload back = WorkloadFromJson(WorkloadToJson(w), "p.json");
+  EXPECT_EQ(WorkloadToJson(back), WorkloadToJson(w));
+  ASSERT_TRUE(back.stability.has_value());
+  EXPECT_EQ(back.stability->disturbances, q.disturbances);
+  EXPECT_EQ(back.stability->rounds, 12);
+  EXPECT_TRUE(back.HasSpread());
+
+  const Workload slow = w.AtSpreadEdge(+1), fast = w.AtSpreadEdge(-1);
+  EXPECT_DOUBLE_EQ(slow.layers[0].forward_ms, 1.1);
+  EXPECT_DOUBLE_EQ(fast.layers[0].forward_ms, 0.9);
+  EXPECT_DOUBLE_EQ(slow.layers[1].backward_ms, 2.5);
+  EXPECT_DOUBLE_EQ(fast.layers[1].backward_ms, 1.5);
+  EXPECT_DOUBLE_EQ(*slow.layers[1].update_ms, 0.75);
+  EXPECT_DOUBLE_EQ(*fast.layers[1].update_ms, 0.0);
+  EXPECT_DOUBLE_EQ(slow.layers[0].backward_ms, w.layers[0].backward_ms);  // no spread: kept
+
+  // Three profiles taken at different times: forward 1.0, 1.1, 1.2 ms; their mean 1.1, its
+  // interval 4.303 x 0.1 / sqrt(3) = 0.24843 wider than the widest own spread / sqrt(3).
+  std::vector<Workload> three(3, w);
+  for (int p = 0; p < 3; ++p) {
+    three[p].layers[0].forward_ms = 1.0 + 0.1 * p;
+    three[p].stability->step_ms = 9 + p;
+  }
+  const Workload mean = MeanOfProfiles(three, {"a.json", "b.json", "c.json"});
+  EXPECT_NEAR(mean.layers[0].forward_ms, 1.1, 1e-12);
+  EXPECT_NEAR(*mean.layers[0].forward_ms_spread, 4.303 * 0.1 / std::sqrt(3.0), 1e-9);
+  // Equal backward times: the spread is the widest own spread over sqrt(3).
+  EXPECT_NEAR(*mean.layers[1].backward_ms_spread, 0.5 / std::sqrt(3.0), 1e-12);
+  EXPECT_EQ(mean.stability->rounds, 36);
+  EXPECT_NEAR(mean.stability->step_ms, 10, 1e-12);
+  EXPECT_EQ(mean.stability->disturbances.size(), 3u);
+  EXPECT_EQ(mean.stability->disturbances[2].rfind("profile 3 of 3: round 3", 0), 0u);
+  three[2].layers[1].id = "other";
+  try {
+    MeanOfProfiles(three, {"a.json", "b.json", "c.json"});
+    FAIL() << "profiles of different layers were averaged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layers[1].id"), std::string::npos) << e.what();
+  }
+
+  nlohmann::json bad = WorkloadToJson(w);
+  bad["layers"][0]["forward_ms_spread"] = -1;
+  EXPECT_THROW(WorkloadFromJson(bad, "bad.json"), InputError);
+  bad = WorkloadToJson(w);
+  bad["stability"]["typo"] = 1;
+  try {
+    WorkloadFromJson(bad, "bad.json");
+    FAIL() << "an unknown key in stability was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("stability"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Workload, LayersWithoutInputsFormAChain) {

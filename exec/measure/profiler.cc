@@ -39,6 +39,8 @@
 #include "partition/util/json_reader.h"
 #include "partition/model/workload.h"
 #include "partition/util/json_writer.h"
+#include "partition/util/machine.h"
+#include "partition/util/spread.h"
 
 namespace pipetwin::exec {
 
@@ -96,17 +98,6 @@ class LayerClock {
   std::map<size_t, double> started_, spans_;
   std::unique_ptr<GpuTimer> gpu_;
 };
-
-// The mean of the runs without the slowest tenth: a pipeline's throughput follows the mean time
-// of its ops (a median leaves out the tail that shared vCPUs add to every op), while a rare
-// stall from another program should not move the profile.
-double TrimmedMean(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t kept = std::max<size_t>(1, v.size() - v.size() / 10);
-  double sum = 0;
-  for (size_t i = 0; i < kept; ++i) sum += v[i];
-  return sum / kept;
-}
 
 struct Source {
   Network network;
@@ -401,6 +392,17 @@ class LoadProcesses {
     for (pid_t pid : pids_) ::kill(pid, SIGKILL);
     for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
   }
+  // The CPU seconds the load processes have used so far (their CPU-time clocks).
+  double CpuSeconds() const {
+    double total = 0;
+    for (pid_t pid : pids_) {
+      clockid_t clock;
+      timespec t{};
+      if (::clock_getcpuclockid(pid, &clock) == 0 && ::clock_gettime(clock, &t) == 0)
+        total += static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+    }
+    return total;
+  }
   LoadProcesses(const LoadProcesses&) = delete;
   LoadProcesses& operator=(const LoadProcesses&) = delete;
 
@@ -455,13 +457,54 @@ Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int
   return w;
 }
 
-// The timed passes: after `warmup` untimed ones, `repeats`, and more until they have taken
-// --min-seconds (a longer window averages over more of the machine's moods, as a run seconds
-// long does). Each pass's layer times and optimizer steps.
+// The timed passes, in rounds: after `warmup` untimed passes, rounds of passes of at least
+// --round-seconds each, until there are --repeats passes, --min-seconds have gone by and, with
+// --target-spread, the training step's mean over the rounds is known within that share (the
+// half-width of its 95% interval, util/spread.h), or --max-seconds have gone by. A round is one
+// sample of the machine's speed: a virtual machine's speed wanders over seconds (other guests on
+// the host's cores and caches) without any steal time to show for it, so the passes of one
+// round are not independent samples, while rounds spread over many seconds are closer to it.
 struct TimedPasses {
   std::vector<PassTimes> passes;
   std::vector<std::vector<double>> updates;  // per timed pass, per layer
+  std::vector<size_t> round_starts;          // index of each round's first pass
+  double seconds = 0;
+  RoundEstimate step;  // the training step's time over the rounds (ms)
+
+  // The pass indices [begin, end) of round r.
+  std::pair<size_t, size_t> Round(size_t r) const {
+    return {round_starts[r], r + 1 < round_starts.size() ? round_starts[r + 1] : passes.size()};
+  }
+  // Layer i's figure (0 forward, 1 backward, 2 update) in each round: the trimmed mean of its
+  // passes there.
+  std::vector<double> RoundMeans(int i, int figure) const {
+    std::vector<double> means;
+    for (size_t r = 0; r < round_starts.size(); ++r) {
+      const auto [begin, end] = Round(r);
+      std::vector<double> v;
+      for (size_t p = begin; p < end; ++p)
+        v.push_back(figure == 0   ? passes[p].forward_ms[i]
+                    : figure == 1 ? passes[p].backward_ms[i]
+                                  : updates[p][i]);
+      means.push_back(TrimmedMean(v));
+    }
+    return means;
+  }
+  // Each round's training step: every layer's forward, backward and update.
+  std::vector<double> RoundSteps(int layers) const {
+    std::vector<double> steps(round_starts.size(), 0);
+    for (int i = 0; i < layers; ++i)
+      for (int figure = 0; figure < 3; ++figure) {
+        const std::vector<double> means = RoundMeans(i, figure);
+        for (size_t r = 0; r < means.size(); ++r) steps[r] += means[r];
+      }
+    return steps;
+  }
 };
+
+// At least this many rounds before the spread decides: two rounds give an interval, but with a
+// t quantile of 12.7 one lucky pair would settle it.
+constexpr int kLeastRounds = 4;
 
 TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
                        int64_t batch, const Source& source, const ProfileOptions& options,
@@ -469,38 +512,58 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
   auto sums = GradientSums(runs);
   UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
                     source.versioned_weights);
+  const auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   TimedPasses timed;
-  Clock::time_point timed_from;
-  for (int k = 0; k < options.warmup + options.repeats ||
-                  std::chrono::duration<double>(Clock::now() - timed_from).count() <
-                      options.min_seconds;
-       ++k) {
-    if (k == options.warmup) timed_from = Clock::now();
-    PassTimes t = TrainingPass(model, runs, data, 1 + k, batch, sums, clock);
-    std::vector<double> u = update.Run(sums, clock);
-    if (k >= options.warmup) {
-      timed.passes.push_back(std::move(t));
-      timed.updates.push_back(std::move(u));
-    }
+  int64_t k = 0;
+  for (; k < options.warmup; ++k) {
+    TrainingPass(model, runs, data, 1 + k, batch, sums, clock);
+    update.Run(sums, clock);
   }
+  const Clock::time_point timed_from = Clock::now();
+  const bool stopping_rule = options.target_spread > 0;
+  while (true) {
+    timed.round_starts.push_back(timed.passes.size());
+    const Clock::time_point round_from = Clock::now();
+    do {
+      timed.passes.push_back(TrainingPass(model, runs, data, 1 + k, batch, sums, clock));
+      timed.updates.push_back(update.Run(sums, clock));
+      ++k;
+    } while (stopping_rule && since(round_from) < options.round_seconds);
+    const double elapsed = since(timed_from);
+    const int rounds = static_cast<int>(timed.round_starts.size());
+    if (static_cast<int>(timed.passes.size()) < options.repeats || elapsed < options.min_seconds)
+      continue;
+    if (!stopping_rule) break;
+    if (rounds < kLeastRounds && elapsed < options.max_seconds) continue;
+    timed.step = EstimateFromRounds(timed.RoundSteps(model.LayerCount()));
+    if (timed.step.RelativeHalfWidth() <= options.target_spread || elapsed >= options.max_seconds)
+      break;
+  }
+  timed.seconds = since(timed_from);
+  timed.step = EstimateFromRounds(timed.RoundSteps(model.LayerCount()));
   return timed;
 }
 
-// Layer `i` as measured: the trimmed means of its timed passes, its bytes.
+// Layer `i` as measured: the mean of its rounds' trimmed means, with the half-width of that
+// mean's 95% interval when there are several rounds; its bytes.
 Layer MeasuredLayer(const Model& model, const LayerRun& r, int i, const TimedPasses& timed,
                     double stash_bytes) {
   Layer l;
   l.id = model.layer_ids[i];
   l.description = "measured with LibTorch";
-  std::vector<double> forward_ms, backward_ms, update_ms;
-  for (size_t p = 0; p < timed.passes.size(); ++p) {
-    forward_ms.push_back(timed.passes[p].forward_ms[i]);
-    backward_ms.push_back(timed.passes[p].backward_ms[i]);
-    update_ms.push_back(timed.updates[p][i]);
+  const RoundEstimate forward = EstimateFromRounds(timed.RoundMeans(i, 0));
+  const RoundEstimate backward = EstimateFromRounds(timed.RoundMeans(i, 1));
+  const RoundEstimate step = EstimateFromRounds(timed.RoundMeans(i, 2));
+  l.forward_ms = forward.mean;
+  l.backward_ms = backward.mean;
+  if (!r.parameters.empty()) l.update_ms = step.mean;
+  if (forward.rounds > 1) {
+    l.forward_ms_spread = forward.half_width;
+    l.backward_ms_spread = backward.half_width;
+    if (l.update_ms) l.update_ms_spread = step.half_width;
   }
-  l.forward_ms = TrimmedMean(forward_ms);
-  l.backward_ms = TrimmedMean(backward_ms);
-  if (!r.parameters.empty()) l.update_ms = TrimmedMean(update_ms);
   if (stash_bytes > 0) l.stash_bytes = stash_bytes;
   l.activation_bytes = static_cast<double>(r.output.numel() * r.output.element_size());
   l.parameter_bytes = static_cast<double>(TensorBytes(r.parameters));
@@ -510,21 +573,80 @@ Layer MeasuredLayer(const Model& model, const LayerRun& r, int i, const TimedPas
   return l;
 }
 
+// A round whose step is further than this from the rounds' median is named: the machine was
+// busy with something else then (a spread of a few percent is a shared machine's normal).
+constexpr double kRoundFarOff = 0.15;
+
+// The profile's stability and what disturbed it: the load before and during the timing (other
+// processes' CPU time, steal time; partition/util/machine.h's one rule), rounds far off the
+// median, a spread that did not settle within the time limit.
+ProfileStability Stability(const TimedPasses& timed, int layers, const ProfileOptions& options,
+                           const MachineLoad& load) {
+  ProfileStability q;
+  q.rounds = timed.step.rounds;
+  q.seconds = timed.seconds;
+  q.step_ms = timed.step.mean;
+  q.step_spread_ms = timed.step.half_width;
+  q.lowest_round_ms = timed.step.lowest;
+  q.highest_round_ms = timed.step.highest;
+  q.target_spread = options.target_spread;
+  q.settled = options.target_spread > 0 && q.rounds >= 2 &&
+              timed.step.RelativeHalfWidth() <= options.target_spread;
+  q.disturbances = load.Warnings();
+  std::vector<double> steps = timed.RoundSteps(layers);
+  std::vector<double> sorted = steps;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0 : sorted[(sorted.size() - 1) / 2];
+  for (size_t r = 0; r < steps.size() && median > 0; ++r)
+    if (std::fabs(steps[r] / median - 1) > kRoundFarOff) {
+      std::ostringstream line;
+      line << "round " << r + 1 << " of " << steps.size() << " took " << std::fixed
+           << std::setprecision(2) << steps[r] << " ms a step, " << std::showpos
+           << std::setprecision(0) << 100 * (steps[r] / median - 1) << std::noshowpos
+           << "% from the rounds' median " << std::setprecision(2) << median << " ms";
+      q.disturbances.push_back(line.str());
+    }
+  if (options.target_spread > 0 && !q.settled) {
+    std::ostringstream line;
+    line << "the step did not settle: +-" << std::fixed << std::setprecision(1)
+         << 100 * timed.step.RelativeHalfWidth() << "% after " << q.rounds << " rounds in "
+         << std::setprecision(1) << q.seconds << " s (target +-" << 100 * options.target_spread
+         << "%, --max-seconds " << options.max_seconds << ")";
+    q.disturbances.push_back(line.str());
+  }
+  return q;
+}
+
 void PrintProfile(std::ostream& out, const Workload& w, const ProfileOptions& options,
                   const Source& source, int batch, size_t passes) {
+  const ProfileStability& q = *w.stability;
   out << w.name << ": " << w.LayerCount() << " layers measured at batch " << batch << " on "
-      << w.reference.device << " (mean of " << passes
-      << " runs without the slowest tenth, after " << options.warmup << " warm-up)\n\n";
-  out << std::left << std::setw(6) << "#" << std::setw(20) << "id" << std::right << std::setw(12)
-      << "fwd ms" << std::setw(12) << "bwd ms" << std::setw(16) << "activation B"
-      << std::setw(14) << "parameters\n";
+      << w.reference.device << " (" << passes << " runs after " << options.warmup
+      << " warm-up, in " << q.rounds << " rounds; each figure the mean of its rounds' means "
+      << "without the slowest tenth, +- the 95% interval of that mean)\n\n";
+  const auto spread = [](const std::optional<double>& ms) {
+    std::ostringstream s;
+    if (ms) s << std::fixed << std::setprecision(3) << *ms;
+    return ms ? "+-" + s.str() : std::string("");
+  };
+  out << std::left << std::setw(6) << "#" << std::setw(20) << "id" << std::right << std::setw(10)
+      << "fwd ms" << std::setw(10) << "" << std::setw(10) << "bwd ms" << std::setw(10) << ""
+      << std::setw(16) << "activation B" << std::setw(14) << "parameters\n";
   for (int i = 0; i < w.LayerCount(); ++i) {
     const Layer& l = w.layers[i];
     out << std::left << std::setw(6) << i << std::setw(20) << l.id << std::right << std::fixed
-        << std::setprecision(3) << std::setw(12) << l.forward_ms << std::setw(12) << l.backward_ms
-        << std::setprecision(0) << std::setw(16) << l.activation_bytes << std::setw(13)
-        << l.parameters << "\n" << std::defaultfloat;
+        << std::setprecision(3) << std::setw(10) << l.forward_ms << std::setw(10)
+        << spread(l.forward_ms_spread) << std::setw(10) << l.backward_ms << std::setw(10)
+        << spread(l.backward_ms_spread) << std::setprecision(0) << std::setw(16)
+        << l.activation_bytes << std::setw(13) << l.parameters << "\n" << std::defaultfloat;
   }
+  out << std::fixed << std::setprecision(3) << "\nstep (every layer's forward, backward and "
+      << "optimizer step): " << q.step_ms << " ms +-" << q.step_spread_ms << " ("
+      << std::setprecision(1) << (q.step_ms > 0 ? 100 * q.step_spread_ms / q.step_ms : 0)
+      << "%), rounds from " << std::setprecision(3) << q.lowest_round_ms << " to "
+      << q.highest_round_ms << " ms, " << q.rounds << " rounds in " << std::setprecision(1)
+      << q.seconds << " s" << (q.settled ? ": settled" : "") << "\n" << std::defaultfloat;
+  for (const std::string& d : q.disturbances) out << "warning: " << d << "\n";
   out << std::fixed << std::setprecision(3) << "\ntotal: forward " << w.TotalForwardMs()
       << " ms, backward " << w.TotalBackwardMs() << " ms\n" << std::defaultfloat;
   if (source.plan) PrintPipelineBound(out, w, *source.plan, batch);
@@ -548,9 +670,20 @@ int RunProfile(const ProfileOptions& options) {
   if (options.load_cpu >= 0) RunLoad(model, runs, *data, batch, options.load_cpu);
   const int cores = CoresAvailable();
   const bool time_shared = CheckedTimeSharing(options, cores);
+  // The load before the timing starts (other programs, steal time) and during it, for the
+  // profile's disturbances; the load processes' own CPU time is the profile's, not foreign.
+  MachineLoad load;
+  load.subject = "profile";
+  load.cpus = cores;
+  load.load_average_1m = LoadAverage1m();
+  const std::vector<int> cpus = AllowedCpus();
+  if (!device.cuda()) {
+    load.before = SampleLoad(cpus, 0.3);
+    load.sampled_before = true;
+  }
   LayerClock clock(time_shared, device);
   // The load processes pin themselves within the mask they inherit: pin this one after.
-  LoadProcesses load(options, batch, cores);
+  LoadProcesses load_processes(options, batch, cores);
   if (options.concurrent > 1) PinToCore(0);
 
   Workload w = MeasuredWorkload(model, options, batch, time_shared, cores, device);
@@ -560,9 +693,17 @@ int RunProfile(const ProfileOptions& options) {
     const AllocatorProbe allocator(device);
     TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
   }
+  const CpuTimes cpu_from = ReadCpuTimes();
+  const double own_from = ProcessCpuSeconds() + load_processes.CpuSeconds();
   const TimedPasses timed = TimePasses(model, runs, *data, batch, source, options, clock);
+  if (!device.cuda()) {
+    load.during = ShareBetween(cpu_from, ReadCpuTimes(), cpus, timed.seconds,
+                               ProcessCpuSeconds() + load_processes.CpuSeconds() - own_from);
+    load.measured_during = true;
+  }
   for (int i = 0; i < model.LayerCount(); ++i)
     w.layers.push_back(MeasuredLayer(model, runs[i], i, timed, stash_bytes[i]));
+  w.stability = Stability(timed, model.LayerCount(), options, load);
   ValidateAndSortWorkload(w, options.workload);
 
   if (!options.output_file.empty()) SaveWorkloadFile(w, options.output_file);

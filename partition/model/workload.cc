@@ -1,12 +1,15 @@
 #include "partition/model/workload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <queue>
+#include <tuple>
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
 #include "partition/util/limits.h"
+#include "partition/util/spread.h"
 #include "partition/util/json_writer.h"
 
 namespace pipetwin {
@@ -146,6 +149,10 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     if (l.forward_flops) CheckNumber(*l.forward_flops, file, at + ".forward_flops", false);
     if (l.stash_bytes) CheckNumber(*l.stash_bytes, file, at + ".stash_bytes", false);
     if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
+    for (const auto& [spread, key] : {std::pair{&l.forward_ms_spread, ".forward_ms_spread"},
+                                      std::pair{&l.backward_ms_spread, ".backward_ms_spread"},
+                                      std::pair{&l.update_ms_spread, ".update_ms_spread"}})
+      if (*spread) CheckNumber(**spread, file, at + key, false);
     if (l.collectives) {
       const GroupCollectives& c = *l.collectives;
       const std::string cat = at + ".collectives.";
@@ -210,6 +217,94 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
   w.layers = std::move(sorted);
 }
 
+bool Workload::HasSpread() const {
+  for (const Layer& l : layers)
+    if (l.forward_ms_spread || l.backward_ms_spread || l.update_ms_spread) return true;
+  return false;
+}
+
+Workload Workload::AtSpreadEdge(int side) const {
+  Workload w = *this;
+  const auto edge = [side](double& ms, const std::optional<double>& spread) {
+    if (spread) ms = std::max(0.0, ms + side * *spread);
+  };
+  for (Layer& l : w.layers) {
+    edge(l.forward_ms, l.forward_ms_spread);
+    edge(l.backward_ms, l.backward_ms_spread);
+    if (l.update_ms) edge(*l.update_ms, l.update_ms_spread);
+  }
+  w.name += side > 0 ? " (slow end of its spread)" : " (fast end of its spread)";
+  return w;
+}
+
+Workload MeanOfProfiles(const std::vector<Workload>& profiles,
+                        const std::vector<std::string>& files) {
+  if (profiles.empty()) throw InputError("no profiles to average");
+  Workload mean = profiles.front();
+  const size_t k = profiles.size();
+  for (size_t p = 1; p < k; ++p) {
+    const Workload& w = profiles[p];
+    if (w.layers.size() != mean.layers.size())
+      throw InputError(files.at(p), "layers", "expected the " + std::to_string(mean.layers.size()) +
+                                                  " layers of " + files.front() + ", got " +
+                                                  std::to_string(w.layers.size()));
+    for (size_t i = 0; i < w.layers.size(); ++i)
+      if (w.layers[i].id != mean.layers[i].id)
+        throw InputError(files.at(p), "layers[" + std::to_string(i) + "].id",
+                         "expected \"" + mean.layers[i].id + "\" as in " + files.front() +
+                             ", got \"" + w.layers[i].id + "\"");
+  }
+  if (k == 1) return mean;
+  const auto combine = [&](auto time, auto spread) {
+    std::vector<double> means;
+    double widest = 0;
+    for (const Workload& w : profiles) {
+      means.push_back(time(w));
+      widest = std::max(widest, spread(w));
+    }
+    const RoundEstimate e = EstimateFromRounds(means);
+    return std::pair{e.mean, std::max(e.half_width, widest / std::sqrt(static_cast<double>(k)))};
+  };
+  for (size_t i = 0; i < mean.layers.size(); ++i) {
+    Layer& l = mean.layers[i];
+    std::tie(l.forward_ms, l.forward_ms_spread) =
+        combine([i](const Workload& w) { return w.layers[i].forward_ms; },
+                [i](const Workload& w) { return w.layers[i].forward_ms_spread.value_or(0); });
+    std::tie(l.backward_ms, l.backward_ms_spread) =
+        combine([i](const Workload& w) { return w.layers[i].backward_ms; },
+                [i](const Workload& w) { return w.layers[i].backward_ms_spread.value_or(0); });
+    if (l.update_ms)
+      std::tie(l.update_ms, l.update_ms_spread) =
+          combine([i](const Workload& w) { return w.layers[i].update_ms.value_or(0); },
+                  [i](const Workload& w) { return w.layers[i].update_ms_spread.value_or(0); });
+  }
+  if (mean.stability) {
+    ProfileStability q;
+    std::vector<double> steps;
+    q.settled = true;
+    for (size_t p = 0; p < k; ++p) {
+      if (!profiles[p].stability) continue;
+      const ProfileStability& s = *profiles[p].stability;
+      q.rounds += s.rounds;
+      q.seconds += s.seconds;
+      steps.push_back(s.step_ms);
+      q.lowest_round_ms = p == 0 ? s.lowest_round_ms : std::min(q.lowest_round_ms, s.lowest_round_ms);
+      q.highest_round_ms = std::max(q.highest_round_ms, s.highest_round_ms);
+      q.target_spread = s.target_spread;
+      q.settled = q.settled && s.settled;
+      for (const std::string& d : s.disturbances)
+        q.disturbances.push_back("profile " + std::to_string(p + 1) + " of " + std::to_string(k) +
+                                 ": " + d);
+    }
+    const RoundEstimate e = EstimateFromRounds(steps);
+    q.step_ms = e.mean;
+    q.step_spread_ms = e.half_width;
+    mean.stability = q;
+  }
+  mean.name += " (mean of " + std::to_string(k) + " profiles)";
+  return mean;
+}
+
 nlohmann::json WorkloadToJson(const Workload& w) {
   nlohmann::json layers = nlohmann::json::array();
   for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -225,6 +320,9 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (l.forward_flops) j["forward_flops"] = *l.forward_flops;
     if (l.stash_bytes) j["stash_bytes"] = *l.stash_bytes;
     if (l.update_ms) j["update_ms"] = *l.update_ms;
+    if (l.forward_ms_spread) j["forward_ms_spread"] = *l.forward_ms_spread;
+    if (l.backward_ms_spread) j["backward_ms_spread"] = *l.backward_ms_spread;
+    if (l.update_ms_spread) j["update_ms_spread"] = *l.update_ms_spread;
     if (l.collectives)
       j["collectives"] = {{"forward_exposed_ms", l.collectives->forward_exposed_ms},
                           {"forward_overlapped_ms", l.collectives->forward_overlapped_ms},
@@ -249,6 +347,16 @@ nlohmann::json WorkloadToJson(const Workload& w) {
   if (w.tensor_parallel > 1) out["tensor_parallel"] = w.tensor_parallel;
   if (w.model_flops_per_sample > 0) out["model_flops_per_sample"] = w.model_flops_per_sample;
   if (w.stash_holds_input) out["stash_holds_input"] = true;
+  if (const auto& q = w.stability)
+    out["stability"] = {{"rounds", q->rounds},
+                        {"seconds", q->seconds},
+                        {"step_ms", q->step_ms},
+                        {"step_spread_ms", q->step_spread_ms},
+                        {"lowest_round_ms", q->lowest_round_ms},
+                        {"highest_round_ms", q->highest_round_ms},
+                        {"target_spread", q->target_spread},
+                        {"settled", q->settled},
+                        {"disturbances", q->disturbances}};
   return out;
 }
 
@@ -270,6 +378,21 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
   if (root.Has("tensor_parallel"))
     w.tensor_parallel = root.OptionalInteger("tensor_parallel", 1, kMaxDevices, 1);
   w.stash_holds_input = root.OptionalBool("stash_holds_input", false);
+  if (auto q = root.OptionalMember("stability")) {
+    ProfileStability s;
+    s.rounds = q->OptionalInteger("rounds", 0, kMaxCount, 0);
+    s.seconds = q->OptionalNonNegativeNumber("seconds", 0);
+    s.step_ms = q->OptionalNonNegativeNumber("step_ms", 0);
+    s.step_spread_ms = q->OptionalNonNegativeNumber("step_spread_ms", 0);
+    s.lowest_round_ms = q->OptionalNonNegativeNumber("lowest_round_ms", 0);
+    s.highest_round_ms = q->OptionalNonNegativeNumber("highest_round_ms", 0);
+    s.target_spread = q->OptionalNonNegativeNumber("target_spread", 0);
+    s.settled = q->OptionalBool("settled", false);
+    if (auto d = q->OptionalMember("disturbances"))
+      for (const JsonReader& line : d->Elements()) s.disturbances.push_back(line.AsString());
+    q->Finish();
+    w.stability = s;
+  }
   std::vector<JsonReader> entries = root.Array("layers");
   if (entries.empty()) root.FailAt("layers", "expected at least one layer, got none");
   if (entries.size() > static_cast<size_t>(kMaxLayers.max))
@@ -295,6 +418,9 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.forward_flops = e.MaybeNonNegativeNumber("forward_flops");
     l.stash_bytes = e.MaybeNonNegativeNumber("stash_bytes");
     l.update_ms = e.MaybeNonNegativeNumber("update_ms");
+    l.forward_ms_spread = e.MaybeNonNegativeNumber("forward_ms_spread");
+    l.backward_ms_spread = e.MaybeNonNegativeNumber("backward_ms_spread");
+    l.update_ms_spread = e.MaybeNonNegativeNumber("update_ms_spread");
     if (auto c = e.OptionalMember("collectives")) {
       GroupCollectives g;
       g.forward_exposed_ms = c->OptionalNonNegativeNumber("forward_exposed_ms", 0);

@@ -47,8 +47,25 @@ struct Layer {
   // The optimizer step of this layer's parameters, once per weight update (`pipetwin profile`
   // measures it for the scenario's optimizer on CPUs, where it is not negligible); absent: 0.
   std::optional<double> update_ms;
+  // How far each time may move on a second profiling: the half-width of the 95% interval of
+  // the mean of the profiler's rounds (util/spread.h), in ms; absent when not measured.
+  std::optional<double> forward_ms_spread, backward_ms_spread, update_ms_spread;
   std::optional<GroupCollectives> collectives;  // tensor-parallel layers only
   std::vector<int> inputs;               // indices of the layers feeding this one (all < own)
+};
+
+// How repeatable a measured workload's times are (`pipetwin profile`): the training step (every
+// layer's forward, backward and optimizer step) timed in rounds until the mean of the rounds
+// settled within target_spread, or the time limit came.
+struct ProfileStability {
+  int rounds = 0;
+  double seconds = 0;            // timed, all rounds
+  double step_ms = 0;            // the mean of the rounds' step times
+  double step_spread_ms = 0;     // the half-width of its 95% interval
+  double lowest_round_ms = 0, highest_round_ms = 0;
+  double target_spread = 0;      // the relative half-width asked for (0: no stopping rule)
+  bool settled = false;          // step_spread_ms <= target_spread x step_ms
+  std::vector<std::string> disturbances;  // the machine's load or steal, rounds far off
 };
 
 // Where the times of a workload were taken.
@@ -81,6 +98,7 @@ class Workload {
   // its first layer's stash (cost/memory.h, KeptActivationBytes). Otherwise layers stash their
   // outputs and a stage keeps its input besides.
   bool stash_holds_input = false;
+  std::optional<ProfileStability> stability;  // measured workloads only
   std::vector<Layer> layers;
 
   int LayerCount() const { return static_cast<int>(layers.size()); }
@@ -101,7 +119,22 @@ class Workload {
   double LayerParameters(int i) const;
   // Indices of the layers that take layer i's output.
   std::vector<std::vector<int>> Successors() const;
+  // True when some layer's time has a measured spread (`pipetwin profile`'s rounds).
+  bool HasSpread() const;
+  // This workload with every time at one end of its 95% interval: side +1 adds each time's
+  // spread (the slow end), -1 takes it off (the fast end, never below 0); times without a
+  // spread stay. What `compare` simulates for the prediction's band.
+  Workload AtSpreadEdge(int side) const;
 };
+
+// The mean of several profiles of one model taken at different times (`compare` profiles
+// between its measured runs): each time the mean of the profiles', its spread the half-width of
+// the 95% interval of that mean over the profiles (how far the machine moved between them), or
+// the widest single profile's spread divided by sqrt(K) when that is larger; the stability's
+// rounds and seconds summed, its disturbances kept with the profile they came from. The
+// profiles must have the same layers (same ids in the same order), else InputError naming the
+// first that differs.
+Workload MeanOfProfiles(const std::vector<Workload>& profiles, const std::vector<std::string>& files);
 
 // Checks the invariants (unique ids, inputs that exist, no cycle, finite non-negative numbers)
 // and puts the layers in topological order (a stable order: among ready layers the one listed

@@ -106,7 +106,13 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
                                        s.measured.staleness_max}},
                          {"predicted_weight_versions", s.predicted.max_weight_versions},
                          {"measured_weight_versions", s.measured.max_weight_versions}});
+  nlohmann::json band = nullptr;
+  if (c.band)
+    band = {{"low_samples_per_s", c.band->low_samples_per_s},
+            {"high_samples_per_s", c.band->high_samples_per_s},
+            {"measured_inside", c.band->Holds(c.samples_per_s.measured)}};
   return {{"predicted", ReportToJson(c.predicted)},
+          {"predicted_band", band},
           {"measured", ReportToJson(c.measured)},
           {"measured_figures", c.throughput_only ? "throughput" : "all"},
           {"measurement_disturbed", !c.disturbances.empty()},
@@ -148,6 +154,14 @@ std::string ComparisonToText(const Comparison& c) {
   for (const std::string& d : c.disturbances) out << "measurement disturbed: " << d << "\n";
   if (!c.disturbances.empty()) out << "\n";
   row(c.samples_per_s, 1, 1, "");
+  if (c.band)
+    out << std::left << std::setw(34) << "  band from the profile's spread" << std::right
+        << std::fixed << std::setprecision(1) << std::setw(16)
+        << (std::to_string(static_cast<long long>(std::lround(c.band->low_samples_per_s))) + "-" +
+            std::to_string(static_cast<long long>(std::lround(c.band->high_samples_per_s))))
+        << std::setw(16) << "" << std::setw(10)
+        << (c.band->Holds(c.samples_per_s.measured) ? "inside" : "OUTSIDE") << "\n"
+        << std::defaultfloat;
   row(c.iteration_s, 3, 1e3, " (ms)");
   if (c.throughput_only) {
     out << "\nthe measured report has throughput only (" << c.measured.measurement

@@ -11,6 +11,7 @@
 // (CompareReports throws InputError naming what differs). Free of SimGrid and LibTorch.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,16 @@ struct Comparison {
   // Why the measurement is disturbed (the measured report's details.machine_load: other
   // processes or the hypervisor took CPU time before or during the run); empty when it is not.
   std::vector<std::string> disturbances;
+  // The prediction's band from the profile's spread (`compare` simulates the workload with every
+  // time at the low and at the high end of its 95% interval, Workload::AtSpreadEdge): the
+  // throughput the slow and the fast profile predict; absent when the profile has no spread.
+  struct Band {
+    double low_samples_per_s = 0, high_samples_per_s = 0;
+    bool Holds(double samples_per_s) const {
+      return samples_per_s >= low_samples_per_s && samples_per_s <= high_samples_per_s;
+    }
+  };
+  std::optional<Band> band;
 };
 
 // Throws InputError when the reports do not describe the same run (the same schedule, workers,

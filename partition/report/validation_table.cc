@@ -26,6 +26,9 @@ struct RowFigures {
   // Measured on a GPU: the CUDA caching allocator's peaks, the largest over the devices (the
   // tensor bytes above count what the schedule holds; these, what the allocator took for it).
   std::optional<double> allocated_peak, reserved_peak;
+  // The prediction's band from the profile's spread (Comparison::Band), when it had one.
+  std::optional<double> band_low, band_high;
+  bool InBand() const { return measured_rate >= *band_low && measured_rate <= *band_high; }
 };
 
 // The largest allocator peaks over a measured report's devices; none when it ran on CPUs.
@@ -58,6 +61,10 @@ RowFigures FiguresOf(const ValidationRow& row) {
   f.staleness_match = !f.throughput_only && c.value("staleness_match", false);
   if (f.throughput_only) f.peak_error = 0;
   AllocatorPeaks(m, f);
+  if (c.contains("predicted_band") && c.at("predicted_band").is_object()) {
+    f.band_low = c.at("predicted_band").value("low_samples_per_s", 0.0);
+    f.band_high = c.at("predicted_band").value("high_samples_per_s", 0.0);
+  }
   return f;
 }
 
@@ -84,7 +91,8 @@ std::string ValidationCsv(const std::vector<ValidationRow>& rows) {
   out << "config,schedule,stages,workers,predicted_samples_per_s,measured_samples_per_s,"
          "throughput_error,predicted_peak_memory_bytes,measured_peak_memory_bytes,memory_error,"
          "staleness_match,measured_allocator_peak_allocated_bytes,"
-         "measured_allocator_peak_reserved_bytes\n";
+         "measured_allocator_peak_reserved_bytes,predicted_low_samples_per_s,"
+         "predicted_high_samples_per_s,measured_inside_band\n";
   for (const ValidationRow& row : rows) {
     const RowFigures f = FiguresOf(row);
     out << CsvField(row.config) << "," << f.schedule << "," << f.stages << "," << f.workers << ","
@@ -93,7 +101,9 @@ std::string ValidationCsv(const std::vector<ValidationRow>& rows) {
         << (f.throughput_only ? "," : Fixed(f.measured_peak, 0) + "," + Fixed(f.peak_error, 4))
         << "," << (f.throughput_only ? "" : f.staleness_match ? "true" : "false") << ","
         << OptionalFixed(f.allocated_peak, 1, 0)
-        << "," << OptionalFixed(f.reserved_peak, 1, 0) << "\n";
+        << "," << OptionalFixed(f.reserved_peak, 1, 0) << "," << OptionalFixed(f.band_low, 1, 2)
+        << "," << OptionalFixed(f.band_high, 1, 2) << ","
+        << (f.band_low ? (f.InBand() ? "true" : "false") : "") << "\n";
   }
   return out.str();
 }
@@ -103,12 +113,14 @@ std::string ValidationMarkdown(const std::vector<ValidationRow>& rows, const std
   std::ostringstream out;
   double sum = 0, worst = 0, worst_memory = 0;
   int stale = 0, compared = 0;  // rows whose memory and staleness were measured
+  int banded = 0, outside = 0;  // rows with a band from the profile's spread; measured outside
   const bool gpu = AnyOnGpu(rows);
-  out << "| config | schedule | stages | workers | predicted samples/s | measured samples/s | "
-         "error | predicted peak MB | measured peak MB | error | staleness |"
+  out << "| config | schedule | stages | workers | predicted samples/s | band (profile's spread) "
+         "| measured samples/s | error | predicted peak MB | measured peak MB | error | "
+         "staleness |"
       << (gpu ? " allocator peak allocated MB | allocator peak reserved MB |" : "") << "\n"
-      << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|" << (gpu ? "---:|---:|" : "")
-      << "\n";
+      << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+      << (gpu ? "---:|---:|" : "") << "\n";
   for (const ValidationRow& row : rows) {
     const RowFigures f = FiguresOf(row);
     sum += std::fabs(f.rate_error);
@@ -116,8 +128,13 @@ std::string ValidationMarkdown(const std::vector<ValidationRow>& rows, const std
     worst_memory = std::max(worst_memory, std::fabs(f.peak_error));
     stale += f.staleness_match || f.throughput_only ? 0 : 1;
     compared += f.throughput_only ? 0 : 1;
+    banded += f.band_low ? 1 : 0;
+    outside += f.band_low && !f.InBand() ? 1 : 0;
     out << "| " << row.config << " | " << f.schedule << " | " << f.stages << " | " << f.workers
-        << " | " << Fixed(f.predicted_rate, 0) << " | " << Fixed(f.measured_rate, 0) << " | "
+        << " | " << Fixed(f.predicted_rate, 0) << " | "
+        << (f.band_low ? Fixed(*f.band_low, 0) + "-" + Fixed(*f.band_high, 0) +
+                             (f.InBand() ? "" : " (measured OUTSIDE)")
+                       : std::string("")) << " | " << Fixed(f.measured_rate, 0) << " | "
         << SignedPercent(f.rate_error) << " | " << Fixed(f.predicted_peak / 1e6, 2) << " | "
         << (f.throughput_only ? " | not measured | not measured |"
                               : Fixed(f.measured_peak / 1e6, 2) + " | " +
@@ -140,6 +157,120 @@ std::string ValidationMarkdown(const std::vector<ValidationRow>& rows, const std
       << "% | " << verdict(worst_memory <= 0.05) << " |\n"
       << "| staleness identical | " << compared - stale << " of " << compared << " | "
       << verdict(stale == 0) << " |\n";
+  if (banded > 0)
+    out << "\nmeasured inside the prediction's band (the profile's 95% spread): " << banded - outside
+        << " of " << banded << " rows\n";
+  return out.str();
+}
+
+namespace {
+
+// One configuration over the repetitions.
+struct RepeatedRow {
+  std::string config, schedule;
+  std::vector<double> predicted, measured, errors;
+  int outside_band = 0, banded = 0;
+};
+
+// (highest - lowest) / mean: how far apart two runs of the same row may land.
+double RunToRunSpread(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double sum = 0;
+  for (double x : v) sum += x;
+  const double mean = sum / v.size();
+  return mean > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / mean
+                  : 0;
+}
+
+std::vector<RepeatedRow> Repeated(const std::vector<std::vector<ValidationRow>>& repetitions) {
+  std::vector<RepeatedRow> rows;
+  for (const auto& repetition : repetitions)
+    for (const ValidationRow& row : repetition) {
+      auto it = std::find_if(rows.begin(), rows.end(),
+                             [&](const RepeatedRow& r) { return r.config == row.config; });
+      if (it == rows.end()) it = rows.insert(rows.end(), RepeatedRow{row.config, "", {}, {}, {}, 0, 0});
+      const RowFigures f = FiguresOf(row);
+      it->schedule = f.schedule;
+      it->predicted.push_back(f.predicted_rate);
+      it->measured.push_back(f.measured_rate);
+      it->errors.push_back(f.rate_error);
+      if (f.band_low) {
+        ++it->banded;
+        it->outside_band += f.InBand() ? 0 : 1;
+      }
+    }
+  std::sort(rows.begin(), rows.end(),
+            [](const RepeatedRow& a, const RepeatedRow& b) { return a.config < b.config; });
+  return rows;
+}
+
+std::string Joined(const std::vector<double>& v, int precision, bool percent) {
+  std::string out;
+  for (double x : v) out += (out.empty() ? "" : ", ") + (percent ? SignedPercent(x) : Fixed(x, precision));
+  return out;
+}
+
+}  // namespace
+
+// The most a row's prediction may move from one repetition to the next (issue 25's target).
+constexpr double kPredictionSpreadTarget = 0.03;
+
+std::string ValidationRepeatMarkdown(const std::vector<std::vector<ValidationRow>>& repetitions,
+                                     const std::string& machine, const std::string& command) {
+  const std::vector<RepeatedRow> rows = Repeated(repetitions);
+  std::ostringstream out;
+  out << "| config | schedule | predicted samples/s | prediction spread | measured samples/s | "
+         "measurement spread | errors | measured outside band |\n"
+      << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  double sum = 0, worst = 0, worst_spread = 0;
+  int count = 0, spread_misses = 0, outside = 0, banded = 0;
+  for (const RepeatedRow& r : rows) {
+    const double spread = RunToRunSpread(r.predicted);
+    worst_spread = std::max(worst_spread, spread);
+    spread_misses += spread > kPredictionSpreadTarget ? 1 : 0;
+    for (double e : r.errors) {
+      sum += std::fabs(e);
+      worst = std::max(worst, std::fabs(e));
+      ++count;
+    }
+    outside += r.outside_band;
+    banded += r.banded;
+    out << "| " << r.config << " | " << r.schedule << " | " << Joined(r.predicted, 0, false)
+        << " | " << Fixed(100 * spread, 1) << "%" << (spread > kPredictionSpreadTarget ? " (over 3%)" : "")
+        << " | " << Joined(r.measured, 0, false) << " | " << Fixed(100 * RunToRunSpread(r.measured), 1)
+        << "% | " << Joined(r.errors, 0, true) << " | "
+        << (r.banded ? std::to_string(r.outside_band) + " of " + std::to_string(r.banded) : "")
+        << " |\n";
+  }
+  const double mape = count ? sum / count : 0;
+  const auto verdict = [](bool met) { return met ? "met" : "NOT met"; };
+  out << "\n" << rows.size() << " configurations, " << repetitions.size()
+      << " repetitions from scratch, on " << machine << "; `" << command << "`.\n\n"
+      << "| target | result | |\n|---|---|---|\n"
+      << "| every row's prediction spread <= 3% | worst " << Fixed(100 * worst_spread, 1) << "% ("
+      << spread_misses << " rows over) | " << verdict(spread_misses == 0) << " |\n"
+      << "| throughput MAPE <= 5% (every row of every repetition) | " << Fixed(100 * mape, 1)
+      << "% | " << verdict(mape <= 0.05) << " |\n"
+      << "| every throughput error <= 10% | worst " << Fixed(100 * worst, 1) << "% | "
+      << verdict(worst <= 0.10) << " |\n";
+  if (banded > 0)
+    out << "\nmeasured inside the prediction's band: " << banded - outside << " of " << banded
+        << " rows\n";
+  return out.str();
+}
+
+std::string ValidationRepeatCsv(const std::vector<std::vector<ValidationRow>>& repetitions) {
+  std::ostringstream out;
+  out << "config,schedule,repetitions,predicted_spread,measured_spread,mean_abs_error,"
+         "worst_abs_error,outside_band\n";
+  for (const RepeatedRow& r : Repeated(repetitions)) {
+    double sum = 0, worst = 0;
+    for (double e : r.errors) sum += std::fabs(e), worst = std::max(worst, std::fabs(e));
+    out << CsvField(r.config) << "," << r.schedule << "," << r.predicted.size() << ","
+        << Fixed(RunToRunSpread(r.predicted), 4) << "," << Fixed(RunToRunSpread(r.measured), 4)
+        << "," << Fixed(sum / r.errors.size(), 4) << "," << Fixed(worst, 4) << ","
+        << r.outside_band << "\n";
+  }
   return out.str();
 }
 

@@ -20,4 +20,14 @@ std::string ValidationCsv(const std::vector<ValidationRow>& rows);
 std::string ValidationMarkdown(const std::vector<ValidationRow>& rows, const std::string& machine,
                                const std::string& command);
 
+// The matrix run K times from scratch (scripts/validate.sh --repeat K: each repetition
+// calibrates, profiles, predicts and measures every row anew): per configuration, the
+// predictions' and the measurements' run-to-run spread ((highest - lowest) / mean over the
+// repetitions) and the errors; the targets: every row's prediction spread <= 3%, the MAPE over
+// every row of every repetition <= 5%, no row's error beyond 10%. `repetitions[k]` holds
+// repetition k's rows; a configuration missing from some repetition is counted where present.
+std::string ValidationRepeatMarkdown(const std::vector<std::vector<ValidationRow>>& repetitions,
+                                     const std::string& machine, const std::string& command);
+std::string ValidationRepeatCsv(const std::vector<std::vector<ValidationRow>>& repetitions);
+
 }  // namespace pipetwin

@@ -404,7 +404,7 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
   double end_s = 0, memory_peak = 0;
   std::set<OpKind> present;
   bool comm = false, all_reduce = false, memory = false, versions = false, chunks = false,
-       phases = false, capacity_known = false, over_capacity = false;
+       phases = false, over_capacity = false;
   for (const Timeline& t : timelines) end_s = std::max(end_s, t.EndSeconds());
   end_s = std::max(end_s, 1e-12);
   const SvgTimeUnit unit = ChooseUnit(given_unit, end_s);
@@ -426,7 +426,6 @@ std::string TimelineSvg(const std::vector<Timeline>& timelines, const SvgTimeUni
       for (const MemorySample& m : p.memory) peak = std::max(peak, m.bytes.Total());
       memory_peak = std::max(memory_peak, peak);
       if (p.memory.empty() || p.capacity_bytes <= 0) continue;
-      capacity_known = true;
       over_capacity = over_capacity || peak > p.capacity_bytes;
     }
   }

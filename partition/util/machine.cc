@@ -224,15 +224,15 @@ std::vector<std::string> MachineLoad::Warnings() const {
     if (s.foreign > kDisturbingLoadShare)
       out.push_back("the machine was loaded " + when + ": other processes used " +
                     Percent(s.foreign) + " of the " + std::to_string(cpus) +
-                    " CPUs the run uses (load average " + Fixed(load_average_1m, 2) +
+                    " CPUs the " + subject + " uses (load average " + Fixed(load_average_1m, 2) +
                     "): the measurement is disturbed");
     if (s.steal > kDisturbingLoadShare)
       out.push_back("the hypervisor took " + Percent(s.steal) + " of the " +
                     std::to_string(cpus) + " CPUs " + when +
                     " (steal time): the measurement is disturbed");
   };
-  if (sampled_before) judge(before, "before the run");
-  if (measured_during) judge(during, "during the run");
+  if (sampled_before) judge(before, "before the " + subject);
+  if (measured_during) judge(during, "during the " + subject);
   return out;
 }
 

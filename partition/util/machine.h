@@ -86,6 +86,7 @@ constexpr double kDisturbingLoadShare = 0.05;
 // The load of the machine a run measured on: before it (the launcher's sample, when it launched
 // the workers) and during it (rank 0's host, from its start barrier to its end barrier).
 struct MachineLoad {
+  std::string subject = "run";  // what was measured: "the run", "the profile" in the warnings
   int cpus = 0;
   double load_average_1m = -1;  // when the run started
   bool sampled_before = false;

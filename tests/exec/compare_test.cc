@@ -31,7 +31,8 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   const fs::path previous = fs::current_path();
   fs::current_path(dir);
   const auto r = RunPipetwin("compare " + Scenario() + " --json --keep keep --trace " + dir +
-                             "/both.json --svg " + dir + "/both.svg --repeats 5 --runs 3");
+                             "/both.json --svg " + dir + "/both.svg --repeats 5 --runs 3 " +
+                             "--profile-max-seconds 3");
   fs::current_path(previous);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -51,6 +52,26 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   std::sort(rates.begin(), rates.end());
   EXPECT_EQ(j["measured"]["samples_per_s"].get<double>(), rates[1]);
   ASSERT_EQ(j["relative_error"]["bubble_fraction"].size(), 2u);
+  // A profile before each run, their mean predicted, and the band of its spread: the slow
+  // profile predicts less, the fast one more (a fixed op order is monotone in its times).
+  const nlohmann::json& band = j["predicted_band"];
+  ASSERT_TRUE(band.is_object()) << j.dump();
+  const double predicted_rate = j["predicted"]["samples_per_s"].get<double>();
+  EXPECT_LE(band["low_samples_per_s"].get<double>(), predicted_rate);
+  EXPECT_GE(band["high_samples_per_s"].get<double>(), predicted_rate);
+  const double measured_rate = j["measured"]["samples_per_s"].get<double>();
+  EXPECT_EQ(band["measured_inside"].get<bool>(),
+            measured_rate >= band["low_samples_per_s"].get<double>() &&
+                measured_rate <= band["high_samples_per_s"].get<double>());
+  const nlohmann::json mean = nlohmann::json::parse(std::ifstream(keep + "/profile.json"));
+  EXPECT_NE(mean["name"].get<std::string>().find("mean of 3 profiles"), std::string::npos);
+  EXPECT_GT(mean["layers"][0]["forward_ms_spread"].get<double>(), 0);
+  const nlohmann::json scenario =
+      nlohmann::json::parse(std::ifstream(keep + "/predicted-scenario.json"));
+  EXPECT_EQ(fs::path(scenario["workload"]["file"].get<std::string>()).filename(), "profile.json");
+  for (const char* f : {"profile-1.json", "profile-2.json", "profile-3.json",
+                        "predicted-slow.json", "predicted-fast.json"})
+    EXPECT_TRUE(fs::exists(keep + "/" + f)) << f;
   for (const char* f : {"profile.json", "cluster.json", "predicted-scenario.json",
                         "predicted.json", "measured.json", "predicted-trace.json",
                         "measured-trace-1.json", "measured-trace-2.json", "measured-trace-3.json"})

@@ -39,7 +39,8 @@ int ProcessesWith(const std::string& needle) {
 }
 
 TEST(ExecProfile, MeasuresUpdateAndStashAndLeavesNoLoadBehind) {
-  const auto r = RunPipetwin("profile " + Scenario() + " --repeats 3 --warmup 1 --concurrent 2 --json");
+  const auto r = RunPipetwin("profile " + Scenario() + " --repeats 3 --warmup 1 --concurrent 2 "
+                             "--target-spread 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json w = nlohmann::json::parse(r.out);
   EXPECT_NE(w["reference"]["device"].get<std::string>().find("2 processes computing at once"),
@@ -78,7 +79,8 @@ int CoresAllowed() {
 // with fewer than 10 it drops none, and one stalled run moves the mean.
 TEST(ExecProfile, MoreProcessesThanCoresTimesTheLayersByTheirCpuTime) {
   const int cores = CoresAllowed();
-  const std::string common = "profile " + Scenario() + " --repeats 10 --warmup 2 --json";
+  const std::string common =
+      "profile " + Scenario() + " --repeats 10 --warmup 2 --target-spread 0 --json";
   const auto shared = RunPipetwin(common + " --concurrent " + std::to_string(2 * cores));
   ASSERT_EQ(shared.exit_code, 0) << shared.err;
   const auto own = RunPipetwin(common + " --concurrent " + std::to_string(cores));
@@ -96,16 +98,59 @@ TEST(ExecProfile, MoreProcessesThanCoresTimesTheLayersByTheirCpuTime) {
 // --min-seconds: timed runs go on past --repeats until they have taken that long (an MLP pass of
 // the scenario takes a few ms here, so 0.3 s is dozens of them).
 TEST(ExecProfile, MinSecondsTimesMoreRunsThanRepeats) {
-  const auto r = RunPipetwin("profile " + Scenario() + " --repeats 2 --warmup 1 --min-seconds 0.3");
+  const auto r = RunPipetwin("profile " + Scenario() +
+                             " --repeats 2 --warmup 1 --min-seconds 0.3 --target-spread 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const size_t at = r.out.find("(mean of ");
+  const size_t at = r.out.find(" runs after 1 warm-up");
   ASSERT_NE(at, std::string::npos) << r.out;
-  const int runs = std::stoi(r.out.substr(at + 9));
+  const int runs = std::stoi(r.out.substr(r.out.rfind('(', at) + 1));
   EXPECT_GT(runs, 2) << r.out;
   EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
   const auto bad = RunPipetwin("profile " + Scenario() + " --min-seconds -1");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+// --target-spread: rounds until the training step's mean is known that well, or --max-seconds;
+// each layer's times carry their spread, the profile its stability and what disturbed it.
+TEST(ExecProfile, TimesInRoundsUntilTheStepSettles) {
+  const auto loose = RunPipetwin("profile " + Scenario() +
+                                 " --warmup 1 --target-spread 50 --round-seconds 0.05 --json");
+  ASSERT_EQ(loose.exit_code, 0) << loose.err;
+  const nlohmann::json w = nlohmann::json::parse(loose.out);
+  const nlohmann::json& q = w["stability"];
+  EXPECT_TRUE(q["settled"].get<bool>()) << q.dump();
+  EXPECT_GE(q["rounds"].get<int>(), 4);  // the least rounds before the spread decides
+  EXPECT_LE(q["step_spread_ms"].get<double>(), 0.5 * q["step_ms"].get<double>());
+  EXPECT_LE(q["lowest_round_ms"].get<double>(), q["step_ms"].get<double>());
+  EXPECT_GE(q["highest_round_ms"].get<double>(), q["step_ms"].get<double>());
+  double step = 0;
+  for (const auto& l : w["layers"]) {
+    EXPECT_GE(l["forward_ms_spread"].get<double>(), 0);
+    EXPECT_GE(l["backward_ms_spread"].get<double>(), 0);
+    step += l["forward_ms"].get<double>() + l["backward_ms"].get<double>() +
+            l.value("update_ms", 0.0);
+  }
+  // The step is the sum of the layers' times (both means over the same rounds).
+  EXPECT_NEAR(step, q["step_ms"].get<double>(), 1e-6 * step);
+
+  const auto tight = RunPipetwin("profile " + Scenario() +
+                                 " --warmup 1 --target-spread 0.001 --round-seconds 0.05 "
+                                 "--max-seconds 1 --json");
+  ASSERT_EQ(tight.exit_code, 0) << tight.err;
+  const nlohmann::json t = nlohmann::json::parse(tight.out)["stability"];
+  EXPECT_FALSE(t["settled"].get<bool>());
+  EXPECT_GE(t["seconds"].get<double>(), 1.0);
+  bool said = false;
+  for (const auto& d : t["disturbances"])
+    said = said || d.get<std::string>().find("did not settle") != std::string::npos;
+  EXPECT_TRUE(said) << t.dump();
+
+  for (const char* bad : {" --target-spread -1", " --max-seconds 5000", " --round-seconds -2"}) {
+    const auto r = RunPipetwin("profile " + Scenario() + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 // A thread's CPU time sees one thread: time-shared profiles take one thread per process.

@@ -18,13 +18,22 @@ int Compare(const CompareOptions& o) {
   const Say say = [&](const std::string& line) {
     if (!o.json) std::cerr << "compare: " << line << "\n";
   };
-  const std::string profile = ProfileStep(o, scenario, work, say);
+  // With several runs measured here and no --profile, a profile before each run (compare_steps.h
+  // step 2); the first one also chooses the plan when a planner does.
+  const bool interleaved = o.profile_file.empty() && o.measured_files.empty() && o.runs > 1;
+  std::vector<std::string> profiles = {ProfileStep(o, scenario, work, say, interleaved ? 1 : 0)};
   const std::string calibration = CalibrationStep(o, scenario, work, say);
   const PredictedScenario predicted =
-      WritePredictedScenario(o, scenario, profile, calibration, work);
+      WritePredictedScenario(o, scenario, profiles.front(), calibration, work);
+  const MeasuredRuns measured = RunStep(o, predicted, work, say, [&](int k) {
+    if (interleaved && k > 0) profiles.push_back(ProfileStep(o, scenario, work, say, k + 1));
+  });
+  const std::string profile = MeanProfileStep(profiles, work);
+  if (profiles.size() > 1) UseProfile(predicted, profile);
   const Simulated simulated = SimulateStep(o, predicted, work, say);
-  const MeasuredRuns measured = RunStep(o, predicted, work, say);
-  const Comparison comparison = CompareStep(simulated.report, measured, profile, calibration);
+  const std::optional<Comparison::Band> band = BandStep(o, predicted, profile, work, say);
+  const Comparison comparison =
+      CompareStep(simulated.report, measured, profile, calibration, band);
   for (const std::string& d : comparison.disturbances) say("warning: " + d);
   WriteTimelines(o, simulated.trace, measured.trace);
   if (o.json) {

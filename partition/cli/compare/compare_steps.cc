@@ -91,6 +91,8 @@ CompareOptions ReadCompareOptions(const po::variables_map& vm) {
   o.repeats = vm["repeats"].as<int>();
   o.runs = vm["runs"].as<int>();
   o.profile_seconds = vm["profile-seconds"].as<double>();
+  o.profile_target_spread = vm["profile-target-spread"].as<double>();
+  o.profile_max_seconds = vm["profile-max-seconds"].as<double>();
   if (vm.count("threads")) o.threads = vm["threads"].as<int>();
   o.device = vm["device"].as<std::string>();
   o.precision = vm["precision"].as<std::string>();
@@ -108,6 +110,12 @@ CompareOptions ReadCompareOptions(const po::variables_map& vm) {
   Require(o.repeats >= 1, "--repeats must be >= 1");
   Require(o.profile_seconds >= 0 && o.profile_seconds <= 600,
           "--profile-seconds must be within 0..600, got " + std::to_string(o.profile_seconds));
+  Require(o.profile_target_spread >= 0 && o.profile_target_spread <= 100,
+          "--profile-target-spread must be within 0..100 (percent), got " +
+              std::to_string(o.profile_target_spread));
+  Require(o.profile_max_seconds >= 0 && o.profile_max_seconds <= 3600,
+          "--profile-max-seconds must be within 0..3600, got " +
+              std::to_string(o.profile_max_seconds));
   Require(o.runs >= 1, "--runs must be >= 1");
   Require(o.measured_files.empty() || !o.Timelines(),
           "--trace and --svg need the run here, not --measured");
@@ -131,14 +139,17 @@ void RefuseWhatCannotRunHere(const CompareOptions& o) {
 }
 
 std::string ProfileStep(const CompareOptions& o, const Scenario& scenario, WorkDirectory& work,
-                        const Say& say) {
+                        const Say& say, int k) {
   if (!o.profile_file.empty()) return Absolute(o.profile_file);
   const int workers = scenario.plan ? scenario.plan->WorkerCount()
                                     : scenario.cluster.DeviceCount();
-  const std::string profile = work.File("profile.json");
+  const std::string profile =
+      work.File(k == 0 ? "profile.json" : "profile-" + std::to_string(k) + ".json");
   std::vector<std::string> args = {
       "profile", o.scenario, "--batch", std::to_string(scenario.training.microbatch_size),
       "--repeats", std::to_string(o.repeats), "--min-seconds", std::to_string(o.profile_seconds),
+      "--target-spread", std::to_string(o.profile_target_spread), "--max-seconds",
+      std::to_string(o.profile_max_seconds),
       "--warmup", "10", "--output", profile};
   if (o.device == "cuda") {
     // On a GPU the layers are timed alone: workers sharing it take turns, which the simulator
@@ -154,6 +165,21 @@ std::string ProfileStep(const CompareOptions& o, const Scenario& scenario, WorkD
   }
   Step("profiling", "pipetwin-exec", args);
   return profile;
+}
+
+std::string MeanProfileStep(const std::vector<std::string>& profiles, WorkDirectory& work) {
+  if (profiles.size() == 1) return profiles.front();
+  std::vector<Workload> loaded;
+  for (const std::string& f : profiles) loaded.push_back(LoadWorkloadFile(f));
+  const std::string mean = work.File("profile.json");
+  SaveWorkloadFile(MeanOfProfiles(loaded, profiles), mean);
+  return mean;
+}
+
+void UseProfile(const PredictedScenario& predicted, const std::string& profile) {
+  nlohmann::json doc = ParseJsonFile(predicted.file);
+  doc["workload"] = {{"file", profile}};
+  WriteTextFileAtomically(predicted.file, JsonText(doc, 1) + "\n");
 }
 
 std::string CalibrationStep(const CompareOptions& o, const Scenario& scenario,
@@ -212,8 +238,37 @@ Simulated SimulateStep(const CompareOptions& o, const PredictedScenario& predict
   return simulated;
 }
 
+std::optional<Comparison::Band> BandStep(const CompareOptions& o,
+                                         const PredictedScenario& predicted,
+                                         const std::string& profile, WorkDirectory& work,
+                                         const Say& say) {
+  const Workload measured = LoadWorkloadFile(profile);
+  if (!measured.HasSpread()) return std::nullopt;
+  say("simulating the slow and the fast end of the profile's spread");
+  Comparison::Band band;
+  for (int side : {+1, -1}) {
+    const std::string tag = side > 0 ? "slow" : "fast";
+    const std::string workload = work.File("profile-" + tag + ".json");
+    SaveWorkloadFile(measured.AtSpreadEdge(side), workload);
+    nlohmann::json doc = ParseJsonFile(predicted.file);
+    doc["workload"] = {{"file", workload}};
+    const std::string scenario = work.File("predicted-scenario-" + tag + ".json");
+    WriteTextFileAtomically(scenario, JsonText(doc, 1) + "\n");
+    std::vector<std::string> args = {"simulate", scenario, "--json", "--warmup",
+                                     std::to_string(o.warmup)};
+    args.insert(args.end(), predicted.plan_args.begin(), predicted.plan_args.end());
+    const std::string report = Step("the simulation of the " + tag + " profile", "pipetwin-sim",
+                                    args);
+    WriteTextFileAtomically(work.File("predicted-" + tag + ".json"), report);
+    (side > 0 ? band.low_samples_per_s : band.high_samples_per_s) =
+        ReportFrom(report, "simulator").samples_per_s;
+  }
+  return band;
+}
+
 MeasuredRuns RunStep(const CompareOptions& o, const PredictedScenario& predicted,
-                     WorkDirectory& work, const Say& say) {
+                     WorkDirectory& work, const Say& say,
+                     const std::function<void(int)>& before_run) {
   // Several runs (--runs, or --measured given several times): the machine's speed drifts from
   // run to run; the run of median throughput is compared, every run's rate kept.
   struct Run {
@@ -226,6 +281,7 @@ MeasuredRuns RunStep(const CompareOptions& o, const PredictedScenario& predicted
     done.push_back({ReportFrom(text, "executor").samples_per_s, text, ""});
   }
   for (int k = 0; o.measured_files.empty() && k < o.runs; ++k) {
+    if (before_run) before_run(k);
     say(o.runs > 1 ? "running for real (" + std::to_string(k + 1) + " of " +
                          std::to_string(o.runs) + ")"
                    : std::string("running for real"));
@@ -250,9 +306,11 @@ MeasuredRuns RunStep(const CompareOptions& o, const PredictedScenario& predicted
 }
 
 Comparison CompareStep(const std::string& predicted_report, const MeasuredRuns& measured,
-                       const std::string& profile, const std::string& calibration) {
+                       const std::string& profile, const std::string& calibration,
+                       const std::optional<Comparison::Band>& band) {
   Comparison c = CompareReports(ReportFrom(predicted_report, "simulator"),
                                 ReportFrom(measured.report, "executor"));
+  c.band = band;
   c.predicted.details["profile"] = profile;
   c.predicted.details["calibration"] = calibration;
   if (measured.samples_per_s.size() > 1)
@@ -273,9 +331,10 @@ void WriteTimelines(const CompareOptions& o, const std::string& predicted_trace,
   if (!o.svg_file.empty()) WriteTextFileAtomically(o.svg_file, TimelineSvg({predicted, measured}));
 }
 
-int WriteValidationTable(const po::variables_map& vm) {
-  const std::string dir = vm["table"].as<std::string>();
-  if (!fs::is_directory(dir)) throw InputError(dir, "", "no such folder (--table)");
+namespace {
+
+// DIR's NAME.compare.json files as validation rows, by name; none when DIR holds none.
+std::vector<ValidationRow> ValidationRowsIn(const fs::path& dir) {
   const std::string suffix = ".compare.json";
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -285,7 +344,6 @@ int WriteValidationTable(const po::variables_map& vm) {
       files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw InputError(dir, "", "no NAME.compare.json files (--table)");
   std::vector<ValidationRow> rows;
   for (const std::string& file : files) {
     const std::string name = fs::path(file).filename().string();
@@ -294,12 +352,42 @@ int WriteValidationTable(const po::variables_map& vm) {
       if (!rows.back().comparison.contains(key))
         throw InputError(file, key, "missing (expected `pipetwin compare --json` output)");
   }
-  const std::string table = ValidationMarkdown(rows, vm["machine"].as<std::string>(),
-                                               vm["command"].as<std::string>());
+  return rows;
+}
+
+}  // namespace
+
+int WriteValidationTable(const po::variables_map& vm) {
+  const std::string dir = vm["table"].as<std::string>();
+  if (!fs::is_directory(dir)) throw InputError(dir, "", "no such folder (--table)");
+  const std::string machine = vm["machine"].as<std::string>();
+  const std::string command = vm["command"].as<std::string>();
   const std::string md = (fs::path(dir) / "validation.md").string();
   const std::string csv = (fs::path(dir) / "validation.csv").string();
+  std::string table;
+  if (const std::vector<ValidationRow> rows = ValidationRowsIn(dir); !rows.empty()) {
+    table = ValidationMarkdown(rows, machine, command);
+    WriteTextFileAtomically(csv, ValidationCsv(rows));
+  } else {
+    // scripts/validate.sh --repeat K: one folder per repetition, rep-1 ... rep-K.
+    std::vector<fs::path> folders;
+    for (const auto& entry : fs::directory_iterator(dir))
+      if (entry.is_directory() && entry.path().filename().string().rfind("rep-", 0) == 0)
+        folders.push_back(entry.path());
+    std::sort(folders.begin(), folders.end(), [](const fs::path& a, const fs::path& b) {
+      return std::stoi("0" + a.filename().string().substr(4)) <
+             std::stoi("0" + b.filename().string().substr(4));
+    });
+    std::vector<std::vector<ValidationRow>> repetitions;
+    for (const fs::path& folder : folders)
+      if (std::vector<ValidationRow> rows = ValidationRowsIn(folder); !rows.empty())
+        repetitions.push_back(std::move(rows));
+    if (repetitions.empty())
+      throw InputError(dir, "", "no NAME.compare.json files, nor rep-K folders of them (--table)");
+    table = ValidationRepeatMarkdown(repetitions, machine, command);
+    WriteTextFileAtomically(csv, ValidationRepeatCsv(repetitions));
+  }
   WriteTextFileAtomically(md, table);
-  WriteTextFileAtomically(csv, ValidationCsv(rows));
   std::cout << table << "\nwrote " << md << " and " << csv << "\n";
   return 0;
 }

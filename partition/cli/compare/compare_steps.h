@@ -2,7 +2,11 @@
 //   1. refuse what the executor cannot run or this machine cannot hold, before anything starts;
 //   2. profile the workload here (pipetwin-exec profile --concurrent workers: the layers timed
 //      while as many processes compute on this machine's cores as the pipeline has workers, by
-//      their thread's CPU time when they outnumber the cores) unless --profile gives one;
+//      their thread's CPU time when they outnumber the cores, in rounds until the step is known
+//      within --profile-target-spread) unless --profile gives one; with several runs, once
+//      before each run, and the prediction takes the mean of these profiles (MeanOfProfiles):
+//      a shared machine's speed drifts over minutes, and a profile taken at one time and runs
+//      taken at another see two different machines;
 //   3. calibrate the machine (pipetwin-exec calibrate) unless --calibration gives a cluster;
 //   4. write the predicted scenario: the user's, with the profiled workload on the calibrated
 //      machine, and the plan both back ends run (a planner's choice depends on the workload's
@@ -14,6 +18,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +38,12 @@ struct StepFailed {
 using Say = std::function<void(const std::string&)>;
 
 void RefuseWhatCannotRunHere(const CompareOptions& o);
-// The workload file of the prediction: --profile's, or one measured now.
+// The workload file of the prediction: --profile's, or one measured now (number k of several:
+// WORK/profile-k.json; k = 0: WORK/profile.json).
 std::string ProfileStep(const CompareOptions& o, const Scenario& scenario, WorkDirectory& work,
-                        const Say& say);
+                        const Say& say, int k = 0);
+// Several profiles' mean (MeanOfProfiles) as WORK/profile.json; the one profile when alone.
+std::string MeanProfileStep(const std::vector<std::string>& profiles, WorkDirectory& work);
 // The cluster file of the prediction: --calibration's, or one measured now.
 std::string CalibrationStep(const CompareOptions& o, const Scenario& scenario,
                             WorkDirectory& work, const Say& say);
@@ -48,6 +56,8 @@ struct PredictedScenario {
 PredictedScenario WritePredictedScenario(const CompareOptions& o, const Scenario& scenario,
                                          const std::string& profile,
                                          const std::string& calibration, WorkDirectory& work);
+// The predicted scenario with another workload file, its plan kept (the runs ran that plan).
+void UseProfile(const PredictedScenario& predicted, const std::string& profile);
 
 // The simulator's JSON report, and its trace file when timelines are asked for.
 struct Simulated {
@@ -57,18 +67,29 @@ struct Simulated {
 Simulated SimulateStep(const CompareOptions& o, const PredictedScenario& predicted,
                        WorkDirectory& work, const Say& say);
 
+// The prediction's band: the scenario simulated again with the profile at the slow and at the
+// fast end of its spread (Workload::AtSpreadEdge), the same plan; none when the profile has no
+// spread (a profile file made before rounds, or by hand).
+std::optional<Comparison::Band> BandStep(const CompareOptions& o,
+                                         const PredictedScenario& predicted,
+                                         const std::string& profile, WorkDirectory& work,
+                                         const Say& say);
+
 // The measured runs, and the one of median throughput.
 struct MeasuredRuns {
   std::string report;   // the median run's JSON report
   std::string trace;    // its trace file, when timelines are asked for
   std::vector<double> samples_per_s;  // every run's, in the order they ran
 };
+// `before_run(k)` is called before run k (0-based) is started.
 MeasuredRuns RunStep(const CompareOptions& o, const PredictedScenario& predicted,
-                     WorkDirectory& work, const Say& say);
+                     WorkDirectory& work, const Say& say,
+                     const std::function<void(int)>& before_run = nullptr);
 
 // The comparison of the two reports, with where the profile and the calibration came from.
 Comparison CompareStep(const std::string& predicted_report, const MeasuredRuns& measured,
-                       const std::string& profile, const std::string& calibration);
+                       const std::string& profile, const std::string& calibration,
+                       const std::optional<Comparison::Band>& band);
 // Both timelines in one trace (--trace) and one SVG (--svg).
 void WriteTimelines(const CompareOptions& o, const std::string& predicted_trace,
                     const std::string& measured_trace);

@@ -59,6 +59,12 @@ inline po::options_description CompareOptionsDescription() {
       ("profile-seconds", po::value<double>()->default_value(2),
        "profile: and more timed runs until they have taken S seconds (pipetwin profile "
        "--min-seconds)")
+      ("profile-target-spread", po::value<double>()->default_value(2),
+       "profile: in rounds until the training step is known within this many percent (pipetwin "
+       "profile --target-spread; the prediction's band comes from that spread)")
+      ("profile-max-seconds", po::value<double>()->default_value(10),
+       "profile: ...or until S seconds of timing (pipetwin profile --max-seconds); with --runs N, "
+       "each of the N profiles, one before each run")
       ("runs", po::value<int>()->default_value(1),
        "run the executor N times and compare with the run of median throughput (all N rates "
        "are reported)")
@@ -91,6 +97,8 @@ struct CompareOptions {
   std::string keep_dir;                             // empty: a temporary folder
   int warmup = 1, repeats = 20, runs = 1;
   double profile_seconds = 2;
+  double profile_target_spread = 2;  // percent
+  double profile_max_seconds = 10;
   int threads = 0;                                  // 0: the executor's default
   std::string device = "cpu", precision = "fp32";   // as `run --device --precision`
   double timeout_s = 25;

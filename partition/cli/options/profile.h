@@ -38,6 +38,15 @@ inline po::options_description ProfileOptionsDescription() {
       ("min-seconds", po::value<double>()->default_value(0),
        "after --repeats, keep timing runs until they have taken S seconds in all (a longer "
        "window averages over more of the machine's moods)")
+      ("target-spread", po::value<double>()->default_value(2),
+       "time in rounds until the training step's mean is known within this many percent (the "
+       "half-width of its 95% interval over the rounds); 0: no stopping rule, --repeats and "
+       "--min-seconds alone")
+      ("round-seconds", po::value<double>()->default_value(0.5),
+       "with --target-spread, each round's passes take at least S seconds")
+      ("max-seconds", po::value<double>()->default_value(30),
+       "with --target-spread, stop after S seconds of timing even if the mean has not settled "
+       "(the profile then says so)")
       ("device", po::value<std::string>()->default_value("cpu"),
        "cpu|cuda: time the layers on this machine's CPU, or on its GPU (LOCAL_RANK's, else the "
        "first) by CUDA events")
@@ -72,6 +81,9 @@ struct ProfileOptions {
   int repeats = 10;
   int warmup = 3;
   double min_seconds = 0;  // timed runs go on until they have taken this long
+  double target_spread = 0.02;  // relative half-width of the step's 95% interval; 0: no rule
+  double round_seconds = 0.5;
+  double max_seconds = 30;
   std::string device = "cpu";
   std::string precision = "fp32";
   int threads = 1;
@@ -91,6 +103,19 @@ inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
   o.repeats = vm["repeats"].as<int>();
   o.warmup = vm["warmup"].as<int>();
   o.min_seconds = vm["min-seconds"].as<double>();
+  const double target_percent = vm["target-spread"].as<double>();
+  if (!(target_percent >= 0 && target_percent <= 100))
+    throw InputError("pipetwin profile: --target-spread must be within 0..100 (percent), got " +
+                     std::to_string(target_percent));
+  o.target_spread = target_percent / 100;
+  o.round_seconds = vm["round-seconds"].as<double>();
+  o.max_seconds = vm["max-seconds"].as<double>();
+  if (!(o.round_seconds >= 0 && o.round_seconds <= 60))
+    throw InputError("pipetwin profile: --round-seconds must be within 0..60, got " +
+                     std::to_string(o.round_seconds));
+  if (!(o.max_seconds >= 0 && o.max_seconds <= 3600))
+    throw InputError("pipetwin profile: --max-seconds must be within 0..3600, got " +
+                     std::to_string(o.max_seconds));
   o.threads = vm["threads"].as<int>();
   o.concurrent = vm["concurrent"].as<int>();
   o.device = vm["device"].as<std::string>();

@@ -1,0 +1,36 @@
+// How sure a repeated measurement is: the mean of independent rounds and the half-width of its
+// 95% confidence interval, the one rule `pipetwin profile` and `pipetwin calibrate` use to say
+// how far their figures may move on a second run and when to stop measuring.
+//
+//   RoundEstimate e = EstimateFromRounds({14.1, 14.6, 13.9, 14.4});
+//   e.mean;                 // 14.25
+//   e.half_width;           // t(0.975, n-1) x s / sqrt(n): 0.49
+//   e.RelativeHalfWidth();  // 0.035: "14.25 ms +- 3.5%"
+//
+// The rounds are taken as independent samples of the machine's speed; consecutive rounds on a
+// machine whose speed drifts over seconds are not, so the interval is a lower bound on how far a
+// second measurement may land, which is why the profiler also reports the rounds' range.
+#pragma once
+
+#include <vector>
+
+namespace pipetwin {
+
+// Student's t quantile at 0.975 for `dof` degrees of freedom (dof >= 1); the normal 1.96 beyond
+// the table (values: any statistics table, e.g. NIST/SEMATECH e-Handbook, section 1.3.6.7.2).
+double StudentT975(int dof);
+
+struct RoundEstimate {
+  int rounds = 0;
+  double mean = 0;
+  double half_width = 0;     // of the 95% interval of the mean; 0 with fewer than 2 rounds
+  double lowest = 0, highest = 0;  // the extreme round means
+  double RelativeHalfWidth() const { return mean > 0 ? half_width / mean : 0; }
+};
+RoundEstimate EstimateFromRounds(const std::vector<double>& round_means);
+
+// The mean of `v` without its largest tenth (rounded down): a rare stall of another program does
+// not move it, while the tail that shared CPUs add to every op still counts.
+double TrimmedMean(std::vector<double> v);
+
+}  // namespace pipetwin

@@ -1,11 +1,11 @@
 // How sure a repeated measurement is: the mean of independent rounds and the half-width of its
-// 95% confidence interval, the one rule `pipetwin profile` and `pipetwin calibrate` use to say
-// how far their figures may move on a second run and when to stop measuring.
+// 95% confidence interval, the one rule `pipetwin profile` uses to say how far its times may
+// move on a second run and when to stop timing, and `compare` to average several profiles.
 //
 //   RoundEstimate e = EstimateFromRounds({14.1, 14.6, 13.9, 14.4});
 //   e.mean;                 // 14.25
 //   e.half_width;           // t(0.975, n-1) x s / sqrt(n): 0.49
-//   e.RelativeHalfWidth();  // 0.035: "14.25 ms +- 3.5%"
+//   e.RelativeHalfWidth();  // 0.035: "14.25 +- 3.5%"
 //
 // The rounds are taken as independent samples of the machine's speed; consecutive rounds on a
 // machine whose speed drifts over seconds are not, so the interval is a lower bound on how far a

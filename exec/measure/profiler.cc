@@ -460,7 +460,8 @@ Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int
 // The timed passes, in rounds: after `warmup` untimed passes, rounds of passes of at least
 // --round-seconds each, until there are --repeats passes, --min-seconds have gone by and, with
 // --target-spread, the training step's mean over the rounds is known within that share (the
-// half-width of its 95% interval, util/spread.h), or --max-seconds have gone by. A round is one
+// half-width of its 95% interval, util/spread.h), or --max-seconds have gone by (without it, at
+// the end of the round where the first two hold). A round is one
 // sample of the machine's speed: a virtual machine's speed wanders over seconds (other guests on
 // the host's cores and caches) without any steal time to show for it, so the passes of one
 // round are not independent samples, while rounds spread over many seconds are closer to it.
@@ -530,7 +531,7 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
       timed.passes.push_back(TrainingPass(model, runs, data, 1 + k, batch, sums, clock));
       timed.updates.push_back(update.Run(sums, clock));
       ++k;
-    } while (stopping_rule && since(round_from) < options.round_seconds);
+    } while (since(round_from) < options.round_seconds);
     const double elapsed = since(timed_from);
     const int rounds = static_cast<int>(timed.round_starts.size());
     if (static_cast<int>(timed.passes.size()) < options.repeats || elapsed < options.min_seconds)

@@ -43,7 +43,8 @@ inline po::options_description ProfileOptionsDescription() {
        "half-width of its 95% interval over the rounds); 0: no stopping rule, --repeats and "
        "--min-seconds alone")
       ("round-seconds", po::value<double>()->default_value(0.5),
-       "with --target-spread, each round's passes take at least S seconds")
+       "each round's passes take at least S seconds (a round is one sample of the machine's "
+       "speed; every time's spread is over the rounds)")
       ("max-seconds", po::value<double>()->default_value(30),
        "with --target-spread, stop after S seconds of timing even if the mean has not settled "
        "(the profile then says so)")

@@ -40,5 +40,20 @@ TEST(Spread, TrimmedMeanLeavesOutTheSlowestTenth) {
   EXPECT_DOUBLE_EQ(TrimmedMean({1, 2, 3}), 2.0);  // fewer than ten: nothing left out
 }
 
+// A round more than 15% from the median is named with its deviation; the median of an even
+// count is the lower middle one.
+TEST(Spread, RoundsFarOffTheMedianAreNamed) {
+  const std::vector<FarRound> far = RoundsFarOff({10, 10.5, 8.4, 9.8, 12});
+  ASSERT_EQ(far.size(), 2u);
+  EXPECT_EQ(far[0].round, 2);
+  EXPECT_NEAR(far[0].deviation, -0.16, 1e-12);
+  EXPECT_EQ(far[1].round, 4);
+  EXPECT_NEAR(far[1].deviation, 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(far[1].median, 10);
+  EXPECT_TRUE(RoundsFarOff({10, 11.4, 8.6}).empty());   // 14% either way: not far
+  EXPECT_EQ(RoundsFarOff({10, 20}).size(), 1u);         // median 10: 20 is off, 10 is not
+  EXPECT_TRUE(RoundsFarOff({}).empty());
+}
+
 }  // namespace
 }  // namespace pipetwin

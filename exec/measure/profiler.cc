@@ -503,10 +503,6 @@ struct TimedPasses {
   }
 };
 
-// At least this many rounds before the spread decides: two rounds give an interval, but with a
-// t quantile of 12.7 one lucky pair would settle it.
-constexpr int kLeastRounds = 4;
-
 TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
                        int64_t batch, const Source& source, const ProfileOptions& options,
                        LayerClock& clock) {
@@ -574,10 +570,6 @@ Layer MeasuredLayer(const Model& model, const LayerRun& r, int i, const TimedPas
   return l;
 }
 
-// A round whose step is further than this from the rounds' median is named: the machine was
-// busy with something else then (a spread of a few percent is a shared machine's normal).
-constexpr double kRoundFarOff = 0.15;
-
 // The profile's stability and what disturbed it: the load before and during the timing (other
 // processes' CPU time, steal time; partition/util/machine.h's one rule), rounds far off the
 // median, a spread that did not settle within the time limit.
@@ -594,19 +586,15 @@ ProfileStability Stability(const TimedPasses& timed, int layers, const ProfileOp
   q.settled = options.target_spread > 0 && q.rounds >= 2 &&
               timed.step.RelativeHalfWidth() <= options.target_spread;
   q.disturbances = load.Warnings();
-  std::vector<double> steps = timed.RoundSteps(layers);
-  std::vector<double> sorted = steps;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.empty() ? 0 : sorted[(sorted.size() - 1) / 2];
-  for (size_t r = 0; r < steps.size() && median > 0; ++r)
-    if (std::fabs(steps[r] / median - 1) > kRoundFarOff) {
-      std::ostringstream line;
-      line << "round " << r + 1 << " of " << steps.size() << " took " << std::fixed
-           << std::setprecision(2) << steps[r] << " ms a step, " << std::showpos
-           << std::setprecision(0) << 100 * (steps[r] / median - 1) << std::noshowpos
-           << "% from the rounds' median " << std::setprecision(2) << median << " ms";
-      q.disturbances.push_back(line.str());
-    }
+  const std::vector<double> steps = timed.RoundSteps(layers);
+  for (const FarRound& far : RoundsFarOff(steps)) {
+    std::ostringstream line;
+    line << "round " << far.round + 1 << " of " << steps.size() << " took " << std::fixed
+         << std::setprecision(2) << steps[far.round] << " ms a step, " << std::showpos
+         << std::setprecision(0) << 100 * far.deviation << std::noshowpos
+         << "% from the rounds' median " << std::setprecision(2) << far.median << " ms";
+    q.disturbances.push_back(line.str());
+  }
   if (options.target_spread > 0 && !q.settled) {
     std::ostringstream line;
     line << "the step did not settle: +-" << std::fixed << std::setprecision(1)

@@ -35,6 +35,21 @@ RoundEstimate EstimateFromRounds(const std::vector<double>& round_means) {
   return e;
 }
 
+std::vector<FarRound> RoundsFarOff(const std::vector<double>& round_means) {
+  std::vector<FarRound> far;
+  if (round_means.empty()) return far;
+  std::vector<double> sorted = round_means;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[(sorted.size() - 1) / 2];
+  if (!(median > 0)) return far;
+  for (size_t r = 0; r < round_means.size(); ++r) {
+    const double deviation = round_means[r] / median - 1;
+    if (std::fabs(deviation) > kRoundFarOff)
+      far.push_back({static_cast<int>(r), deviation, median});
+  }
+  return far;
+}
+
 double TrimmedMean(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

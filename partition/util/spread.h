@@ -29,6 +29,23 @@ struct RoundEstimate {
 };
 RoundEstimate EstimateFromRounds(const std::vector<double>& round_means);
 
+// At least this many rounds before a spread decides when to stop: two rounds give an interval,
+// but with a t quantile of 12.7 one lucky pair would settle it.
+constexpr int kLeastRounds = 4;
+
+// A round further than this from the rounds' median is named as disturbed: the machine was busy
+// with something else then (a spread of a few percent is a shared machine's normal).
+constexpr double kRoundFarOff = 0.15;
+
+// The rounds further than kRoundFarOff from the median of `round_means` (the lower middle one
+// for an even count): (index, relative deviation from the median), in round order.
+struct FarRound {
+  int round = 0;
+  double deviation = 0;  // round / median - 1
+  double median = 0;
+};
+std::vector<FarRound> RoundsFarOff(const std::vector<double>& round_means);
+
 // The mean of `v` without its largest tenth (rounded down): a rare stall of another program does
 // not move it, while the tail that shared CPUs add to every op still counts.
 double TrimmedMean(std::vector<double> v);

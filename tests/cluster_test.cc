@@ -60,6 +60,37 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   EXPECT_TRUE(with_table.levels[1].allreduce.empty());
 }
 
+// The calibrated figures' spread travels with the file, and each edge moves every calibrated
+// figure by its own relative spread, the slow edge slower; a level the user added stays.
+TEST(Cluster, TheSpreadEdgesMoveTheCalibratedFiguresOnly) {
+  Cluster c = ClusterPreset("cluster-a", 2);
+  c.levels[0].allreduce = {2, {1e3, 1e6}, {1e-4, 2e-3}};
+  c.communication_overhead_us = 20;
+  c.oversubscribed_message_us = 100;
+  c.spread = {0.1, 0.2, 0.3, 0.4, 0.5};
+  const Cluster back = ClusterFromJson(ClusterToJson(c), "x");
+  EXPECT_DOUBLE_EQ(back.spread.compute, 0.1);
+  EXPECT_DOUBLE_EQ(back.spread.oversubscribed_message, 0.5);
+  EXPECT_FALSE(ClusterToJson(ClusterPreset("cluster-a", 2)).contains("spread"));
+
+  const Cluster slow = c.AtSpreadEdge(+1), fast = c.AtSpreadEdge(-1);
+  EXPECT_DOUBLE_EQ(slow.device.peak_flops, 0.9 * c.device.peak_flops);
+  EXPECT_DOUBLE_EQ(fast.device.memory_bandwidth_bytes_per_s,
+                   1.1 * c.device.memory_bandwidth_bytes_per_s);
+  EXPECT_DOUBLE_EQ(slow.levels[0].latency_us, 1.2 * c.levels[0].latency_us);
+  EXPECT_DOUBLE_EQ(slow.communication_overhead_us, 24);
+  EXPECT_DOUBLE_EQ(fast.communication_overhead_us, 16);
+  EXPECT_DOUBLE_EQ(slow.levels[0].bandwidth_gbps, 0.7 * c.levels[0].bandwidth_gbps);
+  EXPECT_DOUBLE_EQ(slow.levels[0].allreduce.seconds[1], 1.4 * 2e-3);
+  EXPECT_DOUBLE_EQ(fast.levels[0].allreduce.seconds[0], 0.6 * 1e-4);
+  EXPECT_DOUBLE_EQ(slow.oversubscribed_message_us, 150);
+  EXPECT_DOUBLE_EQ(slow.levels[1].bandwidth_gbps, c.levels[1].bandwidth_gbps);
+  EXPECT_DOUBLE_EQ(slow.levels[1].latency_us, c.levels[1].latency_us);
+  // No spread: both edges are the cluster itself.
+  EXPECT_EQ(ClusterToJson(ClusterPreset("cluster-a", 2).AtSpreadEdge(+1)),
+            ClusterToJson(ClusterPreset("cluster-a", 2)));
+}
+
 TEST(Cluster, AllReduceTableInterpolatesBetweenItsSizes) {
   const AllReduceTable t{2, {1e3, 1e6, 2e6}, {1e-4, 2e-3, 5e-3}};
   EXPECT_DOUBLE_EQ(t.Seconds(10), 1e-4);    // below the smallest size: its time
@@ -79,6 +110,12 @@ std::string ErrorOf(const std::string& text) {
 }
 
 TEST(ClusterBadInput, NamesFileAndJsonPath) {
+  EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 2, "bandwidth_gbps": 10}], "spread": {"bandwidth": 1.5}})"),
+            "scenario.json: cluster.spread.bandwidth: expected a relative spread below 1");
+  EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 2, "bandwidth_gbps": 10}], "spread": {"message": -0.1}})").substr(0, 55),
+            "scenario.json: cluster.spread.message: expected a numbe");
+  EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 2, "bandwidth_gbps": 10}], "spread": {"latency": 0.1}})").substr(0, 46),
+            "scenario.json: cluster.spread.latency: unknown");
   EXPECT_EQ(ErrorOf(R"({"levels": [{"count": 4, "bandwidth_gbps": 100},
                                     {"count": 4, "bandwidth_gbps": -5}]})"),
             "scenario.json: cluster.levels[1].bandwidth_gbps: expected a number > 0, got -5");

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "partition/util/format.h"
+#include "partition/util/spread.h"
 
 namespace pipetwin::exec {
 
@@ -302,6 +303,164 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   return c;
 }
 
+CalibrationProbes MergeRounds(const std::vector<CalibrationProbes>& rounds) {
+  if (rounds.empty()) throw std::invalid_argument("MergeRounds: no rounds");
+  CalibrationProbes m = rounds.front();
+  if (rounds.size() == 1) return m;
+  const double n = static_cast<double>(rounds.size());
+  const auto mean = [&](auto field) {
+    double sum = 0;
+    for (const CalibrationProbes& r : rounds) sum += field(r);
+    return sum / n;
+  };
+  for (const CalibrationProbes& r : rounds)
+    if (r.ping_pong.size() != m.ping_pong.size() || r.allreduce.size() != m.allreduce.size() ||
+        r.compute.busy_s.size() != m.compute.busy_s.size())
+      throw std::invalid_argument("MergeRounds: the rounds probed different sizes");
+  m.tcp_round_trips = 0;
+  for (const CalibrationProbes& r : rounds) m.tcp_round_trips += r.tcp_round_trips;
+  m.tcp_one_way_s = mean([](const CalibrationProbes& r) { return r.tcp_one_way_s; });
+  for (size_t i = 0; i < m.ping_pong.size(); ++i) {
+    PingPongRow& row = m.ping_pong[i];
+    row.repeats = 0;
+    for (const CalibrationProbes& r : rounds) {
+      row.repeats += r.ping_pong[i].repeats;
+      row.fastest_one_way_s = std::min(row.fastest_one_way_s, r.ping_pong[i].fastest_one_way_s);
+    }
+    row.one_way_s = mean([i](const CalibrationProbes& r) { return r.ping_pong[i].one_way_s; });
+  }
+  for (size_t i = 0; i < m.allreduce.size(); ++i) {
+    AllReduceRow& row = m.allreduce[i];
+    row.repeats = 0;
+    for (const CalibrationProbes& r : rounds) {
+      row.repeats += r.allreduce[i].repeats;
+      row.fastest_s = std::min(row.fastest_s, r.allreduce[i].fastest_s);
+    }
+    row.seconds = mean([i](const CalibrationProbes& r) { return r.allreduce[i].seconds; });
+    row.median_s = mean([i](const CalibrationProbes& r) { return r.allreduce[i].median_s; });
+  }
+  m.compute.alone_s = mean([](const CalibrationProbes& r) { return r.compute.alone_s; });
+  m.compute.copy_s = mean([](const CalibrationProbes& r) { return r.compute.copy_s; });
+  for (size_t i = 0; i < m.compute.busy_s.size(); ++i)
+    m.compute.busy_s[i] = mean([i](const CalibrationProbes& r) { return r.compute.busy_s[i]; });
+  RingProbe& ring = m.ring;
+  ring.hop_s_each.clear(), ring.gemm_cpu_s_each.clear(), ring.process_cpu_s_each.clear();
+  for (const CalibrationProbes& r : rounds) {
+    const RingProbe& k = r.ring;
+    ring.hop_s_each.insert(ring.hop_s_each.end(), k.hop_s_each.begin(), k.hop_s_each.end());
+    ring.gemm_cpu_s_each.insert(ring.gemm_cpu_s_each.end(), k.gemm_cpu_s_each.begin(),
+                                k.gemm_cpu_s_each.end());
+    ring.process_cpu_s_each.insert(ring.process_cpu_s_each.end(), k.process_cpu_s_each.begin(),
+                                   k.process_cpu_s_each.end());
+  }
+  ring.hop_s = Median(ring.hop_s_each);
+  return m;
+}
+
+RoundFigures FiguresOfRounds(const std::vector<CalibrationProbes>& rounds, int workers) {
+  RoundFigures f;
+  for (const CalibrationProbes& r : rounds) {
+    const Cluster c = CalibratedCluster(r, workers);
+    f.gemm_gflops.push_back(c.device.peak_flops / 1e9);
+    f.copy_gbps.push_back(c.device.memory_bandwidth_bytes_per_s * 8 / 1e9);
+    f.intercept_us.push_back(c.levels[0].latency_us + c.communication_overhead_us);
+    f.bandwidth_gbps.push_back(c.levels[0].bandwidth_gbps);
+    f.oversubscribed_message_us.push_back(c.oversubscribed_message_us);
+    const std::vector<double>& seconds = c.levels[0].allreduce.seconds;
+    f.allreduce_s.resize(seconds.size());
+    for (size_t i = 0; i < seconds.size(); ++i) f.allreduce_s[i].push_back(seconds[i]);
+  }
+  return f;
+}
+
+ClusterSpread SpreadOfRounds(const RoundFigures& f) {
+  const auto relative = [](const std::vector<double>& v) {
+    return std::min(0.99, EstimateFromRounds(v).RelativeHalfWidth());
+  };
+  ClusterSpread s;
+  s.compute = std::max(relative(f.gemm_gflops), relative(f.copy_gbps));
+  s.message = relative(f.intercept_us);
+  s.bandwidth = relative(f.bandwidth_gbps);
+  s.oversubscribed_message = relative(f.oversubscribed_message_us);
+  for (const std::vector<double>& size : f.allreduce_s)
+    s.allreduce = std::max(s.allreduce, relative(size));
+  return s;
+}
+
+double JudgedSpread(const ClusterSpread& s) {
+  return std::max({s.compute, s.message, s.bandwidth});
+}
+
+namespace {
+
+// One figure's rounds and interval, for calibration.stability.
+nlohmann::json FigureRecord(const std::vector<double>& each) {
+  const RoundEstimate e = EstimateFromRounds(each);
+  return {{"each", each},
+          {"mean", e.mean},
+          {"half_width", e.half_width},
+          {"relative", e.RelativeHalfWidth()}};
+}
+
+// One sentence for the rounds far off the others in a figure the stopping rule judges.
+void AddFarRounds(const std::string& figure, const std::string& unit,
+                  const std::vector<double>& each, std::vector<std::string>& out) {
+  const std::vector<FarRound> far = RoundsFarOff(each);
+  if (far.empty()) return;
+  std::ostringstream line;
+  line << std::fixed << std::setprecision(1) << far.size() << " of " << each.size()
+       << " rounds measured " << figure << " more than " << std::setprecision(0)
+       << 100 * kRoundFarOff << "% from the rounds' median " << std::setprecision(1)
+       << far.front().median << " " << unit << " (rounds";
+  for (const FarRound& f : far) line << " " << f.round + 1;
+  line << "; from " << *std::min_element(each.begin(), each.end()) << " to "
+       << *std::max_element(each.begin(), each.end()) << " " << unit << ")";
+  out.push_back(line.str());
+}
+
+}  // namespace
+
+Cluster CalibratedCluster(const CalibrationRounds& r, int workers) {
+  Cluster c = CalibratedCluster(MergeRounds(r.rounds), workers);
+  const RoundFigures f = FiguresOfRounds(r.rounds, workers);
+  c.spread = SpreadOfRounds(f);
+  const double judged = JudgedSpread(c.spread);
+  const bool settled = r.target_spread > 0 && r.rounds.size() >= 2 && judged <= r.target_spread;
+  std::vector<std::string> disturbances = r.load.Warnings();
+  AddFarRounds("one core's GEMM rate", "GFLOP/s", f.gemm_gflops, disturbances);
+  AddFarRounds("a message's fixed time", "us", f.intercept_us, disturbances);
+  AddFarRounds("the bandwidth", "Gbit/s", f.bandwidth_gbps, disturbances);
+  if (r.target_spread > 0 && !settled) {
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(1) << "the calibration did not settle: +-"
+         << 100 * judged << "% after " << r.rounds.size() << " rounds in " << r.seconds
+         << " s (target +-" << 100 * r.target_spread << "%, --max-seconds " << r.max_seconds
+         << ")";
+    disturbances.push_back(line.str());
+  }
+  nlohmann::json allreduce = nlohmann::json::array();
+  for (const std::vector<double>& size : f.allreduce_s) allreduce.push_back(FigureRecord(size));
+  c.calibration["stability"] = {
+      {"rounds", static_cast<int>(r.rounds.size())},
+      {"seconds", r.seconds},
+      {"target_spread", r.target_spread},
+      {"judged_spread", judged},
+      {"settled", settled},
+      {"method", "each figure fitted per round; mean over the rounds +- the half-width of its "
+                 "95% interval (Student's t over the round values); the cluster's figures are "
+                 "the fit of the rounds' mean probes"},
+      {"figures",
+       {{"gemm_gflops", FigureRecord(f.gemm_gflops)},
+        {"copy_gbps", FigureRecord(f.copy_gbps)},
+        {"message_intercept_us", FigureRecord(f.intercept_us)},
+        {"bandwidth_gbps", FigureRecord(f.bandwidth_gbps)},
+        {"oversubscribed_message_us", FigureRecord(f.oversubscribed_message_us)},
+        {"allreduce_s", allreduce}}},
+      {"machine_load", r.load.ToJson()},
+      {"disturbances", disturbances}};
+  return c;
+}
+
 Cluster GpuCalibratedCluster(const GpuProbes& p, int workers) {
   const LinearFit fit = FitOneWayTime(p.ping_pong);
   const bool shared = workers > p.gpus;
@@ -442,6 +601,22 @@ std::string CalibrationSummary(const Cluster& c) {
           << " us of CPU beyond the GEMMs; the cores " << 100 * ring["cores_busy"].get<double>()
           << "% busy";
     out << ")\n";
+  }
+  if (k.contains("stability")) {
+    const nlohmann::json& q = k["stability"];
+    const auto pm = [](double relative) {
+      std::ostringstream s;
+      s << std::fixed << std::setprecision(1) << "+-" << 100 * relative << "%";
+      return s.str();
+    };
+    out << std::setprecision(1) << "spread       " << q["rounds"].get<int>() << " rounds in "
+        << q["seconds"].get<double>() << " s: compute " << pm(c.spread.compute) << ", message "
+        << pm(c.spread.message) << ", bandwidth " << pm(c.spread.bandwidth) << ", all-reduce "
+        << pm(c.spread.allreduce) << ", oversubscribed message "
+        << pm(c.spread.oversubscribed_message)
+        << (q["settled"].get<bool>() ? " (settled)" : "") << "\n";
+    for (const auto& d : q["disturbances"])
+      out << "warning      " << d.get<std::string>() << "\n";
   }
   const double spread = k["small_message_spread"].get<double>();
   if (spread > kContendedSpread)

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "partition/model/cluster.h"
+#include "partition/util/machine.h"
 
 namespace pipetwin::exec {
 
@@ -141,6 +142,45 @@ LinearFit FitOneWayTime(const std::vector<PingPongRow>& rows);
 // all-reduce table (for groups of 2), shared_cores = the probes' cores, the device's memory, GEMM
 // rate and copy bandwidth, and every probe in `calibration`.
 Cluster CalibratedCluster(const CalibrationProbes& probes, int workers);
+
+// A calibration in rounds (calibrate --target-spread): each round the whole set of probes, taken
+// again until the figures the stopping rule judges (JudgedSpread) are known well enough.
+struct CalibrationRounds {
+  std::vector<CalibrationProbes> rounds;  // in the order taken; at least one
+  double seconds = 0;                     // wall time of the rounds together
+  double target_spread = 0;               // the stopping rule's; 0: a fixed count of rounds
+  double max_seconds = 0;
+  MachineLoad load;                       // before and during the rounds (subject "calibration")
+};
+
+// The rounds' probes as one: each time the mean of the rounds' (a ping-pong size's one-way
+// time, an all-reduce size's mean, the GEMMs, the copy, the TCP round trip), the repeats
+// summed, the fastest times the fastest, every ring of every round kept. Fitting it gives the
+// cluster's figures.
+CalibrationProbes MergeRounds(const std::vector<CalibrationProbes>& rounds);
+
+// Each figure of the calibrated cluster per round (each round's probes fitted on their own), and
+// the relative half-width of their mean's 95% interval (spread.h): how far the merged figure
+// may move on a second calibration. The all-reduce's is the largest over its sizes. One round:
+// all zero.
+struct RoundFigures {
+  std::vector<double> gemm_gflops, copy_gbps, intercept_us, bandwidth_gbps,
+      oversubscribed_message_us;
+  std::vector<std::vector<double>> allreduce_s;  // per size, per round
+};
+RoundFigures FiguresOfRounds(const std::vector<CalibrationProbes>& rounds, int workers);
+ClusterSpread SpreadOfRounds(const RoundFigures& figures);
+// What the stopping rule judges: the largest of the compute, per-message and bandwidth spreads,
+// the figures every prediction charges. The all-reduce (a mean that keeps its stalls, by
+// design) and the oversubscribed message's cost (a difference of two times, relatively wide
+// when it is small) are reported and carried into compare's band, not waited for.
+double JudgedSpread(const ClusterSpread& spread);
+
+// The cluster of the merged rounds, with `spread` from the rounds and calibration.stability:
+// the rounds, seconds, target, whether it settled, each figure's rounds and interval, and the
+// disturbances (load before and during, steal time, a round far off the others, a figure that
+// did not settle). One round and no target: the same as CalibratedCluster(rounds[0], workers).
+Cluster CalibratedCluster(const CalibrationRounds& rounds, int workers);
 
 // The cluster of this GPU machine for `workers` worker processes: one server of `workers`
 // devices, each the measured GPU (its memory over the workers that share it, its GEMM table,

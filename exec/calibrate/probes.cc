@@ -32,6 +32,7 @@
 #include "exec/launch/worker.h"
 #include "partition/util/json_reader.h"
 #include "partition/util/json_writer.h"
+#include "partition/util/machine.h"
 
 namespace pipetwin::exec {
 
@@ -91,13 +92,6 @@ ProbePlan PlanFor(bool quick) {
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  double one_minute = 0;
-  in >> one_minute;
-  return one_minute;
 }
 
 std::string UtcNow() {
@@ -166,7 +160,7 @@ sockaddr_in Loopback(int port) {
 
 // Rank 1: listens on a free loopback port (announced through the store) and echoes `round_trips`
 // messages of `bytes` back to rank 0.
-void EchoTcp(Communicator& comm, int bytes, int round_trips) {
+void EchoTcp(Communicator& comm, const std::string& port_key, int bytes, int round_trips) {
   Socket listener(CheckSocketCall(::socket(AF_INET, SOCK_STREAM, 0), "socket"));
   sockaddr_in address = Loopback(0);
   socklen_t length = sizeof address;
@@ -174,7 +168,7 @@ void EchoTcp(Communicator& comm, int bytes, int round_trips) {
   CheckSocketCall(::listen(listener.fd(), 1), "listen");
   CheckSocketCall(::getsockname(listener.fd(), reinterpret_cast<sockaddr*>(&address), &length),
                   "getsockname");
-  comm.Publish("calibrate/tcp-port", std::to_string(ntohs(address.sin_port)));
+  comm.Publish(port_key, std::to_string(ntohs(address.sin_port)));
   Socket peer(CheckSocketCall(::accept(listener.fd(), nullptr, nullptr), "accept"));
   NoDelay(peer.fd());
   std::vector<char> message(bytes);
@@ -185,8 +179,9 @@ void EchoTcp(Communicator& comm, int bytes, int round_trips) {
 }
 
 // Rank 0: the median round trip / 2 of `repeats` messages of `bytes` to rank 1 and back.
-double TcpOneWaySeconds(Communicator& comm, int bytes, int warmup, int repeats) {
-  const int port = std::stoi(comm.Fetch("calibrate/tcp-port"));
+double TcpOneWaySeconds(Communicator& comm, const std::string& port_key, int bytes, int warmup,
+                        int repeats) {
+  const int port = std::stoi(comm.Fetch(port_key));
   Socket peer(CheckSocketCall(::socket(AF_INET, SOCK_STREAM, 0), "socket"));
   const sockaddr_in address = Loopback(port);
   CheckSocketCall(
@@ -518,24 +513,23 @@ int RunCalibrate(const CalibrateOptions& options, const std::string& program,
   return LaunchLocalWorkers(workers, program, args);
 }
 
-int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
-  if (options.device == "cuda") return RunGpuCalibrateWorker(options, env);
-  const ProbePlan plan = PlanFor(options.quick);
+namespace {
+
+// One round of the CPU probes in every worker; rank 0's return holds them all. `round` keys the
+// values exchanged through the store, which a later round must not read.
+CalibrationProbes ProbeRound(Communicator& comm, const ProbePlan& plan, const ProcessEnv& env,
+                             const std::vector<int>& cpus, int round) {
   CalibrationProbes probes;
-  probes.load_average = LoadAverage();  // before the probes add to it
-  probes.cpus = AllowedCpus();          // before this process pins itself
+  probes.cpus = cpus;
   const int cores = probes.cores();
+  const std::string key = "calibrate/" + std::to_string(round) + "/";
   // As `pipetwin run` places its workers: one core each, one intra-op thread.
-  AllowCpus({probes.cpus[env.rank % cores]});
-  at::set_num_threads(1);
-  SetBlasThreads(1);
-  // Ranks 0 and 1 also form a replica group, for the all-reduce probe.
-  Communicator comm(env, options.timeout_s, {{0, 1}},
-                    std::string("calibrate ") + (options.quick ? "quick" : "full"));
-  if (env.rank == 1) EchoTcp(comm, probes.tcp_message_bytes, plan.warmup + plan.tcp_round_trips);
+  AllowCpus({cpus[env.rank % cores]});
+  if (env.rank == 1)
+    EchoTcp(comm, key + "tcp-port", probes.tcp_message_bytes, plan.warmup + plan.tcp_round_trips);
   if (env.rank == 0)
-    probes.tcp_one_way_s =
-        TcpOneWaySeconds(comm, probes.tcp_message_bytes, plan.warmup, plan.tcp_round_trips);
+    probes.tcp_one_way_s = TcpOneWaySeconds(comm, key + "tcp-port", probes.tcp_message_bytes,
+                                            plan.warmup, plan.tcp_round_trips);
   if (env.rank < 2) probes.ping_pong = GlooPingPong(comm, plan);
   if (env.rank < 2) probes.allreduce = GlooAllReduce(comm, plan);
 
@@ -548,11 +542,11 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
   }
   comm.Barrier();  // the others wait while rank 0 computes alone
   if (env.rank < cores)
-    comm.Publish("calibrate/busy/" + std::to_string(env.rank),
+    comm.Publish(key + "busy/" + std::to_string(env.rank),
                  Exactly(GemmSeconds(plan.gemm_n, plan.gemm_warmup, plan.gemm_repeats)));
   // The ring: every process (one more than the cores), free to run anywhere.
   comm.Barrier();
-  AllowCpus(probes.cpus);
+  AllowCpus(cpus);
   // As the executor's workers run where they outnumber the cores (cpu_policy.h).
   std::string refused;
   probes.ring.policy = UseRoundRobin(&refused) ? "SCHED_RR" : "SCHED_OTHER (" + refused + ")";
@@ -563,33 +557,103 @@ int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
     probes.ring.gemm_cpu_s_each.push_back(ring.gemm_cpu_s);
     // Every process's CPU per hop, summed at rank 0 (ring k's, keyed by ring and rank).
     if (env.rank != 0)
-      comm.Publish("calibrate/ring-cpu/" + std::to_string(k) + "/" + std::to_string(env.rank),
+      comm.Publish(key + "ring-cpu/" + std::to_string(k) + "/" + std::to_string(env.rank),
                    Exactly(ring.process_cpu_s));
     else
       probes.ring.process_cpu_s_each.push_back(ring.process_cpu_s);
   }
   UseDefaultScheduling();
-  if (env.rank != 0) return 0;
+  if (env.rank != 0) return probes;
   for (int k = 0; k < plan.ring_repeats; ++k)
     for (int r = 1; r < env.world_size; ++r)
-      probes.ring.process_cpu_s_each[k] += std::stod(comm.Fetch(
-          "calibrate/ring-cpu/" + std::to_string(k) + "/" + std::to_string(r)));
+      probes.ring.process_cpu_s_each[k] += std::stod(
+          comm.Fetch(key + "ring-cpu/" + std::to_string(k) + "/" + std::to_string(r)));
   probes.ring.processes = env.world_size;
   probes.ring.gemms_per_hop = plan.ring_gemms;
   probes.ring.hops = plan.ring_hops;
   probes.ring.hop_s = Median(probes.ring.hop_s_each);
-
   for (int r = 0; r < cores; ++r)
-    probes.compute.busy_s.push_back(std::stod(comm.Fetch("calibrate/busy/" + std::to_string(r))));
-  probes.host = HostName();
-  probes.when = UtcNow();
-  probes.memory_bytes = PhysicalMemoryBytes();
-  probes.probe_workers = env.world_size;
-  probes.quick = options.quick;
+    probes.compute.busy_s.push_back(std::stod(comm.Fetch(key + "busy/" + std::to_string(r))));
   probes.tcp_round_trips = plan.tcp_round_trips;
+  return probes;
+}
+
+// Rank 0's stopping rule after `rounds` rounds and `seconds` (calibrate --target-spread).
+bool EnoughRounds(const CalibrateOptions& o, const std::vector<CalibrationProbes>& rounds,
+                  int workers, double seconds) {
+  const int n = static_cast<int>(rounds.size());
+  if (o.target_spread <= 0) return n >= o.rounds;
+  if (seconds >= o.max_seconds) return true;
+  if (n < std::max(2, o.rounds)) return false;
+  return JudgedSpread(SpreadOfRounds(FiguresOfRounds(rounds, workers))) <= o.target_spread;
+}
+
+}  // namespace
+
+int RunCalibrateWorker(const CalibrateOptions& options, const ProcessEnv& env) {
+  if (options.device == "cuda") return RunGpuCalibrateWorker(options, env);
+  const ProbePlan plan = PlanFor(options.quick);
+  CalibrationRounds rounds;
+  rounds.target_spread = options.target_spread;
+  rounds.max_seconds = options.max_seconds;
+  MachineLoad& load = rounds.load;
+  load.subject = "calibration";
+  load.load_average_1m = LoadAverage1m();  // before the probes add to it
+  const std::vector<int> cpus = AllowedCpus();  // before this process pins itself
+  load.cpus = static_cast<int>(cpus.size());
+  const int cores = load.cpus;
+  const int workers = options.workers > 0 ? options.workers : cores;
+  at::set_num_threads(1);
+  SetBlasThreads(1);
+  // Ranks 0 and 1 also form a replica group, for the all-reduce probe.
+  Communicator comm(env, options.timeout_s, {{0, 1}},
+                    std::string("calibrate ") + (options.quick ? "quick" : "full"));
+  // The machine before the probes: rank 0 watches it while the others wait at the barrier.
+  if (env.rank == 0) {
+    load.before = SampleLoad(cpus, 0.3);
+    load.sampled_before = true;
+  }
+  comm.Barrier();
+  const CpuTimes cpu_from = ReadCpuTimes();
+  const double own_from = ProcessCpuSeconds();
+  const Clock::time_point start = Clock::now();
+  for (int round = 0;; ++round) {
+    CalibrationProbes probes = ProbeRound(comm, plan, env, cpus, round);
+    const std::string more = "calibrate/" + std::to_string(round) + "/more";
+    if (env.rank != 0) {
+      if (comm.Fetch(more) == "0") break;
+      continue;
+    }
+    rounds.rounds.push_back(std::move(probes));
+    try {
+      const bool enough = EnoughRounds(options, rounds.rounds, workers, SecondsSince(start));
+      comm.Publish(more, enough ? "0" : "1");
+      if (enough) break;
+    } catch (const std::invalid_argument& e) {
+      comm.Publish(more, "0");
+      throw RunError(std::string("the loopback probe cannot be fitted: ") + e.what());
+    }
+  }
+  // Every probe process's CPU is the calibration's own; the rest of the cores' time is foreign.
+  comm.Publish("calibrate/cpu/" + std::to_string(env.rank), Exactly(ProcessCpuSeconds() - own_from));
+  if (env.rank != 0) return 0;
+  rounds.seconds = SecondsSince(start);
+  double own_s = 0;
+  for (int r = 0; r < env.world_size; ++r)
+    own_s += std::stod(comm.Fetch("calibrate/cpu/" + std::to_string(r)));
+  load.during = ShareBetween(cpu_from, ReadCpuTimes(), cpus, rounds.seconds, own_s);
+  load.measured_during = true;
+
+  CalibrationProbes& first = rounds.rounds.front();
+  first.load_average = load.load_average_1m;
+  first.host = HostName();
+  first.when = UtcNow();
+  first.memory_bytes = PhysicalMemoryBytes();
+  first.probe_workers = env.world_size;
+  first.quick = options.quick;
   Cluster cluster;
   try {
-    cluster = CalibratedCluster(probes, options.workers > 0 ? options.workers : cores);
+    cluster = CalibratedCluster(rounds, workers);
   } catch (const std::invalid_argument& e) {
     throw RunError(std::string("the loopback probe cannot be fitted: ") + e.what());
   }

@@ -274,6 +274,20 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
   c.oversubscribed_message_us =
       root.OptionalNonNegativeNumber("oversubscribed_message_us", c.oversubscribed_message_us);
   if (root.Has("calibration")) c.calibration = root.Member("calibration").value();
+  if (auto spread = root.OptionalMember("spread")) {
+    // Relative half-widths below 1: an edge of the band must stay a positive time and rate.
+    const auto fraction = [&spread](const char* key) {
+      const double v = spread->OptionalNonNegativeNumber(key, 0);
+      if (v >= 1) spread->FailAt(key, "expected a relative spread below 1");
+      return v;
+    };
+    c.spread.compute = fraction("compute");
+    c.spread.message = fraction("message");
+    c.spread.bandwidth = fraction("bandwidth");
+    c.spread.allreduce = fraction("allreduce");
+    c.spread.oversubscribed_message = fraction("oversubscribed_message");
+    spread->Finish();
+  }
   // The levels' counts multiply into the devices, which must stay countable.
   int64_t devices = 1;
   for (const ClusterLevel& l : c.levels) {
@@ -330,8 +344,32 @@ nlohmann::json ClusterToJson(const Cluster& c) {
   if (c.shared_cores > 0) out["shared_cores"] = c.shared_cores;
   if (c.oversubscribed_message_us > 0)
     out["oversubscribed_message_us"] = c.oversubscribed_message_us;
+  if (!c.spread.empty())
+    out["spread"] = {{"compute", c.spread.compute},
+                     {"message", c.spread.message},
+                     {"bandwidth", c.spread.bandwidth},
+                     {"allreduce", c.spread.allreduce},
+                     {"oversubscribed_message", c.spread.oversubscribed_message}};
   if (!c.calibration.is_null()) out["calibration"] = c.calibration;
   return out;
+}
+
+Cluster Cluster::AtSpreadEdge(int side) const {
+  Cluster c = *this;
+  const double s = side > 0 ? 1 : -1;
+  const auto longer = [s](double spread) { return 1 + s * spread; };   // times
+  const auto lower = [s](double spread) { return 1 - s * spread; };    // rates
+  c.device.peak_flops *= lower(spread.compute);
+  c.device.memory_bandwidth_bytes_per_s *= lower(spread.compute);
+  c.communication_overhead_us *= longer(spread.message);
+  c.oversubscribed_message_us *= longer(spread.oversubscribed_message);
+  if (!c.levels.empty()) {
+    ClusterLevel& calibrated = c.levels[0];
+    calibrated.latency_us *= longer(spread.message);
+    calibrated.bandwidth_gbps *= lower(spread.bandwidth);
+    for (double& seconds : calibrated.allreduce.seconds) seconds *= longer(spread.allreduce);
+  }
+  return c;
 }
 
 Cluster TensorParallelView(const Cluster& cluster, int tensor, const std::string& file) {

@@ -89,6 +89,23 @@ struct DeviceSpec {
   double RooflineMs(double flops, double bytes) const;
 };
 
+// How far each figure `pipetwin calibrate` measured may move on a second calibration: the
+// half-width of the 95% interval of its mean over the calibration's rounds, relative to that
+// mean (partition/util/spread.h's rule). 0: not known (a cluster written by hand, or a
+// calibration of one round).
+struct ClusterSpread {
+  double compute = 0;    // device.peak_flops and memory_bandwidth_bytes_per_s (one core's probes)
+  double message = 0;    // levels[0].latency_us and communication_overhead_us (the fit's intercept)
+  double bandwidth = 0;  // levels[0].bandwidth_gbps
+  double allreduce = 0;  // levels[0].allreduce.seconds: the largest over the table's sizes
+  double oversubscribed_message = 0;  // oversubscribed_message_us
+
+  bool empty() const {
+    return compute == 0 && message == 0 && bandwidth == 0 && allreduce == 0 &&
+           oversubscribed_message == 0;
+  }
+};
+
 class Cluster {
  public:
   std::string name = "cluster";
@@ -117,6 +134,8 @@ class Cluster {
   // What `pipetwin calibrate` measured to derive this cluster (probe sizes, raw timings); kept
   // for inspection, never read back into the model. Null when the cluster was written by hand.
   nlohmann::json calibration;
+  // The calibrated figures' spread over the calibration's rounds (JSON: "spread").
+  ClusterSpread spread;
 
   int DeviceCount() const;
   // Devices inside one unit of level `level` (level 0: a server's devices).
@@ -124,6 +143,12 @@ class Cluster {
   // The innermost level whose unit holds both devices: the level of the links between them
   // (0 inside a server). Device ids count in the cluster's order.
   int LinkLevel(int device_a, int device_b) const;
+  // This cluster with every calibrated figure at the slow (`side` +1) or the fast (-1) end of
+  // its spread: compute and bandwidths lower by their relative spread and per-message costs and
+  // all-reduce times higher, or the other way. Only the figures the calibration measured move
+  // (level 0's; a link added by ShapeCalibratedMachine is the user's). `compare` simulates both
+  // edges to give its prediction a band.
+  Cluster AtSpreadEdge(int side) const;
 };
 
 // How many times faster this cluster's device runs a workload timed on `reference_device`: 1 when

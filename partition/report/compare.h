@@ -52,9 +52,10 @@ struct Comparison {
   // Why the measurement is disturbed (the measured report's details.machine_load: other
   // processes or the hypervisor took CPU time before or during the run); empty when it is not.
   std::vector<std::string> disturbances;
-  // The prediction's band from the profile's spread (`compare` simulates the workload with every
-  // time at the low and at the high end of its 95% interval, Workload::AtSpreadEdge): the
-  // throughput the slow and the fast profile predict; absent when the profile has no spread.
+  // The prediction's band from the profile's and the calibration's spread (`compare` simulates
+  // the workload with every time, and the cluster with every calibrated figure, at the slow and
+  // at the fast end of its 95% interval: Workload::AtSpreadEdge, Cluster::AtSpreadEdge): the
+  // throughput the slow and the fast ends predict; absent when neither has a spread.
   struct Band {
     double low_samples_per_s = 0, high_samples_per_s = 0;
     bool Holds(double samples_per_s) const {

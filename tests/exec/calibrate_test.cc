@@ -71,6 +71,103 @@ CalibrationProbes SyntheticProbes() {
   return p;
 }
 
+// Rounds of the synthetic probes, round k's bandwidth 2 GB/s x factors[k].
+std::vector<CalibrationProbes> RoundsWithBandwidths(const std::vector<double>& factors) {
+  std::vector<CalibrationProbes> rounds;
+  for (double f : factors) {
+    CalibrationProbes p = SyntheticProbes();
+    p.ping_pong = ExactRows(40e-6, 2e9 * f);
+    rounds.push_back(p);
+  }
+  return rounds;
+}
+
+// The rounds merged: every time the rounds' mean, repeats summed, the fastest the fastest, the
+// rings of every round kept and their median taken.
+TEST(ExecCalibrateRounds, MergingAveragesEachTimeAndKeepsEveryRing) {
+  std::vector<CalibrationProbes> rounds = {SyntheticProbes(), SyntheticProbes()};
+  for (PingPongRow& row : rounds[0].ping_pong) row.fastest_one_way_s = 2e-6;
+  CalibrationProbes& second = rounds[1];
+  second.tcp_one_way_s = 16e-6;
+  for (PingPongRow& row : second.ping_pong) row.one_way_s *= 2, row.fastest_one_way_s = 1e-6;
+  second.allreduce[2].seconds = 2.0e-2;
+  second.compute.alone_s = 3e-3;
+  second.compute.busy_s = {2e-3, 2e-3, 2e-3, 2e-3};
+  second.compute.copy_s = 4e-3;
+  second.ring.hop_s_each = {9e-3, 8e-3, 1e-2};
+  const CalibrationProbes m = MergeRounds(rounds);
+  EXPECT_DOUBLE_EQ(m.tcp_one_way_s, 14e-6);
+  EXPECT_EQ(m.tcp_round_trips, 200);
+  ASSERT_EQ(m.ping_pong.size(), rounds[0].ping_pong.size());
+  for (size_t i = 0; i < m.ping_pong.size(); ++i) {
+    EXPECT_DOUBLE_EQ(m.ping_pong[i].one_way_s, 1.5 * rounds[0].ping_pong[i].one_way_s);
+    EXPECT_EQ(m.ping_pong[i].repeats, 20);
+    EXPECT_DOUBLE_EQ(m.ping_pong[i].fastest_one_way_s, 1e-6);
+  }
+  EXPECT_DOUBLE_EQ(m.allreduce[2].seconds, 1.6e-2);
+  EXPECT_EQ(m.allreduce[2].repeats, 16);
+  EXPECT_DOUBLE_EQ(m.compute.alone_s, 2e-3);
+  EXPECT_DOUBLE_EQ(m.compute.busy_s[1], 1.65e-3);
+  EXPECT_DOUBLE_EQ(m.compute.copy_s, 6e-3);
+  EXPECT_EQ(m.ring.hop_s_each.size(), 6u);
+  EXPECT_DOUBLE_EQ(m.ring.hop_s, (7e-3 + 8e-3) / 2);  // median of 5, 6, 7, 8, 9 and 10 ms
+  rounds[1].allreduce.pop_back();
+  EXPECT_THROW(MergeRounds(rounds), std::invalid_argument);
+}
+
+// A figure's spread is the half-width of the 95% interval of its mean over the rounds, relative
+// to the mean: Student's t(0.975, 3) = 3.182 for four rounds (any table) x s / sqrt(4).
+TEST(ExecCalibrateRounds, TheSpreadIsTheIntervalOfTheRoundsMean) {
+  const std::vector<double> factors = {0.9, 1.0, 1.1, 1.2};
+  const RoundFigures f = FiguresOfRounds(RoundsWithBandwidths(factors), 2);
+  ASSERT_EQ(f.bandwidth_gbps.size(), 4u);
+  EXPECT_NEAR(f.bandwidth_gbps[3], 2e9 * 1.2 * 8 / 1e9, 1e-6);
+  const double mean = (0.9 + 1.0 + 1.1 + 1.2) / 4;
+  double squares = 0;
+  for (double x : factors) squares += (x - mean) * (x - mean);
+  const double expected = 3.182 * std::sqrt(squares / 3) / 2 / mean;
+  const ClusterSpread s = SpreadOfRounds(f);
+  EXPECT_NEAR(s.bandwidth, expected, 1e-9);
+  EXPECT_NEAR(s.message, 0, 1e-9);  // every round's intercept is 40 us
+  EXPECT_EQ(s.compute, 0);
+  EXPECT_EQ(s.allreduce, 0);
+  EXPECT_DOUBLE_EQ(JudgedSpread(s), s.bandwidth);
+}
+
+// Rounds that agree settle; rounds that do not say so, and a round far off is named.
+TEST(ExecCalibrateRounds, TheClusterSaysWhetherItSettled) {
+  CalibrationRounds same;
+  same.rounds = RoundsWithBandwidths({1, 1, 1, 1});
+  same.target_spread = 0.02;
+  same.seconds = 12;
+  same.max_seconds = 30;
+  Cluster c = CalibratedCluster(same, 2);
+  EXPECT_TRUE(c.spread.empty());
+  EXPECT_TRUE(c.calibration["stability"]["settled"].get<bool>());
+  EXPECT_EQ(c.calibration["stability"]["rounds"], 4);
+  EXPECT_TRUE(c.calibration["stability"]["disturbances"].empty());
+  // The merged cluster is the one round's when the rounds are the same.
+  EXPECT_NEAR(c.levels[0].bandwidth_gbps, CalibratedCluster(SyntheticProbes(), 2).levels[0].bandwidth_gbps,
+              1e-9);
+
+  CalibrationRounds apart = same;
+  apart.rounds = RoundsWithBandwidths({1, 1, 1, 1.3});
+  apart.rounds[2].compute.alone_s *= 1.5;  // a round's GEMM a third slower
+  c = CalibratedCluster(apart, 2);
+  EXPECT_FALSE(c.calibration["stability"]["settled"].get<bool>());
+  EXPECT_GT(c.spread.bandwidth, 0.02);
+  EXPECT_GT(c.spread.compute, 0.02);
+  const std::string said = c.calibration["stability"]["disturbances"].dump();
+  EXPECT_NE(said.find("1 of 4 rounds measured one core's GEMM rate more than 15%"),
+            std::string::npos) << said;
+  EXPECT_NE(said.find("1 of 4 rounds measured the bandwidth"), std::string::npos) << said;
+  EXPECT_NE(said.find("the calibration did not settle"), std::string::npos) << said;
+  // The spread travels with the cluster file.
+  const Cluster back = ClusterFromJson(ClusterToJson(c), "calibrated");
+  EXPECT_DOUBLE_EQ(back.spread.bandwidth, c.spread.bandwidth);
+  EXPECT_DOUBLE_EQ(back.spread.compute, c.spread.compute);
+}
+
 TEST(ExecCalibrateFit, RecoversTheLineOfExactTimes) {
   const LinearFit fit = FitOneWayTime(ExactRows(40e-6, 2e9));
   EXPECT_NEAR(fit.intercept_s, 40e-6, 1e-12);
@@ -302,7 +399,8 @@ std::string ContentionNote(const Cluster& c) {
 // largest of the least-squares sizes): its prediction must be within 25% of its median.
 TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   const std::string file = TemporaryDirectory() + "/here.json";
-  const auto r = RunPipetwin("calibrate --quick --output '" + file + "'");
+  const auto r =
+      RunPipetwin("calibrate --quick --target-spread 0 --rounds 2 --output '" + file + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("wrote " + file), std::string::npos) << r.out;
   std::cout << r.out;
@@ -323,21 +421,33 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   // The oversubscribed ring: one process more than the cores.
   EXPECT_EQ(c.calibration["oversubscribed_ring"]["processes"].get<int>(), cores + 1);
   EXPECT_GT(c.calibration["oversubscribed_ring"]["hop_us"].get<double>(), 0);
-  // --quick runs 3 rings and keeps the median.
+  // --quick runs 3 rings a round; the median of both rounds' six is kept.
   std::vector<double> each = c.calibration["oversubscribed_ring"]["hop_us_each"];
-  ASSERT_EQ(each.size(), 3u);
+  ASSERT_EQ(each.size(), 6u);
   std::sort(each.begin(), each.end());
-  EXPECT_DOUBLE_EQ(c.calibration["oversubscribed_ring"]["hop_us"].get<double>(), each[1]);
+  EXPECT_NEAR(c.calibration["oversubscribed_ring"]["hop_us"].get<double>(),
+              (each[2] + each[3]) / 2, 1e-9);
+  // --target-spread 0: exactly --rounds rounds, each figure's two values and their spread.
+  const nlohmann::json& stability = c.calibration["stability"];
+  EXPECT_EQ(stability["rounds"], 2);
+  EXPECT_FALSE(stability["settled"].get<bool>());
+  EXPECT_EQ(stability["figures"]["bandwidth_gbps"]["each"].size(), 2u);
+  // The cluster's spread is the figure's relative interval, kept below 1 (cluster.h).
+  EXPECT_NEAR(c.spread.bandwidth,
+              std::min(0.99, stability["figures"]["bandwidth_gbps"]["relative"].get<double>()),
+              1e-12);
+  EXPECT_FALSE(c.spread.empty());
+  EXPECT_TRUE(stability["machine_load"]["during"].is_object());
   // Each ring's GEMMs timed in it: positive, and less than the ring's share of a hop's cores.
   const std::vector<double> work = c.calibration["oversubscribed_ring"]["work_per_hop_us_each"];
-  ASSERT_EQ(work.size(), 3u);
+  ASSERT_EQ(work.size(), 6u);
   for (double w : work) EXPECT_GT(w, 0);
   EXPECT_EQ(c.calibration["oversubscribed_ring"]["work"], "thread CPU time of the GEMMs in the ring");
   // Every process's CPU per hop, summed: at least the GEMMs', at most what the cores offered
   // (with a little slack for the clocks' granularity).
   const std::vector<double> busy = c.calibration["oversubscribed_ring"]["cores_busy_each"];
-  ASSERT_EQ(busy.size(), 3u);
-  for (size_t k = 0; k < 3; ++k) {
+  ASSERT_EQ(busy.size(), 6u);
+  for (size_t k = 0; k < busy.size(); ++k) {
     EXPECT_GT(busy[k], 0) << k;
     EXPECT_LE(busy[k], 1.05) << k;
   }
@@ -377,7 +487,7 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
 //                 bandwidth comes from, which share the cores with whatever else runs. A single size stalling (a scheduler tick on a
 //                 sub-millisecond message) only lowers the prediction's ratio.
 TEST(ExecCalibrate, TheFittedModelPredictsEveryProbeSize) {
-  const auto r = RunPipetwin("calibrate --quick --json --workers 3");
+  const auto r = RunPipetwin("calibrate --quick --json --workers 3 --target-spread 0 --rounds 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Cluster c = ClusterFromJson(ParseJsonText(r.out, "stdout"), "stdout");
   ASSERT_EQ(c.levels.size(), 1u);
@@ -408,15 +518,29 @@ TEST(ExecCalibrate, TheFittedModelPredictsEveryProbeSize) {
   if (contended) GTEST_SKIP() << ContentionNote(c);
 }
 
+// --max-seconds ends the rounds even when nothing settled, and the calibration says so.
+TEST(ExecCalibrate, TheTimeLimitEndsTheRoundsAndIsReported) {
+  const auto r = RunPipetwin("calibrate --quick --json --max-seconds 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Cluster c = ClusterFromJson(ParseJsonText(r.out, "stdout"), "stdout");
+  const nlohmann::json& stability = c.calibration["stability"];
+  EXPECT_EQ(stability["rounds"], 1);
+  EXPECT_FALSE(stability["settled"].get<bool>());
+  EXPECT_NE(stability["disturbances"].dump().find("the calibration did not settle"),
+            std::string::npos) << stability;
+  EXPECT_TRUE(c.spread.empty());  // one round gives no interval
+}
+
 TEST(ExecCalibrate, NeverReplacesAnExistingFileWithoutForce) {
   const std::string file = TemporaryDirectory() + "/mine.json";
   WriteFile(file, "{\"precious\": true}\n");
-  const auto refused = RunPipetwin("calibrate --quick --output '" + file + "'");
+  const auto refused = RunPipetwin("calibrate --quick --rounds 1 --output '" + file + "'");
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_EQ(refused.err, file + ": exists already; pipetwin does not overwrite files without "
                                "--force (or choose another name for --output)\n");
   EXPECT_EQ(Slurp(file), "{\"precious\": true}\n");
-  const auto forced = RunPipetwin("calibrate --quick --force --output '" + file + "'");
+  const auto forced =
+      RunPipetwin("calibrate --quick --target-spread 0 --rounds 1 --force --output '" + file + "'");
   ASSERT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_GT(LoadClusterFile(file).levels.at(0).bandwidth_gbps, 0);
 }
@@ -435,6 +559,13 @@ TEST(ExecCalibrate, BadOptionsGetOneLineAndExitTwo) {
   EXPECT_EQ(nowhere.exit_code, 2);
   EXPECT_EQ(nowhere.err, "/nonexistent-folder/here.json: expected a file in a folder that exists "
                          "and is writable\n");
+  const auto target = RunPipetwin("calibrate --target-spread 101");
+  EXPECT_EQ(target.exit_code, 2);
+  EXPECT_EQ(target.err,
+            "pipetwin calibrate: --target-spread must be within 0..100 (percent), got 101.000000\n");
+  const auto rounds = RunPipetwin("calibrate --rounds 0");
+  EXPECT_EQ(rounds.exit_code, 2);
+  EXPECT_EQ(rounds.err, "pipetwin calibrate: --rounds must be within 1..1000, got 0\n");
   const auto help = RunPipetwin("calibrate --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("usage: pipetwin calibrate"), std::string::npos) << help.out;

@@ -32,7 +32,7 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   fs::current_path(dir);
   const auto r = RunPipetwin("compare " + Scenario() + " --json --keep keep --trace " + dir +
                              "/both.json --svg " + dir + "/both.svg --repeats 5 --runs 3 " +
-                             "--profile-max-seconds 3");
+                             "--profile-max-seconds 3 --calibration-max-seconds 4");
   fs::current_path(previous);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -103,13 +103,44 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("is already there"), std::string::npos) << again.err;
 
-  // Given a profile and a calibration, compare neither profiles nor calibrates.
-  const auto reuse = RunPipetwin("compare " + Scenario() + " --profile " + keep +
-                                 "/profile.json --calibration " + keep + "/cluster.json");
+  // The calibration in rounds: its figures' spread is in the cluster when it took several.
+  const int rounds = cluster["calibration"]["stability"]["rounds"].get<int>();
+  EXPECT_GE(rounds, 1);
+  EXPECT_EQ(cluster.contains("spread"), rounds > 1) << cluster["calibration"]["stability"];
+
+  // A profile without spread and a calibration with one (measured: the run above): the band is
+  // the calibration's alone, and a slower message and bandwidth predict less, faster ones more.
+  nlohmann::json bare = nlohmann::json::parse(std::ifstream(keep + "/profile.json"));
+  for (auto& layer : bare["layers"])
+    for (const char* key : {"forward_ms_spread", "backward_ms_spread", "update_ms_spread"})
+      layer.erase(key);
+  WriteFile(dir + "/bare-profile.json", bare.dump());
+  nlohmann::json spread_cluster = cluster;
+  spread_cluster["spread"] = {{"message", 0.3}, {"bandwidth", 0.3}, {"allreduce", 0.3}};
+  WriteFile(dir + "/spread-cluster.json", spread_cluster.dump());
+  const auto reuse = RunPipetwin("compare " + Scenario() + " --json --profile " + dir +
+                                 "/bare-profile.json --calibration " + dir +
+                                 "/spread-cluster.json --measured " + keep + "/measured.json");
   ASSERT_EQ(reuse.exit_code, 0) << reuse.err;
-  EXPECT_EQ(reuse.err.find("profiling"), std::string::npos) << reuse.err;
-  EXPECT_EQ(reuse.err.find("calibrating"), std::string::npos) << reuse.err;
-  EXPECT_NE(reuse.out.find("(given)"), std::string::npos);
+  const nlohmann::json given = nlohmann::json::parse(reuse.out);
+  ASSERT_TRUE(given["predicted_band"].is_object()) << reuse.out;
+  const double given_rate = given["predicted"]["samples_per_s"].get<double>();
+  EXPECT_LT(given["predicted_band"]["low_samples_per_s"].get<double>(), given_rate);
+  EXPECT_GT(given["predicted_band"]["high_samples_per_s"].get<double>(), given_rate);
+  // Neither spread: no band.
+  const auto none = RunPipetwin("compare " + Scenario() + " --json --profile " + dir +
+                                "/bare-profile.json --calibration " + keep +
+                                "/cluster.json --measured " + keep + "/measured.json");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  const bool calibration_spread = cluster.contains("spread");
+  EXPECT_EQ(nlohmann::json::parse(none.out)["predicted_band"].is_object(), calibration_spread);
+  // Given a profile and a calibration, compare neither profiles nor calibrates.
+  const auto text = RunPipetwin("compare " + Scenario() + " --profile " + keep +
+                                "/profile.json --calibration " + keep + "/cluster.json");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.err.find("profiling"), std::string::npos) << text.err;
+  EXPECT_EQ(text.err.find("calibrating"), std::string::npos) << text.err;
+  EXPECT_NE(text.out.find("(given)"), std::string::npos);
 }
 
 TEST(ExecCompare, ABadScenarioIsRefusedBeforeAnythingRuns) {

@@ -93,6 +93,8 @@ CompareOptions ReadCompareOptions(const po::variables_map& vm) {
   o.profile_seconds = vm["profile-seconds"].as<double>();
   o.profile_target_spread = vm["profile-target-spread"].as<double>();
   o.profile_max_seconds = vm["profile-max-seconds"].as<double>();
+  o.calibration_target_spread = vm["calibration-target-spread"].as<double>();
+  o.calibration_max_seconds = vm["calibration-max-seconds"].as<double>();
   if (vm.count("threads")) o.threads = vm["threads"].as<int>();
   o.device = vm["device"].as<std::string>();
   o.precision = vm["precision"].as<std::string>();
@@ -116,6 +118,12 @@ CompareOptions ReadCompareOptions(const po::variables_map& vm) {
   Require(o.profile_max_seconds >= 0 && o.profile_max_seconds <= 3600,
           "--profile-max-seconds must be within 0..3600, got " +
               std::to_string(o.profile_max_seconds));
+  Require(o.calibration_target_spread >= 0 && o.calibration_target_spread <= 100,
+          "--calibration-target-spread must be within 0..100 (percent), got " +
+              std::to_string(o.calibration_target_spread));
+  Require(o.calibration_max_seconds >= 0 && o.calibration_max_seconds <= 3600,
+          "--calibration-max-seconds must be within 0..3600, got " +
+              std::to_string(o.calibration_max_seconds));
   Require(o.runs >= 1, "--runs must be >= 1");
   Require(o.measured_files.empty() || !o.Timelines(),
           "--trace and --svg need the run here, not --measured");
@@ -189,7 +197,8 @@ std::string CalibrationStep(const CompareOptions& o, const Scenario& scenario,
   say("calibrating this machine");
   Step("calibration", "pipetwin-exec",
        {"calibrate", "--workers", std::to_string(scenario.cluster.DeviceCount()), "--device",
-        o.device, "--output", calibration});
+        o.device, "--target-spread", std::to_string(o.calibration_target_spread),
+        "--max-seconds", std::to_string(o.calibration_max_seconds), "--output", calibration});
   return calibration;
 }
 
@@ -243,15 +252,18 @@ std::optional<Comparison::Band> BandStep(const CompareOptions& o,
                                          const std::string& profile, WorkDirectory& work,
                                          const Say& say) {
   const Workload measured = LoadWorkloadFile(profile);
-  if (!measured.HasSpread()) return std::nullopt;
-  say("simulating the slow and the fast end of the profile's spread");
+  nlohmann::json predicted_doc = ParseJsonFile(predicted.file);
+  const Cluster calibrated = ClusterFromJson(predicted_doc["cluster"], predicted.file, "cluster");
+  if (!measured.HasSpread() && calibrated.spread.empty()) return std::nullopt;
+  say("simulating the slow and the fast end of the profile's and the calibration's spread");
   Comparison::Band band;
   for (int side : {+1, -1}) {
     const std::string tag = side > 0 ? "slow" : "fast";
     const std::string workload = work.File("profile-" + tag + ".json");
     SaveWorkloadFile(measured.AtSpreadEdge(side), workload);
-    nlohmann::json doc = ParseJsonFile(predicted.file);
+    nlohmann::json doc = predicted_doc;
     doc["workload"] = {{"file", workload}};
+    doc["cluster"] = ClusterToJson(calibrated.AtSpreadEdge(side));
     const std::string scenario = work.File("predicted-scenario-" + tag + ".json");
     WriteTextFileAtomically(scenario, JsonText(doc, 1) + "\n");
     std::vector<std::string> args = {"simulate", scenario, "--json", "--warmup",

@@ -67,9 +67,10 @@ struct Simulated {
 Simulated SimulateStep(const CompareOptions& o, const PredictedScenario& predicted,
                        WorkDirectory& work, const Say& say);
 
-// The prediction's band: the scenario simulated again with the profile at the slow and at the
-// fast end of its spread (Workload::AtSpreadEdge), the same plan; none when the profile has no
-// spread (a profile file made before rounds, or by hand).
+// The prediction's band: the scenario simulated again with the profile and the calibrated
+// cluster at the slow and at the fast end of their spreads (Workload::AtSpreadEdge,
+// Cluster::AtSpreadEdge), the same plan; none when neither has a spread (files made before
+// rounds, or by hand).
 std::optional<Comparison::Band> BandStep(const CompareOptions& o,
                                          const PredictedScenario& predicted,
                                          const std::string& profile, WorkDirectory& work,

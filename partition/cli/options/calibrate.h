@@ -17,11 +17,13 @@
 #include "partition/cli/parse.h"
 #include "partition/util/error.h"
 #include "partition/util/files.h"
+#include "partition/util/spread.h"
 
 namespace pipetwin::cli {
 
 inline const char* CalibrateUsage() {
-  return "[--workers N] [--output FILE [--force]] [--json] [--quick]";
+  return "[--workers N] [--output FILE [--force]] [--json] [--quick] [--target-spread PCT]\n"
+         "       [--max-seconds S] [--rounds N]";
 }
 inline const char* CalibrateDescription() {
   return "Measure this machine and write it as a cluster the simulator takes: the cores this\n"
@@ -32,9 +34,13 @@ inline const char* CalibrateDescription() {
          "one process more than the cores passing a token under SCHED_RR, as `run` puts such\n"
          "workers (the CPU a message between workers of a server with more workers than cores\n"
          "costs, oversubscribed_message_us).\n"
+         "The probes run in rounds, each the whole set, until the compute rate, the per-message\n"
+         "time and the bandwidth are each known within --target-spread (the half-width of\n"
+         "their mean's 95% interval over the rounds), or --max-seconds have passed; the\n"
+         "cluster's figures are the rounds' means, their relative spreads its \"spread\".\n"
          "The cluster has one server of N workers sharing the cores (shared_cores); the raw\n"
-         "probes are kept in its \"calibration\" member for inspection. About 5 s on a 2-core\n"
-         "machine; --quick about 2 s.";
+         "probes are kept in its \"calibration\" member for inspection. A round takes about\n"
+         "5 s on a 2-core machine; --quick about 2 s.";
 }
 
 inline po::options_description CalibrateOptionsDescription() {
@@ -44,7 +50,16 @@ inline po::options_description CalibrateOptionsDescription() {
       ("output", po::value<std::string>(), "cluster file to write (never replaced without --force)")
       ("force", "replace an existing --output file")
       ("json", "print the calibrated cluster as JSON")
-      ("quick", "fewer sizes and repeats (about 1 s)")
+      ("quick", "fewer sizes and repeats in each round")
+      ("target-spread", po::value<double>()->default_value(2),
+       "repeat rounds of the probes until the compute rate, the per-message time and the "
+       "bandwidth are each known within this many percent (the half-width of the 95% interval "
+       "of their mean over the rounds); 0: exactly --rounds rounds")
+      ("max-seconds", po::value<double>()->default_value(30),
+       "with --target-spread, stop after S seconds even if a figure has not settled (the "
+       "calibration then says so)")
+      ("rounds", po::value<int>()->default_value(kLeastRounds),
+       "the fewest rounds (the spread is judged from then on)")
       ("device", po::value<std::string>()->default_value("cpu"),
        "cpu|cuda: measure the cores (above), or the GPUs: bf16 GEMMs over transformer shapes, "
        "device and host copies, and messages and all-reduces between two workers over the "
@@ -64,6 +79,9 @@ struct CalibrateOptions {
   bool quick = false;
   std::string device = "cpu";  // "cpu" or "cuda"
   double timeout_s = 30;
+  double target_spread = 0.02;  // relative half-width of the judged figures; 0: no rule
+  double max_seconds = 30;
+  int rounds = kLeastRounds;
 };
 
 // Reads the parsed options. Throws InputError on bad values.
@@ -78,6 +96,19 @@ inline CalibrateOptions ReadCalibrateOptions(const po::variables_map& vm) {
   if (o.device != "cpu" && o.device != "cuda")
     throw InputError("pipetwin calibrate: --device must be cpu or cuda, got " + o.device);
   o.timeout_s = vm["timeout"].as<double>();
+  const double target_percent = vm["target-spread"].as<double>();
+  if (!(target_percent >= 0 && target_percent <= 100))
+    throw InputError("pipetwin calibrate: --target-spread must be within 0..100 (percent), got " +
+                     std::to_string(target_percent));
+  o.target_spread = target_percent / 100;
+  o.max_seconds = vm["max-seconds"].as<double>();
+  if (!(o.max_seconds >= 0 && o.max_seconds <= 3600))
+    throw InputError("pipetwin calibrate: --max-seconds must be within 0..3600, got " +
+                     std::to_string(o.max_seconds));
+  o.rounds = vm["rounds"].as<int>();
+  if (o.rounds < 1 || o.rounds > 1000)
+    throw InputError("pipetwin calibrate: --rounds must be within 1..1000, got " +
+                     std::to_string(o.rounds));
   if (vm.count("workers") && o.workers < 1)
     throw InputError("pipetwin calibrate: --workers must be >= 1, got " +
                      std::to_string(o.workers));

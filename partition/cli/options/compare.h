@@ -65,6 +65,11 @@ inline po::options_description CompareOptionsDescription() {
       ("profile-max-seconds", po::value<double>()->default_value(10),
        "profile: ...or until S seconds of timing (pipetwin profile --max-seconds); with --runs N, "
        "each of the N profiles, one before each run")
+      ("calibration-target-spread", po::value<double>()->default_value(2),
+       "calibrate: in rounds until the compute rate, message time and bandwidth are each known "
+       "within this many percent (pipetwin calibrate --target-spread; the band carries it)")
+      ("calibration-max-seconds", po::value<double>()->default_value(15),
+       "calibrate: ...or until S seconds (pipetwin calibrate --max-seconds)")
       ("runs", po::value<int>()->default_value(1),
        "run the executor N times and compare with the run of median throughput (all N rates "
        "are reported)")
@@ -99,6 +104,8 @@ struct CompareOptions {
   double profile_seconds = 2;
   double profile_target_spread = 2;  // percent
   double profile_max_seconds = 10;
+  double calibration_target_spread = 2;  // percent
+  double calibration_max_seconds = 15;
   int threads = 0;                                  // 0: the executor's default
   std::string device = "cpu", precision = "fp32";   // as `run --device --precision`
   double timeout_s = 25;

@@ -292,7 +292,7 @@ timeout 90 "$pipetwin" profile "$work/scenarios/gpt-1s-flush.json" --batch 4 --r
 
 step_limit 60
 say "calibrating this machine's $device"
-timeout 90 "$pipetwin" calibrate --device "$device" --quick --output "$out/cluster.json" \
+timeout 90 "$pipetwin" calibrate --device "$device" --quick --max-seconds 8 --output "$out/cluster.json" \
   --force >"$out/calibrate.log" 2>&1 || fail "calibrate failed: $(tail -1 "$out/calibrate.log")"
 sed 's/^/         /' "$out/calibrate.log"
 

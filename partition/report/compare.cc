@@ -155,7 +155,7 @@ std::string ComparisonToText(const Comparison& c) {
   if (!c.disturbances.empty()) out << "\n";
   row(c.samples_per_s, 1, 1, "");
   if (c.band)
-    out << std::left << std::setw(34) << "  band from the profile's spread" << std::right
+    out << std::left << std::setw(34) << "  band from the spreads" << std::right
         << std::fixed << std::setprecision(1) << std::setw(16)
         << (std::to_string(static_cast<long long>(std::lround(c.band->low_samples_per_s))) + "-" +
             std::to_string(static_cast<long long>(std::lround(c.band->high_samples_per_s))))

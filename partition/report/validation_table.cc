@@ -26,7 +26,7 @@ struct RowFigures {
   // Measured on a GPU: the CUDA caching allocator's peaks, the largest over the devices (the
   // tensor bytes above count what the schedule holds; these, what the allocator took for it).
   std::optional<double> allocated_peak, reserved_peak;
-  // The prediction's band from the profile's spread (Comparison::Band), when it had one.
+  // The prediction's band from the profile's and the calibration's spread (Comparison::Band), when it had one.
   std::optional<double> band_low, band_high;
   bool InBand() const { return measured_rate >= *band_low && measured_rate <= *band_high; }
 };
@@ -113,7 +113,7 @@ std::string ValidationMarkdown(const std::vector<ValidationRow>& rows, const std
   std::ostringstream out;
   double sum = 0, worst = 0, worst_memory = 0;
   int stale = 0, compared = 0;  // rows whose memory and staleness were measured
-  int banded = 0, outside = 0;  // rows with a band from the profile's spread; measured outside
+  int banded = 0, outside = 0;  // rows with a band (Comparison::Band); measured outside
   const bool gpu = AnyOnGpu(rows);
   out << "| config | schedule | stages | workers | predicted samples/s | band (profile's spread) "
          "| measured samples/s | error | predicted peak MB | measured peak MB | error | "

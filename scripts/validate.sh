@@ -50,7 +50,8 @@ for f in "$top"/*.compare.json "$top"/rep-*/*.compare.json; do
   [ -e "$f" ] && { echo "validate.sh: $top already holds results ($f); give a new --out" >&2; exit 2; }
 done
 machine="$(hostname), $(nproc) cores ($(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1)), $(date -u +%Y-%m-%d)"
-command="scripts/validate.sh --out $(basename "$top")$([ "$repeat" -gt 1 ] && echo " --repeat $repeat")"
+# The command as given, for the table's footer (every option that changes which rows ran).
+command="scripts/validate.sh --out $(basename "$top")$([ "$netns" = 0 ] && echo " --no-netns")$([ "$local_rows" = 0 ] && echo " --netns-only")$([ "$runs" != 3 ] && echo " --runs $runs")$([ "$repeat" -gt 1 ] && echo " --repeat $repeat")"
 
 matrix() {  # DIR: one matrix from scratch
 out=$1

@@ -1,6 +1,7 @@
 #include "partition/cli/handover.h"
 
 #include <sched.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,7 +46,8 @@ void HandOver(const std::string& name, const std::string& command,
   throw RunError("cannot start " + program + ": " + std::strerror(errno));
 }
 
-int RunBackEnd(const std::string& name, const std::vector<std::string>& args, std::string* out) {
+int RunBackEnd(const std::string& name, const std::vector<std::string>& args, std::string* out,
+               const std::string& error_file) {
   const std::string program = Located(name);
   int fds[2] = {-1, -1};
   if (out && ::pipe(fds) != 0)
@@ -54,6 +56,10 @@ int RunBackEnd(const std::string& name, const std::vector<std::string>& args, st
   std::cerr.flush();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (!error_file.empty()) {
+      const int fd = ::open(error_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd >= 0) ::dup2(fd, STDERR_FILENO);
+    }
     if (out) {
       ::dup2(fds[1], STDOUT_FILENO);
       ::close(fds[0]);

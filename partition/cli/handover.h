@@ -19,9 +19,11 @@ namespace pipetwin::cli {
                            const std::vector<std::string>& args);
 
 // Runs bin/PROGRAM ARGS... and waits. Its standard output is collected into `out` (when not
-// null), its standard error passes through. Returns its exit status (128 + N when killed by
-// signal N). Throws RunError when the program is not built or cannot be started.
+// null), its standard error passes through, or goes to the file `error_file` when one is named
+// (created or replaced: a file of the caller's own work folder). Returns its exit status
+// (128 + N when killed by signal N). Throws RunError when the program is not built or cannot
+// be started.
 int RunBackEnd(const std::string& program, const std::vector<std::string>& args,
-               std::string* out);
+               std::string* out, const std::string& error_file = "");
 
 }  // namespace pipetwin::cli

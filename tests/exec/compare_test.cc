@@ -70,7 +70,8 @@ TEST(ExecCompare, PredictsAndMeasuresTheSameRun) {
       nlohmann::json::parse(std::ifstream(keep + "/predicted-scenario.json"));
   EXPECT_EQ(fs::path(scenario["workload"]["file"].get<std::string>()).filename(), "profile.json");
   for (const char* f : {"profile-1.json", "profile-2.json", "profile-3.json",
-                        "predicted-slow.json", "predicted-fast.json"})
+                        "predicted-slow.json", "predicted-fast.json",
+                        "predicted-slow.stderr", "predicted-fast.stderr"})
     EXPECT_TRUE(fs::exists(keep + "/" + f)) << f;
   for (const char* f : {"profile.json", "cluster.json", "predicted-scenario.json",
                         "predicted.json", "measured.json", "predicted-trace.json",

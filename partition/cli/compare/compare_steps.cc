@@ -269,8 +269,18 @@ std::optional<Comparison::Band> BandStep(const CompareOptions& o,
     std::vector<std::string> args = {"simulate", scenario, "--json", "--warmup",
                                      std::to_string(o.warmup)};
     args.insert(args.end(), predicted.plan_args.begin(), predicted.plan_args.end());
-    const std::string report = Step("the simulation of the " + tag + " profile", "pipetwin-sim",
-                                    args);
+    // Its warnings are the prediction's own, said once already: kept in the work folder, and
+    // shown only when this simulation fails.
+    const std::string errors = work.File("predicted-" + tag + ".stderr");
+    std::string report;
+    const int status = RunBackEnd("pipetwin-sim", args, &report, errors);
+    if (status != 0) {
+      std::cerr << ReadAll(errors);
+      if (status != 2)
+        std::cerr << "pipetwin compare: the simulation of the " << tag << " end failed "
+                  << "(pipetwin-sim exited with " << status << ")\n";
+      throw StepFailed{status};
+    }
     WriteTextFileAtomically(work.File("predicted-" + tag + ".json"), report);
     (side > 0 ? band.low_samples_per_s : band.high_samples_per_s) =
         ReportFrom(report, "simulator").samples_per_s;

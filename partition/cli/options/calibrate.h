@@ -39,8 +39,8 @@ inline const char* CalibrateDescription() {
          "their mean's 95% interval over the rounds), or --max-seconds have passed; the\n"
          "cluster's figures are the rounds' means, their relative spreads its \"spread\".\n"
          "The cluster has one server of N workers sharing the cores (shared_cores); the raw\n"
-         "probes are kept in its \"calibration\" member for inspection. A round takes about\n"
-         "5 s on a 2-core machine; --quick about 2 s.";
+         "probes are kept in its \"calibration\" member for inspection. A round takes a few\n"
+         "seconds; --quick runs fewer sizes and repeats in each (docs/calibration.md).";
 }
 
 inline po::options_description CalibrateOptionsDescription() {

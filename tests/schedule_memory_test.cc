@@ -48,6 +48,8 @@ TEST(ScheduleMemory, ClosedFormsEqualWhatTheOpListsKeep) {
     for (int m = 1; m <= 4 * d; ++m) {
       ExpectClosedForms(ScheduleKind::kZeroBubbleV, d, m, 2);
       if (m >= 2 * d) ExpectClosedForms(ScheduleKind::kDualPipeV, d, m, 2);
+      // d positions of mirror pairs, PP = 2d ranks; m over both directions
+      if (m >= 4 * d && m % 2 == 0) ExpectClosedForms(ScheduleKind::kDualPipe, d, m, 2);
     }
   }
 }

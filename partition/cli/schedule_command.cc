@@ -1,5 +1,6 @@
 // `pipetwin schedule`: build (or import) a pipeline schedule, check it, and print it as text,
 // torch.distributed.pipelining CSV, JSON with a replay summary, or an SVG timeline.
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -82,6 +83,17 @@ ScheduleSpec SpecFrom(const po::variables_map& vm) {
   spec.stages = vm["stages"].as<int>();
   spec.microbatches = vm["microbatches"].as<int>();
   if (vm.count("replicas")) spec.replicas = ParseReplicas(vm["replicas"].as<std::string>());
+  if (spec.kind == ScheduleKind::kDualPipe) {
+    // --stages is DualPipe's PP ranks, --replicas one count per rank's stage; the spec counts
+    // mirror pairs (spec.h).
+    if (spec.replicas.empty()) spec.replicas.assign(std::max(spec.stages, 0), 1);
+    if (static_cast<int>(spec.replicas.size()) != spec.stages)
+      throw InputError("pipetwin schedule: --replicas lists " +
+                       std::to_string(spec.replicas.size()) + " stages for --stages " +
+                       std::to_string(spec.stages));
+    spec.replicas = PositionReplicas(spec.kind, 2, spec.replicas);
+    spec.stages /= 2;
+  }
   if (vm.count("chunks")) spec.chunks = vm["chunks"].as<int>();
   else if (TakesChunkCount(spec.kind) || IsVShaped(spec.kind)) spec.chunks = 2;
   if (vm.count("batches")) {
@@ -115,14 +127,14 @@ int RunScheduleCommand(const Args& args) {
   desc.add_options()
       ("kind", po::value<std::string>(),
        "gpipe|flush|pipedream|2bw|interleaved|zb-h1|zb-h2|looped-bfs|interleaved-zb|zb-v|"
-       "dualpipe-v")
-      ("stages", po::value<int>(), "pipeline depth P")
+       "dualpipe-v|dualpipe")
+      ("stages", po::value<int>(), "pipeline depth P (dualpipe: its PP ranks, even)")
       ("microbatches", po::value<int>(),
        "micro-batches per batch M (pipedream: minibatches to run)")
       ("replicas", po::value<std::string>(), "replicas per stage R0,R1,... (1F1B-RR)")
       ("chunks", po::value<int>(),
-       "model chunks per worker (interleaved, looped-bfs, interleaved-zb; default 2; zb-v and "
-       "dualpipe-v have 2)")
+       "model chunks per worker (interleaved, looped-bfs, interleaved-zb; default 2; zb-v, "
+       "dualpipe-v and dualpipe have 2)")
       ("batches", po::value<int>(), "batches to run (2bw; default 4)")
       ("vertical-sync", "PipeDream with vertical sync")
       ("recompute", "recompute activations in the backward (stash stage inputs only)")

@@ -86,7 +86,8 @@ int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatche
     case ScheduleKind::kLoopedBFS: return microbatches * chunks;
     case ScheduleKind::kZeroBubbleV:
       return std::min({2 * depth, microbatches + 1 + stage, 2 * microbatches});
-    case ScheduleKind::kDualPipeV: return 2 * depth + 1;
+    case ScheduleKind::kDualPipeV:
+    case ScheduleKind::kDualPipe: return 2 * depth + 1;
     default: return std::min(depth - stage, microbatches);
   }
 }

@@ -89,6 +89,7 @@ double ModelStateBytes(const Workload& workload, double optimizer_bytes_per_para
 //   zb-v         min(2d, m + 1 + s, 2m): two chunks in a V hold 1F1B's peak of d whole stages on
 //                every worker (Qi et al., section 6), fewer while m < 2d - 1
 //   dualpipe-v   2d + 1: DualPipe's "PP + 1" with PP = 2d chunks (DeepSeek-V3 report, table 2)
+//   dualpipe     2d + 1 = PP + 1 on every rank, d = PP/2 positions of mirror pairs (table 2)
 int StashedMicrobatches(ScheduleKind kind, int stage, int depth, int microbatches,
                         int chunks = 1);
 // Weight versions stage `stage` keeps, at most: 2BW 2 (double buffering, ICML'21 section 3.1);

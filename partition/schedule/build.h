@@ -34,6 +34,13 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec);
 // for its lists is refused under field "batches").
 void CheckScheduleSpec(const ScheduleSpec& spec, int repeats = 1);
 
+// The workers per position of a spec, from the replicas of a plan's stages (as many as the
+// model stages: positions x chunks). The first positions' counts; for DualPipe, whose plan
+// lists its PP ranks' stages, stage h's and stage PP - 1 - h's together (a mirror pair holds
+// both), which must be equal (ScheduleSpecError on "replicas").
+std::vector<int> PositionReplicas(ScheduleKind kind, int chunks,
+                                  const std::vector<int>& stage_replicas);
+
 // The same op lists run `repeats` times back to back: micro-batch k of repeat r becomes
 // r * microbatches + k and weight versions continue (how a flushing schedule's next iterations
 // follow its first). The lists stay valid: every repeat ends with all its messages received and

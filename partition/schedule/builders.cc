@@ -235,21 +235,31 @@ void BuildLoopedBFS(PipelineSchedule& s) {
 // Appends one worker's compute ops of a V schedule (two chunks: 0 going down the workers, 1
 // coming back up) by chunk and per-chunk micro-batch counter; a counter past the worker's
 // micro-batches appends nothing (ZB-V's order is built for at least 2p - 1 of them).
+// Under DualPipe chunk 1 takes the micro-batches of the worker's mirror partner (kind.h).
 class VOrder {
  public:
-  VOrder(const PipelineSchedule& s, WorkerProgram& w)
-      : s_(s), w_(w), mine_(MicrobatchesOf(s, w)) {}
-  int microbatches() const { return static_cast<int>(mine_.size()); }
+  VOrder(const PipelineSchedule& s, WorkerProgram& w) : s_(s), w_(w) {
+    mine_[0] = MicrobatchesOf(s, w);
+    if (s.kind != ScheduleKind::kDualPipe) {
+      mine_[1] = mine_[0];
+      return;
+    }
+    WorkerProgram partner = w;
+    partner.replica = DualPipePartner(s.replicas[w.stage], w.replica);
+    mine_[1] = MicrobatchesOf(s, partner);
+  }
+  int microbatches() const { return static_cast<int>(mine_[0].size()); }
   // The op `kind` of chunk c on its micro-batch `index` (in the worker's own order).
   void Push(OpKind kind, int c, int index) {
-    if (index >= microbatches()) return;
-    w_.ops.push_back(MakeOp(kind, ModelStageOf(s_.kind, s_.stages, w_.stage, c), c, mine_[index]));
+    if (index >= static_cast<int>(mine_[c].size())) return;
+    w_.ops.push_back(
+        MakeOp(kind, ModelStageOf(s_.kind, s_.stages, w_.stage, c), c, mine_[c][index]));
   }
 
  private:
   const PipelineSchedule& s_;
   WorkerProgram& w_;
-  std::vector<int> mine_;
+  std::vector<int> mine_[2];
 };
 
 // ZB-V (Qi et al., ICLR 2024, section 6; torch ScheduleZBVZeroBubble): worker r of p holds
@@ -307,6 +317,10 @@ void BuildZeroBubbleV(PipelineSchedule& s) {
 // chunk 0's backward, split into I (W queued) from the middle pair on; p - r - 1 rounds of a
 // queued W and a chunk-0 backward; the queued W passes left. B is a full backward, I the
 // input-gradient half whose W comes later from the queue, oldest first.
+//
+// DualPipe (bidirectional) is this order on each worker of its mirror pairs, p = PP/2 and m the
+// worker's half of the micro-batches (VOrder gives chunk 1 the partner's); deepseek-ai/DualPipe
+// dualpipe.py runs the same eight steps with half_rank for r and half_num_chunks for m.
 void BuildDualPipeV(PipelineSchedule& s) {
   const int p = s.stages;
   for (auto& w : s.workers) {
@@ -374,7 +388,7 @@ bool RunsOrderPerReplica(ScheduleKind kind, int chunks) {
 
 std::vector<int> CheckedReplicas(const ScheduleSpec& spec) {
   std::vector<int> replicas = spec.replicas;
-  if (replicas.empty()) replicas.assign(spec.stages, 1);
+  if (replicas.empty()) replicas.assign(spec.stages, spec.kind == ScheduleKind::kDualPipe ? 2 : 1);
   if (static_cast<int>(replicas.size()) != spec.stages)
     Broken(spec, "replicas", "the replica counts list " + std::to_string(replicas.size()) +
                                  " stages for a pipeline of " + std::to_string(spec.stages) +
@@ -383,6 +397,12 @@ std::vector<int> CheckedReplicas(const ScheduleSpec& spec) {
     if (replicas[i] < 1)
       Broken(spec, "replicas", "stage " + std::to_string(i) + " has " + std::to_string(replicas[i]) +
                        " replicas (at least 1)");
+  if (spec.kind == ScheduleKind::kDualPipe)
+    for (size_t i = 0; i < replicas.size(); ++i)
+      if (replicas[i] % 2 != 0)
+        Broken(spec, "replicas", "position " + std::to_string(i) + " has " +
+                                     std::to_string(replicas[i]) +
+                                     " workers: DualPipe's come in mirror pairs (an even count)");
   const int workers = std::accumulate(replicas.begin(), replicas.end(), 0);
   if (spec.worker_count > 0 && workers != spec.worker_count)
     Broken(spec, "replicas", "the replicas need " + std::to_string(workers) + " workers but there are " +
@@ -420,6 +440,10 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
            "needs each replica's micro-batches in rounds of equal size: m / max(1, floor(m / p))"
            " whole (torch's rounds; any multiple of the stage count does), got m = " +
                std::to_string(local) + " per replica, p = " + std::to_string(p));
+  if (kind == ScheduleKind::kDualPipe && local < 2 * p)
+    Broken(spec, "microbatches", "needs at least twice as many micro-batches per pipeline as "
+                 "ranks (M >= 2PP = " + std::to_string(4 * p) + ", M/2 in each direction), got M = " +
+                 std::to_string(2 * local));
   if (kind == ScheduleKind::kDualPipeV && local < 2 * p)
     Broken(spec, "microbatches", "needs at least as many micro-batches per replica as model "
                  "stages (m >= 2p = " + std::to_string(2 * p) + "), got m = " +
@@ -479,6 +503,29 @@ void CheckScheduleSpec(const ScheduleSpec& spec, int repeats) {
                " for one run's lists (fewer iterations or micro-batches)");
 }
 
+std::vector<int> PositionReplicas(ScheduleKind kind, int chunks,
+                                  const std::vector<int>& stage_replicas) {
+  const int stages = static_cast<int>(stage_replicas.size());
+  if (kind != ScheduleKind::kDualPipe)
+    return std::vector<int>(stage_replicas.begin(),
+                            stage_replicas.begin() + stages / std::max(chunks, 1));
+  if (stages % 2 != 0)
+    throw ScheduleSpecError("stages", "schedule dualpipe: needs an even number of stages (ranks "
+                                      "in mirror pairs), got " + std::to_string(stages));
+  std::vector<int> replicas;
+  for (int h = 0; h < stages / 2; ++h) {
+    const int mirror = stages - 1 - h;
+    if (stage_replicas[h] != stage_replicas[mirror])
+      throw ScheduleSpecError(
+          "replicas", "schedule dualpipe: stage " + std::to_string(h) + " and its mirror stage " +
+                          std::to_string(mirror) + " need as many replicas (each copy of the "
+                          "weights runs one direction), got " + std::to_string(stage_replicas[h]) +
+                          " and " + std::to_string(stage_replicas[mirror]));
+    replicas.push_back(2 * stage_replicas[h]);
+  }
+  return replicas;
+}
+
 PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
   CheckScheduleSpec(spec);
   const std::vector<int> replicas = CheckedReplicas(spec);
@@ -508,7 +555,8 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
     case ScheduleKind::kZeroBubbleH2: BuildLoopedOneFOneB(s, 2, true); break;
     case ScheduleKind::kLoopedBFS: BuildLoopedBFS(s); break;
     case ScheduleKind::kZeroBubbleV: BuildZeroBubbleV(s); break;
-    case ScheduleKind::kDualPipeV: BuildDualPipeV(s); break;
+    case ScheduleKind::kDualPipeV:
+    case ScheduleKind::kDualPipe: BuildDualPipeV(s); break;
     case ScheduleKind::kImported: break;
   }
   if (spec.recompute) InsertRecompute(s);

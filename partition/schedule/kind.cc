@@ -18,6 +18,7 @@ std::string ScheduleKindName(ScheduleKind kind) {
     case ScheduleKind::kInterleavedZeroBubble: return "interleaved-zb";
     case ScheduleKind::kZeroBubbleV: return "zb-v";
     case ScheduleKind::kDualPipeV: return "dualpipe-v";
+    case ScheduleKind::kDualPipe: return "dualpipe";
     case ScheduleKind::kImported: return "imported";
   }
   return "?";
@@ -28,7 +29,24 @@ bool IsAsynchronous(ScheduleKind kind) {
 }
 
 bool IsVShaped(ScheduleKind kind) {
-  return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV;
+  return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV ||
+         kind == ScheduleKind::kDualPipe;
+}
+
+int DualPipePartner(int replicas_of_position, int replica) {
+  return (replica + replicas_of_position / 2) % replicas_of_position;
+}
+
+PlanSlot PlanSlotOf(ScheduleKind kind, int positions, int replicas_of_position, int position,
+                    int replica) {
+  if (kind != ScheduleKind::kDualPipe) return {position, replica};
+  const int half = replicas_of_position / 2;
+  if (replica < half) return {position, replica};
+  return {2 * positions - 1 - position, replica - half};
+}
+
+int PlanStagesWithWorkers(ScheduleKind kind, int positions) {
+  return kind == ScheduleKind::kDualPipe ? 2 * positions : positions;
 }
 
 int ModelStageOf(ScheduleKind kind, int positions, int position, int chunk) {
@@ -47,7 +65,7 @@ constexpr ScheduleKind kBuildable[] = {
     ScheduleKind::kGPipe,        ScheduleKind::kFlush,        ScheduleKind::kPipeDream,
     ScheduleKind::kTwoBW,        ScheduleKind::kInterleaved,  ScheduleKind::kZeroBubbleH1,
     ScheduleKind::kZeroBubbleH2, ScheduleKind::kLoopedBFS,    ScheduleKind::kInterleavedZeroBubble,
-    ScheduleKind::kZeroBubbleV,  ScheduleKind::kDualPipeV};
+    ScheduleKind::kZeroBubbleV,  ScheduleKind::kDualPipeV,   ScheduleKind::kDualPipe};
 
 }  // namespace
 

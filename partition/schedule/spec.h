@@ -36,7 +36,9 @@ struct ScheduleSpec {
   // Micro-batches per batch (gpipe, flush, interleaved, zb-h1, zb-h2, 2bw's m); minibatches to run
   // (pipedream).
   int microbatches = 1;
-  std::vector<int> replicas;  // per stage; empty = one each
+  // Per position; empty = one each (dualpipe: two each, one mirror pair). Under dualpipe
+  // `stages` counts mirror pairs, PP/2 for PP ranks, and a position's replicas come in pairs.
+  std::vector<int> replicas;
   int chunks = 1;             // interleaved only
   int batches = 0;            // 2bw only: batches to run (0: 4)
   bool vertical_sync = false; // pipedream only

@@ -70,7 +70,7 @@ ExecutorJob PrepareJob(const RunOptions& options) {
   job.iterations = options.iterations > 0 ? options.iterations : t.iterations;
   const ScheduleSpec spec = SpecFor(job, file);
   const MicrobatchSettings micro = MicrobatchSettingsFor(job.scenario, job.plan);
-  job.microbatches_per_iteration = micro.microbatches * spec.replicas[0];
+  job.microbatches_per_iteration = MicrobatchesPerIteration(job.scenario, job.plan);
   job.microbatch_size = micro.microbatch_size;
   if (!options.weight_stashing && spec.kind != ScheduleKind::kPipeDream)
     throw InputError("pipetwin run: --no-weight-stashing applies to the pipedream schedule only");

@@ -94,7 +94,7 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
   header.load_s = setup.load_s;
   header.planner = setup.planner;
   header.network_model = setup.cluster.network_model;
-  header.pipeline_depth = s.stages;
+  header.pipeline_depth = PlanStagesWithWorkers(s.kind, s.stages);  // dualpipe: its PP ranks
   header.worker_count = s.WorkerCount();
   header.microbatch_size = setup.microbatch_size;
   header.microbatches_per_iteration = setup.microbatches_per_iteration;

@@ -25,11 +25,13 @@ std::vector<int> PlaceWorkers(const PipelineSchedule& s, const Plan& plan, int d
   std::vector<int> device(s.WorkerCount());
   std::vector<int> owner(device_count, -1);
   for (const WorkerProgram& w : s.workers) {
-    const StagePlan& stage = plan.stages[w.stage];
-    int d = uniform ? w.replica * s.stages + w.stage : w.worker;
-    if (!stage.devices.empty()) d = stage.devices[w.replica];
+    const PlanSlot slot = PlanSlotOf(s.kind, s.stages, s.replicas[w.stage], w.stage, w.replica);
+    const StagePlan& stage = plan.stages[slot.stage];
+    int d = uniform ? slot.replica * PlanStagesWithWorkers(s.kind, s.stages) + slot.stage
+                    : w.worker;
+    if (!stage.devices.empty()) d = stage.devices[slot.replica];
     const std::string at = (path.empty() ? "" : path + ".") + "stages[" +
-                           std::to_string(w.stage) + "].devices";
+                           std::to_string(slot.stage) + "].devices";
     if (d >= device_count)
       throw InputError(file, at, "worker " + std::to_string(w.worker) + " would sit on device " +
                                      std::to_string(d) + " but the cluster has " +
@@ -55,7 +57,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   const Workload& workload = scenario.workload;
   const Cluster& cluster = scenario.cluster;
   ValidatePlan(plan, workload, cluster.DeviceCount(), file, path,
-               ChunksPerWorker(ScheduleFor(scenario, plan), scenario.training));
+               PlanChunksPerWorker(ScheduleFor(scenario, plan), scenario.training));
   PlannerSettings settings;
   settings.optimizer_bytes_per_parameter = scenario.training.optimizer_bytes_per_parameter;
   const PipelineCostModel validated(workload, cluster, settings);  // checks workload, cluster
@@ -83,7 +85,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
 
   // The same spec the executor builds its lists from (workloads/scenario_schedule.h).
   const ScheduleSpec spec = ScheduleSpecFor(scenario, plan, setup.iterations, file, path);
-  setup.microbatches_per_iteration = micro.microbatches * spec.replicas[0];
+  setup.microbatches_per_iteration = MicrobatchesPerIteration(scenario, plan);
   setup.model_stages =
       PlanStageCosts(workload, plan, setup.microbatch_size,
                      SpeedOverReference(cluster, workload.reference.device),

@@ -197,7 +197,7 @@ RunHeader HeaderOf(const ExecutorJob& job) {
   header.p2p = SendModeName(job.schedule.send_mode);
   header.planner = job.plan.planner;
   header.network_model = job.scenario.cluster.network_model;
-  header.pipeline_depth = job.schedule.stages;
+  header.pipeline_depth = PlanStagesWithWorkers(job.schedule.kind, job.schedule.stages);
   header.worker_count = job.WorkerCount();
   header.microbatch_size = job.microbatch_size;
   header.microbatches_per_iteration = job.microbatches_per_iteration;

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <optional>
+#include <set>
+#include <tuple>
 
 #include "exec/runtime/cpu_allocator.h"
 
@@ -131,6 +133,15 @@ void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>&
     auto it = by_stage.find(stage);
     return it == by_stage.end() ? nullptr : it->second;
   };
+  // The messages the lists send: a worker may hold the next stage and still send a micro-batch
+  // on (DualPipe: its partner holds that micro-batch's copy of the stage).
+  std::set<std::tuple<bool, int, int>> sent;  // (activation, sender's stage, micro-batch)
+  for (const Op& op : program.ops)
+    if (IsSendOp(op.kind))
+      sent.insert({op.kind == OpKind::kSendActivation, op.stage, op.microbatch});
+  auto local = [&](bool activation, int stage, int microbatch) {
+    return sent.count({activation, stage, microbatch}) == 0;
+  };
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     for (StageExecutor* e : chunks) e->PostReceivesAhead(i);
@@ -140,9 +151,11 @@ void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>&
     runs->Execute(op);
     // A message between two chunks of this worker: the lists send none.
     if (op.kind == OpKind::kForward) {
-      if (StageExecutor* next = holder(op.stage + 1)) runs->HandOff(op, *next);
+      StageExecutor* next = holder(op.stage + 1);
+      if (next && local(true, op.stage, op.microbatch)) runs->HandOff(op, *next);
     } else if (op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardInput) {
-      if (StageExecutor* previous = holder(op.stage - 1)) runs->HandOff(op, *previous);
+      StageExecutor* previous = holder(op.stage - 1);
+      if (previous && local(false, op.stage, op.microbatch)) runs->HandOff(op, *previous);
     }
   }
 }

@@ -195,7 +195,7 @@ int RunPlanOnScenario(const po::variables_map& vm) {
     if (plan.details.contains("noam")) j["noam"] = plan.details["noam"];
     // The plan's shape under the names Megatron-LM's users read (docs/output-schema.md):
     // pipeline positions, replicas of the input stage, each worker's tensor-parallel group.
-    j["pipeline_depth"] = plan.StageCount() / ChunksPerWorker(plan.schedule, s.training);
+    j["pipeline_depth"] = plan.StageCount() / PlanChunksPerWorker(plan.schedule, s.training);
     j["data_parallel"] = plan.stages.empty() ? 0 : plan.stages[0].replicas;
     j["tensor_parallel"] = s.workload.tensor_parallel;
     j["global_batch_size"] =

@@ -97,7 +97,7 @@ struct Report {
   double load_s_per_microbatch = 0;
   std::string planner;
   std::string network_model;         // the cluster's: "datacenter" or "tcp"
-  int pipeline_depth = 0;            // pipeline positions
+  int pipeline_depth = 0;            // pipeline positions (dualpipe: its PP ranks)
   int worker_count = 0;
   int microbatch_size = 0;           // samples per micro-batch
   int microbatches_per_iteration = 0;  // over all replicas of the input stage

@@ -12,7 +12,10 @@ namespace pipetwin {
 std::string ScheduleToText(const PipelineSchedule& s, const ReplayResult& replay,
                            const OpCosts& costs) {
   std::ostringstream out;
-  out << ScheduleKindName(s.kind) << " schedule: " << s.stages << " stages, replicas";
+  out << ScheduleKindName(s.kind) << " schedule: " << s.stages << " stages";
+  if (s.kind == ScheduleKind::kDualPipe)  // positions are mirror pairs (kind.h)
+    out << " of mirror pairs, " << PlanStagesWithWorkers(s.kind, s.stages) << " ranks";
+  out << ", replicas";
   for (size_t i = 0; i < s.replicas.size(); ++i) out << (i ? "," : " ") << s.replicas[i];
   out << ", " << s.microbatches << (s.kind == ScheduleKind::kPipeDream ? " minibatches" : " micro-batches");
   if (s.microbatches_per_batch != s.microbatches && s.kind != ScheduleKind::kPipeDream)

@@ -90,6 +90,39 @@ TEST(SimClosedForm, ZeroBubbleH2HasNoBubbleInTheSteadyState) {
   }
 }
 
+// DualPipe (DeepSeek-V3 report, section 3.2.1) runs each of its PP ranks through DualPipeV's
+// order for PP/2 ranks over half the micro-batches (tests/dualpipe_test.cc checks the orders
+// against deepseek-ai/DualPipe). So on free links with no weights to all-reduce between the two
+// copies, M micro-batches on 4 ranks take what DualPipeV's M/2 take on 2 ranks: twice the
+// samples per second on twice the devices. With weights, every DualPipe device keeps two stages'
+// parameters, twice what flush keeps on the same plan (table 2: parameters 2x).
+TEST(SimClosedForm, DualPipeRunsDualPipeVsIterationOnTwiceTheRanks) {
+  const int ranks = 4, m = 8;
+  const double f = 1e-3, b = 2e-3;
+  const Workload free = EqualLayers(ranks, f * 1e3, b * 1e3, 0, 0);
+  const Report dual = simtest::Simulate(MakeScenario(
+      free, TwoLevelCluster(ranks, 1, 800, 0, 0, 0), EvenPlan(ranks, 1, 1), "dualpipe", m, 3));
+  const Report v = simtest::Simulate(MakeScenario(free, TwoLevelCluster(ranks / 2, 1, 800, 0, 0, 0),
+                                                  EvenPlan(ranks, 1, 1), "dualpipe-v", m / 2, 3));
+  EXPECT_EQ(dual.worker_count, ranks);
+  EXPECT_EQ(dual.pipeline_depth, ranks);
+  EXPECT_LT(RelativeError(dual.iteration_s, v.iteration_s), kTolerance)
+      << dual.iteration_s << " against " << v.iteration_s;
+  EXPECT_LT(RelativeError(dual.samples_per_s, 2 * v.samples_per_s), kTolerance);
+
+  const Workload weighted = EqualLayers(ranks, f * 1e3, b * 1e3, 0, 4e6);
+  const Report copies = simtest::Simulate(MakeScenario(
+      weighted, TwoLevelCluster(ranks, 1, 800, 0, 0, 0), EvenPlan(ranks, 1, 1), "dualpipe", m, 1));
+  const Report flush = simtest::Simulate(MakeScenario(
+      weighted, TwoLevelCluster(ranks, 1, 800, 0, 0, 0), EvenPlan(ranks, 1, 1), "flush", m, 1));
+  ASSERT_EQ(copies.devices.size(), flush.devices.size());
+  for (size_t d = 0; d < copies.devices.size(); ++d) {
+    EXPECT_GT(flush.devices[d].category_peaks.weights, 0);
+    EXPECT_NEAR(copies.devices[d].category_peaks.weights,
+                2 * flush.devices[d].category_peaks.weights, 1) << "device " << d;
+  }
+}
+
 // With transfers the exact answer is the core's buffered replay (sends go at once, a receive
 // waits for the bytes): the simulator must agree wherever no two transfers share a link. ZB-H1
 // is the exception that shows the simulator's point: a stage's input activation and its output

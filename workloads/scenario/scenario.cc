@@ -18,6 +18,10 @@ int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training) {
   return TakesChunkCount(schedule) || schedule == ScheduleKind::kImported ? training.chunks : 1;
 }
 
+int PlanChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training) {
+  return schedule == ScheduleKind::kDualPipe ? 1 : ChunksPerWorker(schedule, training);
+}
+
 const std::vector<std::string>& PlannerNames() {
   static const std::vector<std::string> names = {
       "pipedream", "pipedream-compat", "2bw", "data-parallel", "gpipe", "flush", "uniform",
@@ -136,7 +140,7 @@ Scenario ScenarioFromJson(const nlohmann::json& doc, const std::string& file,
     s.notes = OverriddenPlanSettings(s, *s.plan, plan_file, plan_path);
     if (s.schedule) s.plan->schedule = *s.schedule;
     ValidatePlan(*s.plan, s.workload, s.cluster.DeviceCount(), plan_file, plan_path,
-                 ChunksPerWorker(s.plan->schedule, s.training));
+                 PlanChunksPerWorker(s.plan->schedule, s.training));
   }
   return s;
 }

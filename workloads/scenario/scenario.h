@@ -108,7 +108,12 @@ const char* DefaultScenarioJson();
 Scenario DefaultScenario();
 
 // Model chunks per worker: training.chunks under interleaved 1F1B (at least 2), looped-bfs,
-// interleaved-zb and an imported schedule (the CSV's); 2 under zb-v and dualpipe-v (a V); else 1.
+// interleaved-zb and an imported schedule (the CSV's); 2 under zb-v, dualpipe-v and dualpipe (a
+// V); else 1.
 int ChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training);
+// The plan's stages that fold onto one set of workers (ValidatePlan's `chunks`): ChunksPerWorker,
+// but 1 under dualpipe, whose plan lists one stage per rank (each rank holds its own stage and
+// its mirror's: schedule/kind.h).
+int PlanChunksPerWorker(ScheduleKind schedule, const TrainingSettings& training);
 
 }  // namespace pipetwin

@@ -21,6 +21,10 @@ MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& p
   return {plan.microbatch_size, plan.microbatches_per_update};
 }
 
+int MicrobatchesPerIteration(const Scenario& scenario, const Plan& plan) {
+  return MicrobatchSettingsFor(scenario, plan).microbatches *
+         (plan.stages.empty() ? 1 : plan.stages[0].replicas);
+}
 
 namespace {
 
@@ -92,7 +96,7 @@ std::vector<std::string> PlannerOverrides(const Scenario& scenario, const Plan& 
                     std::to_string(scenario.training.global_batch_size) + " (" + scenario.file +
                     ": training.global_batch_size)");
   // A schedule of several chunks per worker folds the planner's stages onto fewer workers.
-  const int chunks = ChunksPerWorker(runs, scenario.training);
+  const int chunks = PlanChunksPerWorker(runs, scenario.training);
   if (chunks > 1 && plan.StageCount() % chunks == 0) {
     int workers = 0;
     for (int s = 0; s < plan.StageCount() / chunks; ++s) workers += plan.stages[s].replicas;
@@ -126,8 +130,17 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
                          " chunks per worker needs a multiple of " + std::to_string(spec.chunks) +
                          " stages (model chunks), got " + std::to_string(plan.StageCount()));
   spec.stages = plan.StageCount() / spec.chunks;
-  for (int s = 0; s < spec.stages; ++s) spec.replicas.push_back(plan.stages[s].replicas);
-  spec.microbatches = micro.microbatches * spec.replicas[0];
+  std::vector<int> stage_replicas;
+  for (const StagePlan& s : plan.stages) stage_replicas.push_back(s.replicas);
+  try {
+    spec.replicas = PositionReplicas(spec.kind, spec.chunks, stage_replicas);
+  } catch (const ScheduleSpecError& e) {
+    throw InputError(file.empty() ? scenario.file : file,
+                     scenario.plan || !path.empty() ? (path.empty() ? "stages" : path + ".stages")
+                                                    : "planner",
+                     e.what());
+  }
+  spec.microbatches = MicrobatchesPerIteration(scenario, plan);
   if (spec.kind == ScheduleKind::kPipeDream) spec.microbatches *= iterations;
   if (spec.kind == ScheduleKind::kTwoBW) spec.batches = iterations;
   spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;

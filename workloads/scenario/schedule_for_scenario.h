@@ -27,6 +27,9 @@ struct MicrobatchSettings {
 // A planner's plan fixes its own micro-batch size and m; a hand-written ("manual") plan takes
 // the scenario's training settings.
 MicrobatchSettings MicrobatchSettingsFor(const Scenario& scenario, const Plan& plan);
+// Micro-batches per iteration over every pipeline: m x the input stage's replicas (the data
+// parallelism; under dualpipe each pipeline's m is split over its two directions).
+int MicrobatchesPerIteration(const Scenario& scenario, const Plan& plan);
 
 // What those two rules replace, said to the user, one line each: the plan's schedule by the
 // scenario's "schedule"; the scenario's training.microbatch_size and training.microbatches,

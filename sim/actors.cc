@@ -149,13 +149,20 @@ void WorkerActors::PrepareRing(const std::vector<int>& group) {
     return sg4::Mailbox::by_name("ar" + std::to_string(group[from]) + "-" +
                                  std::to_string(group[to]));
   };
-  // A group inside one unit of a level whose all-reduce was measured for its size: the table.
+  // A group inside one unit of a level whose all-reduce was measured for its size: the table;
+  // on a server its workers outnumber the cores of, the one measured as the executor runs them
+  // there, under SCHED_RR (cluster.h), where there is one.
   const AllReduceTable* table = nullptr;
   if (!plan.phases.empty()) {
     const int level = plan.phases.front().level;
     bool one_level = true;
     for (const RingPhase& p : plan.phases) one_level = one_level && p.level == level;
-    const AllReduceTable& t = setup_.cluster.levels[level].allreduce;
+    const ClusterLevel& l = setup_.cluster.levels[level];
+    const sg4::Host* cpu = workers_[group.front()].cpu;
+    const bool oversubscribed = cpu != nullptr && setup_.cluster.shared_cores > 0 &&
+                                workers_on_[cpu] > setup_.cluster.shared_cores;
+    const AllReduceTable& t =
+        oversubscribed && !l.allreduce_round_robin.empty() ? l.allreduce_round_robin : l.allreduce;
     if (one_level && !t.empty() && t.ranks == static_cast<int>(group.size())) table = &t;
   }
   // The members simulated (all, or replicas 0..k-1: member index = replica, sim/symmetry.h);

@@ -58,6 +58,13 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   EXPECT_EQ(with_table.levels[0].allreduce.ranks, 2);
   EXPECT_EQ(with_table.levels[0].allreduce.seconds, c.levels[0].allreduce.seconds);
   EXPECT_TRUE(with_table.levels[1].allreduce.empty());
+  EXPECT_TRUE(with_table.levels[0].allreduce_round_robin.empty());
+  EXPECT_FALSE(ClusterToJson(with_table)["levels"][0].contains("allreduce_round_robin"));
+  c.levels[0].allreduce_round_robin = {2, {4096, 1 << 20}, {5e-5, 2e-3}};
+  const Cluster with_both = ClusterFromJson(ClusterToJson(c), "x");
+  EXPECT_EQ(with_both.levels[0].allreduce_round_robin.seconds,
+            c.levels[0].allreduce_round_robin.seconds);
+  EXPECT_EQ(with_both.levels[0].allreduce.seconds, c.levels[0].allreduce.seconds);
 }
 
 // The calibrated figures' spread travels with the file, and each edge moves every calibrated
@@ -65,6 +72,7 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
 TEST(Cluster, TheSpreadEdgesMoveTheCalibratedFiguresOnly) {
   Cluster c = ClusterPreset("cluster-a", 2);
   c.levels[0].allreduce = {2, {1e3, 1e6}, {1e-4, 2e-3}};
+  c.levels[0].allreduce_round_robin = {2, {1e3, 1e6}, {5e-5, 1e-3}};
   c.communication_overhead_us = 20;
   c.oversubscribed_message_us = 100;
   c.spread = {0.1, 0.2, 0.3, 0.4, 0.5};
@@ -83,6 +91,7 @@ TEST(Cluster, TheSpreadEdgesMoveTheCalibratedFiguresOnly) {
   EXPECT_DOUBLE_EQ(slow.levels[0].bandwidth_gbps, 0.7 * c.levels[0].bandwidth_gbps);
   EXPECT_DOUBLE_EQ(slow.levels[0].allreduce.seconds[1], 1.4 * 2e-3);
   EXPECT_DOUBLE_EQ(fast.levels[0].allreduce.seconds[0], 0.6 * 1e-4);
+  EXPECT_DOUBLE_EQ(slow.levels[0].allreduce_round_robin.seconds[1], 1.4 * 1e-3);
   EXPECT_DOUBLE_EQ(slow.oversubscribed_message_us, 150);
   EXPECT_DOUBLE_EQ(slow.levels[1].bandwidth_gbps, c.levels[1].bandwidth_gbps);
   EXPECT_DOUBLE_EQ(slow.levels[1].latency_us, c.levels[1].latency_us);

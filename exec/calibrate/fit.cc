@@ -109,14 +109,14 @@ namespace {
 // The calibrated server: `workers` devices on loopback at the ping-pong's bandwidth and the raw
 // TCP latency, and the measured all-reduce as its table (returned as a record too).
 // The all-reduce probe (2 ranks) as the level's table, and as a record.
-void AddAllReduceTable(const std::vector<AllReduceRow>& rows, ClusterLevel& host,
+void AddAllReduceTable(const std::vector<AllReduceRow>& rows, AllReduceTable& table,
                        nlohmann::json& allreduce_record) {
   allreduce_record = nlohmann::json::array();
   if (rows.empty()) return;
-  host.allreduce.ranks = 2;
+  table.ranks = 2;
   for (const AllReduceRow& r : rows) {
-    host.allreduce.bytes.push_back(r.bytes);
-    host.allreduce.seconds.push_back(r.seconds);
+    table.bytes.push_back(r.bytes);
+    table.seconds.push_back(r.seconds);
     allreduce_record.push_back({{"bytes", r.bytes},
                                 {"repeats", r.repeats},
                                 {"mean_us", r.seconds * 1e6},
@@ -133,7 +133,7 @@ ClusterLevel HostLevel(const CalibrationProbes& p, const LinearFit& fit, double 
   host.bandwidth_gbps = fit.bandwidth_bytes_per_s() * 8 / 1e9;
   host.latency_us = latency_s * 1e6;
   host.link = "loopback";
-  AddAllReduceTable(p.allreduce, host, allreduce_record);
+  AddAllReduceTable(p.allreduce, host.allreduce, allreduce_record);
   return host;
 }
 
@@ -217,6 +217,9 @@ nlohmann::json Sources() {
            "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
           {"bandwidth_gbps", "1 / slope of the fit of the c10d Gloo ping-pong"},
           {"levels[0].allreduce", "mean times of the c10d Gloo all-reduce probe (2 ranks)"},
+          {"levels[0].allreduce_round_robin",
+           "the same probe under SCHED_RR, the processes free on every core (allreduce_round_robin; "
+           "absent where SCHED_RR was refused)"},
           {"oversubscribed_message_us",
            "oversubscribed_ring: cpu_per_message_us where the ring ran under SCHED_RR, else "
            "per_message_us (hop_us x cores / processes - the GEMMs' CPU per hop)"},
@@ -250,6 +253,7 @@ nlohmann::json ComputeRecord(const CalibrationProbes& p) {
 // The raw probes, kept in the cluster for inspection (never read back into the model).
 nlohmann::json CalibrationRecord(const CalibrationProbes& p, const LinearFit& fit,
                                  const Cluster& c, const nlohmann::json& allreduce,
+                                 const nlohmann::json& allreduce_round_robin,
                                  const nlohmann::json& ring) {
   const nlohmann::json table = PingPongTable(p.ping_pong, fit);
   return {{"tool", "pipetwin calibrate"},
@@ -268,6 +272,7 @@ nlohmann::json CalibrationRecord(const CalibrationProbes& p, const LinearFit& fi
             {"one_way_us", p.tcp_one_way_s * 1e6}}},
           {"ping_pong", table},
           {"allreduce", allreduce},
+          {"allreduce_round_robin", allreduce_round_robin},
           {"oversubscribed_ring", ring},
           {"fit", FitRecord(table, fit, c.levels[0].bandwidth_gbps)},
           {"compute", ComputeRecord(p)},
@@ -291,15 +296,17 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   c.device.peak_flops = GemmFlops(p.compute.gemm_n) / p.compute.alone_s;
   c.device.flops_efficiency = 1;
   c.device.memory_bandwidth_bytes_per_s = p.compute.copy_bytes / p.compute.copy_s;
-  nlohmann::json allreduce;
+  nlohmann::json allreduce, allreduce_round_robin;
   c.levels = {HostLevel(p, fit, latency_s, workers, allreduce)};
+  AddAllReduceTable(p.allreduce_round_robin, c.levels[0].allreduce_round_robin,
+                    allreduce_round_robin);
   c.network_model = "datacenter";
   c.launch_overhead_us = 0;
   c.communication_overhead_us = (fit.intercept_s - latency_s) * 1e6;
   c.shared_cores = p.cores();
   const RingCost ring = OversubscribedRingCost(p, Mean(p.compute.busy_s));
   c.oversubscribed_message_us = ring.message_us;
-  c.calibration = CalibrationRecord(p, fit, c, allreduce, ring.record);
+  c.calibration = CalibrationRecord(p, fit, c, allreduce, allreduce_round_robin, ring.record);
   return c;
 }
 
@@ -315,6 +322,7 @@ CalibrationProbes MergeRounds(const std::vector<CalibrationProbes>& rounds) {
   };
   for (const CalibrationProbes& r : rounds)
     if (r.ping_pong.size() != m.ping_pong.size() || r.allreduce.size() != m.allreduce.size() ||
+        r.allreduce_round_robin.size() != m.allreduce_round_robin.size() ||
         r.compute.busy_s.size() != m.compute.busy_s.size())
       throw std::invalid_argument("MergeRounds: the rounds probed different sizes");
   m.tcp_round_trips = 0;
@@ -329,16 +337,21 @@ CalibrationProbes MergeRounds(const std::vector<CalibrationProbes>& rounds) {
     }
     row.one_way_s = mean([i](const CalibrationProbes& r) { return r.ping_pong[i].one_way_s; });
   }
-  for (size_t i = 0; i < m.allreduce.size(); ++i) {
-    AllReduceRow& row = m.allreduce[i];
-    row.repeats = 0;
-    for (const CalibrationProbes& r : rounds) {
-      row.repeats += r.allreduce[i].repeats;
-      row.fastest_s = std::min(row.fastest_s, r.allreduce[i].fastest_s);
+  // Each all-reduce table: per size, the mean of the rounds' means and medians.
+  const auto merge_table = [&](std::vector<AllReduceRow> CalibrationProbes::*table) {
+    for (size_t i = 0; i < (m.*table).size(); ++i) {
+      AllReduceRow& row = (m.*table)[i];
+      row.repeats = 0;
+      for (const CalibrationProbes& r : rounds) {
+        row.repeats += (r.*table)[i].repeats;
+        row.fastest_s = std::min(row.fastest_s, (r.*table)[i].fastest_s);
+      }
+      row.seconds = mean([&](const CalibrationProbes& r) { return (r.*table)[i].seconds; });
+      row.median_s = mean([&](const CalibrationProbes& r) { return (r.*table)[i].median_s; });
     }
-    row.seconds = mean([i](const CalibrationProbes& r) { return r.allreduce[i].seconds; });
-    row.median_s = mean([i](const CalibrationProbes& r) { return r.allreduce[i].median_s; });
-  }
+  };
+  merge_table(&CalibrationProbes::allreduce);
+  merge_table(&CalibrationProbes::allreduce_round_robin);
   m.compute.alone_s = mean([](const CalibrationProbes& r) { return r.compute.alone_s; });
   m.compute.copy_s = mean([](const CalibrationProbes& r) { return r.compute.copy_s; });
   for (size_t i = 0; i < m.compute.busy_s.size(); ++i)
@@ -490,7 +503,7 @@ Cluster GpuCalibratedCluster(const GpuProbes& p, int workers) {
   // bandwidth is what the link carries either way.
   server.link = shared ? "loopback" : "nvlink";
   nlohmann::json allreduce;
-  AddAllReduceTable(p.allreduce, server, allreduce);
+  AddAllReduceTable(p.allreduce, server.allreduce, allreduce);
   c.levels = {server};
   c.network_model = "datacenter";
   // The workers beyond the GPUs take turns on them (LOCAL_RANK % GPUs), in this calibration and

@@ -86,6 +86,9 @@ struct CalibrationProbes {
   double tcp_one_way_s = 0;      // median round trip / 2 of the raw TCP ping-pong
   std::vector<PingPongRow> ping_pong;
   std::vector<AllReduceRow> allreduce;  // between ranks 0 and 1; empty: not probed
+  // The same under SCHED_RR, the processes free on every core (the policy the ring runs under,
+  // ring.policy); empty: not probed, or SCHED_RR refused.
+  std::vector<AllReduceRow> allreduce_round_robin;
   RingProbe ring;                       // hops 0: not probed
   ComputeProbe compute;
 

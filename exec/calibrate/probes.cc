@@ -562,6 +562,13 @@ CalibrationProbes ProbeRound(Communicator& comm, const ProbePlan& plan, const Pr
     else
       probes.ring.process_cpu_s_each.push_back(ring.process_cpu_s);
   }
+  // The all-reduce again, as the executor's workers run it where they outnumber the cores
+  // (ClusterLevel::allreduce_round_robin); the other processes wait, blocked, as a pipeline's
+  // other stage does while its replicated stage reduces at the end of an iteration.
+  if (probes.ring.policy == "SCHED_RR") {
+    comm.Barrier();
+    if (env.rank < 2) probes.allreduce_round_robin = GlooAllReduce(comm, plan);
+  }
   UseDefaultScheduling();
   if (env.rank != 0) return probes;
   for (int k = 0; k < plan.ring_repeats; ++k)

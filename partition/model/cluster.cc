@@ -232,6 +232,8 @@ void ReadLevel(JsonReader& r, ClusterLevel& l) {
   if (r.Has("collective_channels"))
     l.collective_channels = r.OptionalInteger("collective_channels", 0, kMaxCount, 0);
   if (auto a = r.OptionalMember("allreduce")) ReadAllReduceTable(*a, l.allreduce);
+  if (auto a = r.OptionalMember("allreduce_round_robin"))
+    ReadAllReduceTable(*a, l.allreduce_round_robin);
   r.Finish();
 }
 
@@ -312,10 +314,12 @@ nlohmann::json ClusterToJson(const Cluster& c) {
     if (l.collective_bandwidth_gbps > 0)
       levels.back()["collective_bandwidth_gbps"] = l.collective_bandwidth_gbps;
     if (l.collective_channels > 0) levels.back()["collective_channels"] = l.collective_channels;
-    if (!l.allreduce.empty())
-      levels.back()["allreduce"] = {{"ranks", l.allreduce.ranks},
-                                    {"bytes", l.allreduce.bytes},
-                                    {"seconds", l.allreduce.seconds}};
+    const auto table = [](const AllReduceTable& t) {
+      return nlohmann::json{{"ranks", t.ranks}, {"bytes", t.bytes}, {"seconds", t.seconds}};
+    };
+    if (!l.allreduce.empty()) levels.back()["allreduce"] = table(l.allreduce);
+    if (!l.allreduce_round_robin.empty())
+      levels.back()["allreduce_round_robin"] = table(l.allreduce_round_robin);
   }
   nlohmann::json out = {{"name", c.name},
           {"device",
@@ -368,6 +372,8 @@ Cluster Cluster::AtSpreadEdge(int side) const {
     calibrated.latency_us *= longer(spread.message);
     calibrated.bandwidth_gbps *= lower(spread.bandwidth);
     for (double& seconds : calibrated.allreduce.seconds) seconds *= longer(spread.allreduce);
+    for (double& seconds : calibrated.allreduce_round_robin.seconds)
+      seconds *= longer(spread.allreduce);
   }
   return c;
 }

@@ -39,6 +39,10 @@ struct ClusterLevel {
   double latency_us = 1;         // per-message latency of one hop at this level
   std::string link = "nvlink";   // "nvlink", "pcie", "ethernet", "infiniband", "loopback"
   AllReduceTable allreduce;      // measured; empty: all-reduces are rings over the links
+  // The same, measured with the processes under SCHED_RR and free on every core, as the
+  // executor runs the workers of a server they outnumber (exec/runtime/cpu_policy.h): there
+  // a group's all-reduce takes this one. Empty: `allreduce` everywhere.
+  AllReduceTable allreduce_round_robin;
   // The bus bandwidth a collective reaches among the devices of one unit of this level, in
   // Gbit/s (nccl-tests' busbw: an all-reduce of S bytes over g ranks takes 2(g-1)/g S / busbw);
   // 0: the link's bandwidth. Tensor-parallel collectives are charged at it

@@ -113,6 +113,15 @@ TEST(ExecCalibrateRounds, MergingAveragesEachTimeAndKeepsEveryRing) {
   EXPECT_DOUBLE_EQ(m.ring.hop_s, (7e-3 + 8e-3) / 2);  // median of 5, 6, 7, 8, 9 and 10 ms
   rounds[1].allreduce.pop_back();
   EXPECT_THROW(MergeRounds(rounds), std::invalid_argument);
+  // The round-robin all-reduce merges the same way.
+  rounds = {SyntheticProbes(), SyntheticProbes()};
+  rounds[0].allreduce_round_robin = rounds[0].allreduce;
+  rounds[1].allreduce_round_robin = rounds[1].allreduce;
+  rounds[1].allreduce_round_robin[0].seconds = 3e-4;
+  EXPECT_DOUBLE_EQ(MergeRounds(rounds).allreduce_round_robin[0].seconds, 2e-4);
+  EXPECT_DOUBLE_EQ(MergeRounds(rounds).allreduce[0].seconds, 1e-4);
+  rounds[1].allreduce_round_robin.clear();
+  EXPECT_THROW(MergeRounds(rounds), std::invalid_argument);
 }
 
 // A figure's spread is the half-width of the 95% interval of its mean over the rounds, relative
@@ -353,6 +362,13 @@ TEST(ExecCalibrateFit, TheRingsProcessCpuTellsHowBusyItKeptTheCores) {
   const Cluster rr = CalibratedCluster(probes, 4);
   EXPECT_NEAR(rr.oversubscribed_message_us, 100, 1e-6);
   EXPECT_EQ(rr.calibration["oversubscribed_ring"]["policy"], "SCHED_RR");
+  EXPECT_TRUE(rr.levels[0].allreduce_round_robin.empty());  // not probed
+  probes.allreduce_round_robin = {{4096, 20, 5e-5, 4e-5, 5e-5}, {kMegabyte, 8, 5e-4, 4e-4, 5e-4}};
+  const Cluster rr_table = CalibratedCluster(probes, 4);
+  EXPECT_EQ(rr_table.levels[0].allreduce_round_robin.ranks, 2);
+  EXPECT_EQ(rr_table.levels[0].allreduce_round_robin.seconds, (std::vector<double>{5e-5, 5e-4}));
+  EXPECT_EQ(rr_table.calibration["allreduce_round_robin"].size(), 2u);
+  probes.allreduce_round_robin.clear();
   EXPECT_NE(CalibrationSummary(rr).find("under SCHED_RR, a message costs 100 us of CPU"),
             std::string::npos) << CalibrationSummary(rr);
   // Without the measurement the fields are absent.
@@ -418,6 +434,16 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   EXPECT_EQ(allreduce.bytes.front(), 4096);
   EXPECT_EQ(allreduce.bytes.back(), 16 * kMegabyte);
   EXPECT_GT(allreduce.seconds.back(), allreduce.seconds.front());
+  // Where SCHED_RR is allowed (the ring ran under it), the all-reduce again under it, the same
+  // sizes; elsewhere none.
+  const AllReduceTable& round_robin = c.levels[0].allreduce_round_robin;
+  if (c.calibration["oversubscribed_ring"]["policy"] == "SCHED_RR") {
+    EXPECT_EQ(round_robin.bytes, allreduce.bytes);
+    EXPECT_GT(round_robin.seconds.back(), round_robin.seconds.front());
+    EXPECT_EQ(c.calibration["allreduce_round_robin"].size(), 5u);
+  } else {
+    EXPECT_TRUE(round_robin.empty());
+  }
   // The oversubscribed ring: one process more than the cores.
   EXPECT_EQ(c.calibration["oversubscribed_ring"]["processes"].get<int>(), cores + 1);
   EXPECT_GT(c.calibration["oversubscribed_ring"]["hop_us"].get<double>(), 0);

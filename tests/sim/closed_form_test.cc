@@ -326,6 +326,25 @@ TEST(SimClosedForm, MeasuredAllReduceTableReplacesTheRingForItsGroupSize) {
   EXPECT_LT(RelativeError(simtest::Simulate(ring).iteration_s, expected), kTolerance);
 }
 
+// Where a server's workers outnumber its cores the executor runs them under SCHED_RR, and the
+// all-reduce measured that way (allreduce_round_robin) replaces the default policy's: two
+// replicas on one shared core reduce in the round-robin table's 3 ms instead of 6 ms; on two
+// cores (one worker each) the round-robin table is not theirs.
+TEST(SimClosedForm, AnOversubscribedServerTakesTheRoundRobinAllReduceTable) {
+  const double bytes = 3e6;
+  auto iteration = [&](int cores, bool round_robin_table) {
+    Cluster cluster = TwoLevelCluster(2, 1, 100, 10, 0, 0);
+    cluster.shared_cores = cores;
+    cluster.levels[0].allreduce = {2, {1e6, 4e6}, {2e-3, 8e-3}};  // 3e6 bytes: 6 ms
+    if (round_robin_table) cluster.levels[0].allreduce_round_robin = {2, {1e6, 4e6}, {1e-3, 4e-3}};
+    return simtest::Simulate(MakeScenario(EqualLayers(1, 1, 2, 1e6, bytes), cluster,
+                                          EvenPlan(1, 1, 2), "flush", 1, 1))
+        .iteration_s;
+  };
+  EXPECT_NEAR(iteration(1, false) - iteration(1, true), 3e-3, 1e-9);
+  EXPECT_NEAR(iteration(2, false), iteration(2, true), 1e-12);
+}
+
 // Two servers of two replicas: a ring inside each server reduce-scatters (S/2 each way over
 // the devices' own links), then the two members holding the same half ring across the servers;
 // both of a server's rings go through its one NIC, which so carries S per direction; then the

@@ -116,6 +116,8 @@ class WorkerActors {
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool ChargeMessageCpu(const Worker& me);
+  // Whether the shared CPU host `cpu` runs more workers than the server's cores.
+  bool Oversubscribed(const sg4::Host* cpu) const;
   void Count(int level, double bytes, bool allreduce);
   void CopyReplicas();  // the records of the replicas left out (sim/symmetry.h)
 
@@ -158,11 +160,10 @@ void WorkerActors::PrepareRing(const std::vector<int>& group) {
     bool one_level = true;
     for (const RingPhase& p : plan.phases) one_level = one_level && p.level == level;
     const ClusterLevel& l = setup_.cluster.levels[level];
-    const sg4::Host* cpu = workers_[group.front()].cpu;
-    const bool oversubscribed = cpu != nullptr && setup_.cluster.shared_cores > 0 &&
-                                workers_on_[cpu] > setup_.cluster.shared_cores;
     const AllReduceTable& t =
-        oversubscribed && !l.allreduce_round_robin.empty() ? l.allreduce_round_robin : l.allreduce;
+        Oversubscribed(workers_[group.front()].cpu) && !l.allreduce_round_robin.empty()
+            ? l.allreduce_round_robin
+            : l.allreduce;
     if (one_level && !t.empty() && t.ranks == static_cast<int>(group.size())) table = &t;
   }
   // The members simulated (all, or replicas 0..k-1: member index = replica, sim/symmetry.h);
@@ -245,8 +246,7 @@ void WorkerActors::Prepare() {
     w.finished = sg4::Semaphore::create(0);
   }
   for (const auto& [cpu, n] : workers_on_)
-    if (cpu != nullptr && setup_.cluster.shared_cores > 0 && n > setup_.cluster.shared_cores)
-      core_slots_[cpu] = sg4::Semaphore::create(setup_.cluster.shared_cores);
+    if (Oversubscribed(cpu)) core_slots_[cpu] = sg4::Semaphore::create(setup_.cluster.shared_cores);
   for (const auto& group : replicas) {
     if (group.size() < 2) continue;
     PrepareRing(group);
@@ -430,9 +430,15 @@ double WorkerActors::Execute(const Worker& me, double seconds, bool holding_slot
 // server's cores: the sender's before the message leaves, the receiver's once it has arrived.
 // Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
 // charged anything.
+bool WorkerActors::Oversubscribed(const sg4::Host* cpu) const {
+  const auto it = workers_on_.find(cpu);
+  return cpu != nullptr && setup_.cluster.shared_cores > 0 && it != workers_on_.end() &&
+         it->second > setup_.cluster.shared_cores;
+}
+
 bool WorkerActors::ChargeMessageCpu(const Worker& me) {
   if (me.cpu == me.host || setup_.cluster.oversubscribed_message_us <= 0 ||
-      workers_on_[me.cpu] <= setup_.cluster.shared_cores)
+      !Oversubscribed(me.cpu))
     return false;
   Execute(me, setup_.cluster.oversubscribed_message_us * 1e-6 / 2);
   return true;

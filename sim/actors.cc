@@ -252,9 +252,16 @@ void WorkerActors::Prepare() {
     PrepareRing(group);
     for (int w : group) {
       if (!reduction_.Simulated(w)) continue;
-      const StageCost& c = setup_.model_stages[s_.workers[w].model_stages[0]];
-      workers_[w].buckets = GradientBuckets(c.layer_gradient_bytes, c.layer_backward_ms,
-                                            AllReduceBuckets(s_.workers[w]));
+      // Every model stage the worker holds has its gradients reduced (the executor: one
+      // all-reduce per chunk, in chunk order; Megatron-LM: one DDP bucket set per model chunk).
+      for (int g : s_.workers[w].model_stages) {
+        const StageCost& c = setup_.model_stages[g];
+        for (GradientBucket b : GradientBuckets(c.layer_gradient_bytes, c.layer_backward_ms,
+                                                AllReduceBuckets(s_.workers[w]))) {
+          b.model_stage = g;
+          workers_[w].buckets.push_back(b);
+        }
+      }
     }
   }
   for (int w = 0; w < W; ++w) {
@@ -486,16 +493,21 @@ double WorkerActors::Compute(int w, size_t i) {
   // granularity a stage's layers run together, so they are one pair of flows.
   const std::vector<sg4::CommPtr> beside = StartGroupCollectives(me, group.overlapped_s);
   if (buckets) {
-    // The backward in pieces, one bucket's all-reduce launched after each.
+    // The backward in pieces, one bucket of its stage's all-reduce launched after each; then the
+    // buckets of the worker's other stages, whose backwards are over.
     const double work = seconds - setup_.launch_overhead_s;
-    for (size_t b = 0; b < me.buckets.size(); ++b) {
-      const double piece =
-          work * me.buckets[b].backward_fraction + (b == 0 ? setup_.launch_overhead_s : 0);
-      Execute(me, piece, true);
+    const Job job = setup_.sharded_optimizer ? Job::kReduceScatter : Job::kAllReduce;
+    bool first = true;
+    for (const GradientBucket& b : me.buckets) {
+      if (b.model_stage != op.stage) continue;
+      Execute(me, work * b.backward_fraction + (first ? setup_.launch_overhead_s : 0), true);
       ++record_.activities;
-      Launch(w, me.buckets[b].bytes,
-             setup_.sharded_optimizer ? Job::kReduceScatter : Job::kAllReduce);
+      first = false;
+      Launch(w, b.bytes, job);
     }
+    if (first) Execute(me, seconds, true);  // a backward of no stage with gradients here
+    for (const GradientBucket& b : me.buckets)
+      if (b.model_stage != op.stage) Launch(w, b.bytes, job);
     me.launched[allreduce] = true;
   } else {
     Execute(me, seconds, true);

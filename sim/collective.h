@@ -13,6 +13,7 @@ namespace pipetwin::sim {
 struct GradientBucket {
   double backward_fraction = 0;  // of the backward that produces it
   double bytes = 0;
+  int model_stage = -1;  // whose gradients (a worker may hold several: multi-chunk schedules)
 };
 
 // Up to `max_buckets` buckets of about equal bytes over a stage's layers, in the order the

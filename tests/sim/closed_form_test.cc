@@ -326,6 +326,29 @@ TEST(SimClosedForm, MeasuredAllReduceTableReplacesTheRingForItsGroupSize) {
   EXPECT_LT(RelativeError(simtest::Simulate(ring).iteration_s, expected), kTolerance);
 }
 
+// A worker that holds several model stages all-reduces the gradients of every one of them (the
+// executor: one all-reduce per chunk, in turn, at the AllReduce op), not its first chunk's alone.
+// DualPipe on 2 ranks: each rank holds both stages, one copy each, so each all-reduces two
+// stages' gradients of P bytes; the measured table's time at P is charged twice per iteration.
+TEST(SimClosedForm, MultiChunkWorkerAllReducesTheGradientsOfEveryChunk) {
+  const double p_bytes = 1.5e6;
+  auto iteration = [&](double scale, double* allreduce_bytes) {
+    Cluster cluster = TwoLevelCluster(2, 1, 800, 0, 0, 0);
+    cluster.levels[0].allreduce = {2, {1e6, 4e6}, {2e-3 * scale, 8e-3 * scale}};  // at P: 3 ms
+    const Report r = simtest::Simulate(MakeScenario(EqualLayers(2, 1, 2, 0, p_bytes), cluster,
+                                                    EvenPlan(2, 1, 1), "dualpipe", 4, 3));
+    if (allreduce_bytes) *allreduce_bytes = r.communication[0].allreduce_bytes;
+    return r.iteration_s;
+  };
+  double bytes = 0;
+  const double slow = iteration(2, &bytes), fast = iteration(1, nullptr);
+  // Counted per member as for one stage: 3 iterations x 2 members x 2 stages x P.
+  EXPECT_DOUBLE_EQ(bytes, 3 * 2 * 2 * p_bytes);
+  // Both stages' all-reduces follow the last backward, one after the other: doubling the table
+  // adds 2 x 3 ms to the iteration.
+  EXPECT_LT(RelativeError(slow - fast, 2 * 3e-3), kTolerance) << slow << " against " << fast;
+}
+
 // Where a server's workers outnumber its cores the executor runs them under SCHED_RR, and the
 // all-reduce measured that way (allreduce_round_robin) replaces the default policy's: two
 // replicas on one shared core reduce in the round-robin table's 3 ms instead of 6 ms; on two

@@ -105,7 +105,12 @@ double SimulationSetup::ComputeSeconds(const Op& op) const {
     case OpKind::kRecompute: seconds = c.forward_ms * 1e-3; break;
     case OpKind::kBackward: seconds = c.backward_ms * 1e-3; break;
     case OpKind::kBackwardInput:
-    case OpKind::kBackwardWeight: seconds = c.backward_ms * 1e-3 / 2; break;
+      if (BackwardInputShare(c) == 0) return 0;  // nothing to compute, nothing launched
+      seconds = c.backward_ms * 1e-3 * BackwardInputShare(c);
+      break;
+    case OpKind::kBackwardWeight:
+      seconds = c.backward_ms * 1e-3 * (1 - BackwardInputShare(c));
+      break;
     default: return 0;
   }
   return seconds + launch_overhead_s;
@@ -120,9 +125,12 @@ SimulationSetup::GroupCollectiveWork SimulationSetup::GroupCollectivesOf(const O
     case OpKind::kBackward:
       return {c.backward_exposed_ms * 1e-3, c.backward_overlapped_ms * 1e-3, c.backward_bytes};
     case OpKind::kBackwardInput:
-    case OpKind::kBackwardWeight:
-      return {c.backward_exposed_ms * 0.5e-3, c.backward_overlapped_ms * 0.5e-3,
-              c.backward_bytes / 2};
+    case OpKind::kBackwardWeight: {
+      const double input = BackwardInputShare(model_stages[op.stage]);
+      const double share = op.kind == OpKind::kBackwardInput ? input : 1 - input;
+      return {c.backward_exposed_ms * 1e-3 * share, c.backward_overlapped_ms * 1e-3 * share,
+              c.backward_bytes * share};
+    }
     default: return {};
   }
 }

@@ -71,4 +71,6 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
   return out;
 }
 
+double BackwardInputShare(const StageCost& stage) { return stage.first_layer == 0 ? 0.0 : 0.5; }
+
 }  // namespace pipetwin

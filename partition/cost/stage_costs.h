@@ -50,6 +50,14 @@ struct StageCost {
   std::vector<double> layer_gradient_bytes;
 };
 
+// The share of a stage's backward that a zero-bubble schedule's BackwardInput op (I) computes; its
+// BackwardWeight op (W) computes the rest. Qi et al. (ICLR 2024, §2) take the input and weight
+// gradients of a layer as equal halves (two GEMMs of the same size). The model's first stage has
+// no input gradient to compute, since its input is data: I does nothing and W the whole backward,
+// as pipetwin's executor (stage_executor.cc, Backward) and torch.distributed.pipelining's
+// stage (stage.py, backward_one_chunk: "Skip the backward for the first stage") run it.
+double BackwardInputShare(const StageCost& stage);
+
 // The factor turning a layer's reference times into those of `samples` samples on a device
 // `speed` times as fast as the reference: samples / reference.batch_size / speed.
 double TimeScale(const Workload& workload, double samples, double speed);

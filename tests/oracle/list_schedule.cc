@@ -77,10 +77,12 @@ double ListScheduleMakespan(const PipelineSchedule& s, const ListScheduleCase& c
         } else if (role == 'B') {
           need('F', g, g);
           if (g + 1 < G) need('B', g + 1, g);
-          duration = c.backward.at(g) * (split ? 0.5 : 1);
+          // Split: half each (Qi et al. 2024), but stage 0 has no input gradient (its input is
+          // data), so its W does the whole backward.
+          duration = c.backward.at(g) * (split ? (g == 0 ? 0 : 0.5) : 1);
         } else if (role == 'W') {
           need('B', g, g);
-          duration = c.backward.at(g) * 0.5;
+          duration = c.backward.at(g) * (g == 0 ? 1 : 0.5);
         } else {  // 'R'
           need('F', g, g);
           if (c.recompute_in_backward && g + 1 < G) need('B', g + 1, g);

@@ -26,7 +26,7 @@ namespace pipetwin::oracle {
 
 struct ListScheduleCase {
   std::vector<double> forward;   // by model stage, seconds per micro-batch
-  std::vector<double> backward;  // by model stage (a split backward: half each)
+  std::vector<double> backward;  // by model stage (split: half each; stage 0's all in W)
   std::vector<double> transfer;  // by cut: after model stage g, either direction
   bool recompute_in_backward = true;
   bool blocking_sends = false;

@@ -24,6 +24,29 @@ namespace {
 
 using simtest::TwoLevelCluster;
 
+// A zero-bubble schedule's BackwardInput (I) and BackwardWeight (W) split a stage's backward in
+// halves (Qi et al. 2024), except on the model's first stage, whose input is data: its I computes
+// nothing and its W the whole backward, as the executor and torch.distributed.pipelining run it.
+TEST(SimSetup, FirstStageBackwardIsAllWeightGradient) {
+  const Scenario s = simtest::MakeScenario(simtest::EqualLayers(2, 1, 4, 1e3, 1e3),
+                                           TwoLevelCluster(2, 1, 800, 0, 0, 0),
+                                           simtest::EvenPlan(2, 1, 1), "zb-h1", 4, 1);
+  const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
+  int seen = 0;
+  for (const WorkerProgram& w : setup.schedule.workers)
+    for (const Op& op : w.ops) {
+      if (op.kind != OpKind::kBackwardInput && op.kind != OpKind::kBackwardWeight) continue;
+      const double b = setup.model_stages[op.stage].backward_ms * 1e-3;
+      const bool input = op.kind == OpKind::kBackwardInput;
+      const double expected = op.stage == 0 ? (input ? 0 : b) : b / 2;
+      EXPECT_NEAR(setup.ComputeSeconds(op), expected + (expected > 0 ? setup.launch_overhead_s : 0),
+                  1e-15)
+          << OpKindName(op.kind) << " of stage " << op.stage;
+      ++seen;
+    }
+  EXPECT_EQ(seen, 2 * 2 * 4);  // I and W of 4 micro-batches on 2 stages
+}
+
 TEST(SimCollective, GradientBucketsOfAboutEqualBytes) {
   const auto buckets = sim::GradientBuckets({4, 1, 1, 1, 1, 4}, {1, 1, 1, 1, 1, 1}, 3);
   ASSERT_EQ(buckets.size(), 3u);

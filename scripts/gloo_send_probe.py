@@ -7,7 +7,14 @@ multiplies matrices for 5 ms; rank 0 waits 1 ms, sends, and times the isend() ca
 send until complete. `--both`: rank 1 also sends 128 KB back meanwhile, as a 1F1B stage sends a
 gradient. Prints the medians and the 90th percentile.
 
+`--steady`: no barriers, as the executor runs a pipeline whose two workers send to each other
+(DualPipe's two ranks): each rank, per step, multiplies matrices for about `--compute-ms`, posts
+its 128 KB isend, waits for the peer's message and posts the receive 4 steps ahead (the
+executor's look-ahead); it times each isend() and irecv() call. Prints mean, median, 99th
+percentile and how many calls took over 0.5 ms, per rank.
+
   .venv/bin/python scripts/gloo_send_probe.py [--both] [--trials 60] [--port 29533]
+  .venv/bin/python scripts/gloo_send_probe.py --steady [--trials 600] [--compute-ms 2.5] [--no-pin]
 """
 import argparse
 import os
@@ -61,19 +68,76 @@ def worker(rank, args):
     dist.destroy_process_group()
 
 
+def steady(rank, args):
+    import statistics
+    import torch
+    import torch.distributed as dist
+
+    if not args.no_pin:
+        os.sched_setaffinity(0, {rank % os.cpu_count()})
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
+                            world_size=2)
+    a, b = torch.rand(64, 1024), torch.rand(1024, 1024)
+    elements, peer, ahead = 32 * 1024, 1 - rank, 4
+    posts, calls, received, sent = [], [], {}, []
+
+    def post(step):
+        start = time.perf_counter()
+        received[step] = dist.irecv(torch.empty(elements), src=peer, tag=step)
+        posts.append(time.perf_counter() - start)
+
+    for step in range(min(ahead, args.trials)):
+        post(step)
+    dist.barrier()
+    began = time.perf_counter()
+    for step in range(args.trials):
+        start = time.perf_counter()
+        while time.perf_counter() - start < args.compute_ms * 1e-3:
+            torch.mm(a, b)
+        start = time.perf_counter()
+        sent.append(dist.isend(torch.ones(elements), dst=peer, tag=step))
+        calls.append(time.perf_counter() - start)
+        received.pop(step).wait()
+        if step + ahead < args.trials:
+            post(step + ahead)
+        if len(sent) > 16:
+            sent.pop(0).wait()
+    for work in sent:
+        work.wait()
+    per_step = (time.perf_counter() - began) / args.trials
+
+    def figures(seconds):
+        us = sorted(s * 1e6 for s in seconds)
+        return (f"mean {statistics.mean(us):.0f} us, median {us[len(us) // 2]:.0f}, 99th "
+                f"percentile {us[int(0.99 * (len(us) - 1))]:.0f}, {sum(u > 500 for u in us)} of "
+                f"{len(us)} over 0.5 ms")
+
+    print(f"rank {rank}: isend() {figures(calls)}; irecv() {figures(posts)}; "
+          f"{per_step * 1e3:.2f} ms a step", flush=True)
+    dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--both", action="store_true", help="rank 1 sends back meanwhile")
     parser.add_argument("--trials", type=int, default=60)
     parser.add_argument("--port", type=int, default=29533)
+    parser.add_argument("--steady", action="store_true",
+                        help="both ranks compute and send to each other, no barriers")
+    parser.add_argument("--compute-ms", type=float, default=2.5,
+                        help="--steady: the compute between two sends")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="--steady: both processes free on every core")
     args = parser.parse_args()
     if args.trials < 2:
         sys.exit("gloo_send_probe.py: --trials must be at least 2")
+    run = steady if args.steady else worker
     child = os.fork()
     if child == 0:
-        worker(1, args)
+        run(1, args)
         os._exit(0)
-    worker(0, args)
+    run(0, args)
     _, status = os.waitpid(child, 0)
     sys.exit(0 if status == 0 else 1)
 

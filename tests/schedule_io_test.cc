@@ -86,7 +86,13 @@ TEST(ScheduleCsvTest, RoundTripKeepsOrdersVersionsAndUpdates) {
       Build(ScheduleKind::kGPipe, 4, 6),        Build(ScheduleKind::kFlush, 4, 8),
       Build(ScheduleKind::kPipeDream, 4, 10),   Build(ScheduleKind::kTwoBW, 3, 4),
       Build(ScheduleKind::kInterleaved, 2, 4, {}, 3), Build(ScheduleKind::kZeroBubbleH1, 4, 8),
-      Build(ScheduleKind::kPipeDream, 3, 9, {2, 1, 1}), Build(ScheduleKind::kFlush, 2, 6, {1, 3})};
+      Build(ScheduleKind::kPipeDream, 3, 9, {2, 1, 1}), Build(ScheduleKind::kFlush, 2, 6, {1, 3}),
+      // Rows that share their stages: multi-chunk schedules with data parallelism, and
+      // DualPipe's mirror pairs (ranks r and P-1-r both hold stages r and P-1-r; the spec counts
+      // P/2 positions of 2 workers each) on 4 and 6 ranks, and twice over on 4.
+      Build(ScheduleKind::kInterleaved, 2, 4, {2, 2}, 2),
+      Build(ScheduleKind::kZeroBubbleV, 2, 4, {2, 2}, 2), Build(ScheduleKind::kDualPipe, 2, 8, {}, 2),
+      Build(ScheduleKind::kDualPipe, 3, 12, {}, 2), Build(ScheduleKind::kDualPipe, 2, 16, {4, 4}, 2)};
   for (const auto& s : all) {
     const std::string csv = ScheduleToCsv(s);
     PipelineSchedule back = ScheduleFromCsv(csv, "round.csv");
@@ -99,6 +105,14 @@ TEST(ScheduleCsvTest, RoundTripKeepsOrdersVersionsAndUpdates) {
       EXPECT_EQ(Compute(back, w), Compute(s, w)) << ScheduleKindName(s.kind) << " worker " << w;
     }
     EXPECT_EQ(ScheduleToCsv(back), csv);
+    // The lowered form too: the same sends and receives back, and the same replay.
+    const std::string lowered = ScheduleToCsv(s, CsvForm::kWithCommunication);
+    const PipelineSchedule again = ScheduleFromCsv(lowered, "lowered.csv");
+    EXPECT_EQ(ScheduleToCsv(again, CsvForm::kWithCommunication), lowered)
+        << ScheduleKindName(s.kind);
+    const ReplayResult original = ReplaySchedule(s, OpCosts()), read = ReplaySchedule(again, OpCosts());
+    ASSERT_TRUE(read.completed) << ScheduleKindName(s.kind);
+    EXPECT_DOUBLE_EQ(read.makespan, original.makespan) << ScheduleKindName(s.kind);
   }
 }
 
@@ -161,6 +175,10 @@ TEST(ScheduleCsvTest, BadInputNamesTheRule) {
   EXPECT_NE(ImportError("0F0,0B0,0F0,0B0\n").find("runs its forward 2 times"), std::string::npos);
   EXPECT_NE(ImportError("0F0\n").find("needs one backward"), std::string::npos);
   EXPECT_NE(ImportError("0F0,0B0\n2F0,2B0\n").find("no rank runs stage 1"), std::string::npos);
+  // Ranks that share a stage are its replicas and must hold the same stages.
+  EXPECT_NE(ImportError("0F0,1F0,1B0,0B0\n1F1,2F1,2B1,1B1\n2F0,0F1,0B1,2B0\n")
+                .find("rank 1: stage 1 is also on rank 0, which holds other stages"),
+            std::string::npos);
   EXPECT_NE(ImportError("").find("no actions"), std::string::npos);
   // Stage 1 waits for micro-batch 1 before stage 0 ever runs it: the order cannot complete.
   EXPECT_NE(ImportError("0B0,0F0\n1F0,1B0\n").find("cannot complete"), std::string::npos);

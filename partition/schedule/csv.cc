@@ -155,43 +155,45 @@ std::vector<std::vector<std::pair<Action, int>>> ParseRows(const std::string& te
   return rows;
 }
 
-// Positions, replicas and chunks from which stages each row holds.
+// Positions, replicas and chunks from which stages each row holds. Rows that share a stage are
+// replicas of one position and must hold the same stages: one stage each (data parallelism), or
+// several (a multi-chunk schedule with data parallelism, or DualPipe's mirror pairs, where ranks
+// r and P-1-r both hold stages r and P-1-r). Positions are numbered by their first stage.
 void InferLayout(PipelineSchedule& s, const std::vector<std::set<int>>& held,
                  const std::string& file) {
   int G = 0;
-  bool single = true;
   for (const auto& h : held) {
     if (h.empty()) throw InputError(file, "", "a rank runs no forward or backward");
     G = std::max(G, *h.rbegin() + 1);
-    single = single && h.size() == 1;
-  }
-  std::map<int, int> holders;
-  for (const auto& h : held)
-    for (int g : h) ++holders[g];
-  for (int g = 0; g < G; ++g) {
-    if (!holders.count(g)) throw InputError(file, "", "no rank runs stage " + std::to_string(g));
-    if (!single && holders[g] > 1)
-      throw InputError(file, "", "stage " + std::to_string(g) +
-                                     " is on several ranks, which only single-stage ranks "
-                                     "(replicas) may share");
   }
   const int rows = static_cast<int>(held.size());
-  if (single) {
-    s.stages = G;
-    s.chunks = 1;
-    s.replicas.assign(G, 0);
-  } else {
-    s.stages = rows;
-    s.replicas.assign(rows, 1);
-    s.chunks = 0;
-    for (const auto& h : held) s.chunks = std::max<int>(s.chunks, h.size());
-  }
+  std::map<int, int> holder;  // stage -> the first rank that holds it
+  for (int r = 0; r < rows; ++r)
+    for (int g : held[r]) {
+      auto [it, first] = holder.emplace(g, r);
+      if (!first && held[it->second] != held[r])
+        throw InputError(file, "rank " + std::to_string(r),
+                         "stage " + std::to_string(g) + " is also on rank " +
+                             std::to_string(it->second) +
+                             ", which holds other stages (ranks that share a stage must hold "
+                             "the same stages)");
+    }
+  for (int g = 0; g < G; ++g)
+    if (!holder.count(g)) throw InputError(file, "", "no rank runs stage " + std::to_string(g));
+  std::map<int, int> position;  // first stage of a position -> its index
+  for (const auto& h : held) position.emplace(*h.begin(), 0);
+  int next = 0;
+  for (auto& [first, index] : position) index = next++;
+  s.stages = next;
+  s.replicas.assign(next, 0);
+  s.chunks = 0;
+  for (const auto& h : held) s.chunks = std::max<int>(s.chunks, h.size());
   for (int r = 0; r < rows; ++r) {
     WorkerProgram w;
     w.worker = r;
     w.model_stages.assign(held[r].begin(), held[r].end());
-    w.stage = single ? w.model_stages[0] : r;
-    w.replica = single ? s.replicas[w.stage]++ : 0;
+    w.stage = position.at(*held[r].begin());
+    w.replica = s.replicas[w.stage]++;
     s.workers.push_back(w);
   }
 }

@@ -105,12 +105,10 @@ double SimulationSetup::ComputeSeconds(const Op& op) const {
     case OpKind::kRecompute: seconds = c.forward_ms * 1e-3; break;
     case OpKind::kBackward: seconds = c.backward_ms * 1e-3; break;
     case OpKind::kBackwardInput:
-      if (BackwardInputShare(c) == 0) return 0;  // nothing to compute, nothing launched
-      seconds = c.backward_ms * 1e-3 * BackwardInputShare(c);
+      if (c.backward_input_ms == 0) return 0;  // nothing to compute, nothing launched
+      seconds = c.backward_input_ms * 1e-3;
       break;
-    case OpKind::kBackwardWeight:
-      seconds = c.backward_ms * 1e-3 * (1 - BackwardInputShare(c));
-      break;
+    case OpKind::kBackwardWeight: seconds = c.backward_weight_ms * 1e-3; break;
     default: return 0;
   }
   return seconds + launch_overhead_s;
@@ -125,12 +123,9 @@ SimulationSetup::GroupCollectiveWork SimulationSetup::GroupCollectivesOf(const O
     case OpKind::kBackward:
       return {c.backward_exposed_ms * 1e-3, c.backward_overlapped_ms * 1e-3, c.backward_bytes};
     case OpKind::kBackwardInput:
-    case OpKind::kBackwardWeight: {
-      const double input = BackwardInputShare(model_stages[op.stage]);
-      const double share = op.kind == OpKind::kBackwardInput ? input : 1 - input;
-      return {c.backward_exposed_ms * 1e-3 * share, c.backward_overlapped_ms * 1e-3 * share,
-              c.backward_bytes * share};
-    }
+      return {c.input_exposed_ms * 1e-3, c.input_overlapped_ms * 1e-3, c.input_bytes};
+    case OpKind::kBackwardWeight:
+      return {c.weight_exposed_ms * 1e-3, c.weight_overlapped_ms * 1e-3, c.weight_bytes};
     default: return {};
   }
 }

@@ -183,6 +183,107 @@ TEST(MegatronDevice, MeasuredGemmsReplaceTheBestShapeShare) {
   }
 }
 
+// Qi et al. (ICLR 2024), Table 1, per transformer layer, matrix products only (GPT, 4h MLP):
+// F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh(24h). The block's backward kernels, split by
+// Kernel::weight_gradient into the zero-bubble passes I (the paper's B) and W, give them; the
+// attention core's two products (scores, context) have no weight, so both their gradients are I's.
+TEST(MegatronWork, ZeroBubbleSplitIsQiTable1) {
+  const double s = 1024, b = 3, h = 2304, sbh = s * b * h;
+  const MegatronModel gpt = GptModel(4, 2304, 24, 1024, 51200);
+  for (int t : {1, 4}) {
+    MegatronParallel p;
+    p.tensor = t;
+    p.microbatch = 3;
+    const LayerWork w = BlockWork(gpt, p);
+    double input = 0, weight = 0;
+    for (const Kernel& k : w.backward)
+      if (k.kind == KernelKind::kGemm) (k.weight_gradient ? weight : input) += k.flops;
+    EXPECT_NEAR(t * GemmFlops(w.forward) / (sbh * (24 * h + 4 * s)), 1, 1e-12) << "t " << t;
+    EXPECT_NEAR(t * input / (sbh * (24 * h + 8 * s)), 1, 1e-12) << "t " << t;
+    EXPECT_NEAR(t * weight / (sbh * 24 * h), 1, 1e-12) << "t " << t;
+  }
+  // The embedding's input is token ids: its whole backward is its tables' gradients but the
+  // dropout's.
+  MegatronParallel p;
+  for (const Kernel& k : EmbeddingWork(gpt, p).backward)
+    EXPECT_EQ(k.weight_gradient, k.name != "embedding dropout grad") << k.name;
+}
+
+// The zero-bubble runtime's Megatron layers (sail-sg/zero-bubble-pipeline-parallelism,
+// tensor_parallel/layers.py) run the input gradient's all-reduce, or reduce-scatter, in the I
+// pass and synchronously; the W pass re-gathers a sequence-parallel input before its GEMM, also
+// synchronously. So: without sequence parallelism every backward collective is I's; with it the
+// two re-gathers are W's; none runs beside a kernel.
+TEST(MegatronWork, ZeroBubbleCollectivesFollowTheirGradient) {
+  const MegatronModel gpt = GptModel(4, 4096, 32, 2048, 51200);
+  const Cluster dgx = ClusterPreset("dgx-a100", 1);
+  const double tensor_bytes = 2.0 * 2048 * 2 * 4096;  // D s b h
+  MegatronParallel p;
+  p.tensor = 8;
+  p.microbatch = 2;
+  PassMs ms = LayerPassMs(BlockWork(gpt, p), dgx, 8);
+  EXPECT_GT(ms.backward_overlapped, 0);  // fused, the all-reduces run beside the wgrad GEMMs
+  EXPECT_DOUBLE_EQ(ms.weight_bytes, 0);
+  EXPECT_DOUBLE_EQ(ms.weight_exposed, 0);
+  EXPECT_DOUBLE_EQ(ms.input_bytes, ms.backward_bytes);
+  const double all_reduce = TensorParallelCollectiveCost(dgx, 8, CollectiveKind::kAllReduce).Ms(tensor_bytes);
+  EXPECT_NEAR(ms.input_exposed, 2 * all_reduce, 1e-12);
+  // Apart, the passes lose the overlap they had together.
+  EXPECT_GT(ms.input + ms.weight, ms.backward);
+
+  p.sequence_parallel = true;
+  ms = LayerPassMs(BlockWork(gpt, p), dgx, 8);
+  const double gather = TensorParallelCollectiveCost(dgx, 8, CollectiveKind::kAllGather).Ms(tensor_bytes);
+  EXPECT_NEAR(ms.weight_exposed, 2 * gather, 1e-12);
+  EXPECT_DOUBLE_EQ(ms.weight_bytes, 2 * RingBytesPerRank(8, CollectiveKind::kAllGather, tensor_bytes));
+  EXPECT_NEAR(ms.input_bytes + ms.weight_bytes, ms.backward_bytes, 1e-6);
+  EXPECT_GT(ms.input + ms.weight, ms.backward);
+
+  // With no tensor parallelism nothing is lost: the passes add up to the backward.
+  p.tensor = 1;
+  p.sequence_parallel = false;
+  const Cluster one = ClusterPreset("dgx-a100", 1);
+  ms = LayerPassMs(BlockWork(gpt, p), one, 1);
+  EXPECT_NEAR(ms.input + ms.weight, ms.backward, 1e-12 * ms.backward);
+  EXPECT_GT(ms.input, ms.weight);
+}
+
+// Qi et al. (ICLR 2024), Table 9 (appendix D): T_F, T_B and T_W profiled by the zero-bubble
+// runtime on A100 SXM 80GB, one middle stage of Table 3's models (first and last stages hold one
+// layer fewer, so a middle one holds (layers + 2) / p), no tensor parallelism. The runtime's
+// launch script of the paper's time (sail-sg/zero-bubble-pipeline-parallelism at ed85b11c,
+// examples/pretrain_llama_7b.sh, a GPT model despite its name) trains in fp16 without flash
+// attention, with Megatron's default dropout. pipetwin's A100-80GB block, nothing fitted, is held
+// to the project's per-row target (10%) on the two backward passes; its forward is 13-28% faster
+// than the table's, a gap docs/validation.md records and does not explain (the test prints all
+// three).
+TEST(MegatronWork, ZeroBubblePassesAgainstQiTable9) {
+  struct Row {
+    const char* model;
+    int layers, heads, hidden, stages, microbatch;
+    double f, b, w;  // ms, Table 9, the row with the fewest micro-batches
+  } rows[] = {{"1.5B", 22, 24, 2304, 8, 6, 18.522, 18.086, 9.337},
+              {"6.2B", 30, 32, 4096, 8, 3, 29.718, 29.444, 19.927},
+              {"14.6B", 46, 40, 5120, 16, 1, 11.347, 11.248, 8.132},
+              {"28.3B", 62, 48, 6144, 32, 1, 10.419, 10.207, 7.715}};
+  const Cluster dgx = ClusterPreset("dgx-a100", 1);
+  for (const Row& r : rows) {
+    const MegatronModel gpt = GptModel(r.layers, r.hidden, r.heads, 1024, 51200);
+    MegatronParallel p;
+    p.microbatch = r.microbatch;
+    p.precision = "fp16";
+    const PassMs ms = LayerPassMs(BlockWork(gpt, p), dgx, 1);
+    const double per_stage = (r.layers + 2) / r.stages;
+    const double f = per_stage * ms.forward, i = per_stage * ms.input, w = per_stage * ms.weight;
+    std::printf("[ table 9 ] %-5s F %6.2f ms (%6.3f, %+5.1f%%)  I %6.2f ms (%6.3f, %+5.1f%%)  "
+                "W %6.2f ms (%6.3f, %+5.1f%%)\n",
+                r.model, f, r.f, 100 * (f / r.f - 1), i, r.b, 100 * (i / r.b - 1), w, r.w,
+                100 * (w / r.w - 1));
+    EXPECT_NEAR(per_stage * ms.input / r.b, 1, 0.10) << r.model << " I";
+    EXPECT_NEAR(per_stage * ms.weight / r.w, 1, 0.10) << r.model << " W";
+  }
+}
+
 // Megatron's --tp-comm-overlap: the forward's all-gathers and reduce-scatters cost what they take
 // beyond the GEMM beside them (qkv and MLP-in after a gather, projection and MLP-out before a
 // scatter), by hand from the same kernel and collective costs.

@@ -144,6 +144,32 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
   }
 }
 
+// An analytic layer's zero-bubble split (backward_input_ms, backward_weight_ms and its
+// collectives' I/W figures) is kept through a file, and moves with the backward at a spread's
+// edge.
+TEST(Workload, ZeroBubbleSplitSurvivesJsonAndMovesWithTheBackward) {
+  Workload w = WorkloadFromJson(ParseJsonText(kDiamond, "w.json"), "w.json");
+  Layer& l = w.layers[1];
+  l.backward_input_ms = 0.75 * l.backward_ms;
+  l.backward_weight_ms = 0.5 * l.backward_ms;
+  GroupCollectives c;
+  c.input_exposed_ms = 0.1 * l.backward_ms;
+  c.input_bytes = 64;
+  c.weight_exposed_ms = 0.05 * l.backward_ms;
+  c.weight_bytes = 32;
+  l.collectives = c;
+  const Workload back = WorkloadFromJson(WorkloadToJson(w), "again.json");
+  EXPECT_EQ(WorkloadToJson(back), WorkloadToJson(w));
+  ASSERT_TRUE(back.layers[1].backward_input_ms.has_value());
+  EXPECT_DOUBLE_EQ(*back.layers[1].backward_weight_ms, 0.5 * l.backward_ms);
+  EXPECT_DOUBLE_EQ(back.layers[1].collectives->weight_bytes, 32);
+  EXPECT_FALSE(back.layers[0].backward_input_ms.has_value());
+  l.backward_ms_spread = 0.5 * l.backward_ms;
+  const Workload slow = w.AtSpreadEdge(+1);
+  EXPECT_DOUBLE_EQ(*slow.layers[1].backward_input_ms, 0.75 * 1.5 * l.backward_ms);
+  EXPECT_DOUBLE_EQ(*slow.layers[1].backward_weight_ms, 0.5 * 1.5 * l.backward_ms);
+}
+
 TEST(Workload, LayersWithoutInputsFormAChain) {
   Workload w = WorkloadFromJson(ParseJsonText(R"({"layers": [
       {"forward_ms": 1, "backward_ms": 1, "activation_bytes": 1, "parameter_bytes": 1},
@@ -207,6 +233,19 @@ TEST(WorkloadBadInput, EachFaultNamesItsJsonPath) {
       {R"({"parameter_bytes": 99, "layers": [)" + ok_layer + "]}",
        "w.json: parameter_bytes: expected the sum over the layers (1), got 99"},
       {R"([1, 2])", "w.json: (root): expected an object, got an array"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "backward_input_ms": 0.6}]})",
+       "w.json: layers[0].backward_weight_ms: expected a number beside backward_input_ms (both "
+       "or neither)"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "collectives": {"weight_bytes": 5}}]})",
+       "w.json: layers[0].collectives.weight_bytes: expected the I/W split of the "
+       "collectives only with the layer's backward_input_ms and backward_weight_ms"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "backward_input_ms": 0.6, "backward_weight_ms": 0.5,
+          "collectives": {"input_exposed_ms": 0.7}}]})",
+       "w.json: layers[0].collectives.input_exposed_ms: expected at most the layer's "
+       "backward_input_ms (0.6), got 0.7"},
   };
   for (const Case& c : cases) {
     std::string e = ErrorOf(c.text);

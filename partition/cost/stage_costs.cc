@@ -38,22 +38,23 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
     StageCost cost;
     cost.first_layer = s.first_layer;
     cost.last_layer = s.last_layer;
+    const double share = BackwardInputShare(s.first_layer);
     for (int p = s.last_layer; p >= s.first_layer; --p) {
       const int i = plan.LayerAt(p);
       const Layer& layer = w.layers[i];
       const double parameters = w.LayerParameters(i);
       cost.forward_ms += layer.forward_ms * per_ms;
       cost.backward_ms += layer.backward_ms * per_ms;
+      const bool split = layer.backward_input_ms.has_value();
+      cost.backward_input_ms += (split ? *layer.backward_input_ms : share * layer.backward_ms) * per_ms;
+      cost.backward_weight_ms +=
+          (split ? *layer.backward_weight_ms : (1 - share) * layer.backward_ms) * per_ms;
       cost.update_ms += layer.update_ms.value_or(0) * per_ms;
       if (layer.collectives) {
-        const GroupCollectives& c = *layer.collectives;
-        GroupCollectives& sum = cost.collectives;
-        sum.forward_exposed_ms += c.forward_exposed_ms * per_ms;
-        sum.forward_overlapped_ms += c.forward_overlapped_ms * per_ms;
-        sum.forward_bytes += c.forward_bytes * per_sample;
-        sum.backward_exposed_ms += c.backward_exposed_ms * per_ms;
-        sum.backward_overlapped_ms += c.backward_overlapped_ms * per_ms;
-        sum.backward_bytes += c.backward_bytes * per_sample;
+        GroupCollectives c = *layer.collectives;
+        if (!split) c.SplitBackward(share);
+        for (const GroupCollectives::Field& f : GroupCollectives::Fields())
+          cost.collectives.*f.member += c.*f.member * (f.time ? per_ms : per_sample);
       }
       cost.stash_bytes += w.StashBytes(i) * per_sample;
       cost.parameters += parameters;
@@ -71,6 +72,6 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
   return out;
 }
 
-double BackwardInputShare(const StageCost& stage) { return stage.first_layer == 0 ? 0.0 : 0.5; }
+double BackwardInputShare(int stage_first_layer) { return stage_first_layer == 0 ? 0.0 : 0.5; }
 
 }  // namespace pipetwin

@@ -32,6 +32,9 @@ struct StageCost {
   int last_layer = 0;
   double forward_ms = 0;   // one micro-batch
   double backward_ms = 0;
+  // A zero-bubble schedule's two backward passes, one micro-batch: each layer's own split where
+  // it gives one (Layer::backward_input_ms), else its backward_ms split by BackwardInputShare.
+  double backward_input_ms = 0, backward_weight_ms = 0;
   double update_ms = 0;    // the optimizer step, once per weight update (Layer::update_ms)
   double parameters = 0;
   double weight_bytes = 0;      // one version: parameters x parameter dtype bytes
@@ -42,7 +45,8 @@ struct StageCost {
   bool stash_holds_input = false;  // the workload's (Workload::stash_holds_input)
   double output_bytes = 0;      // one micro-batch's activation sent to the next stage
   // The tensor-parallel group's collectives in the stage's layers (Layer::collectives), one
-  // micro-batch: part of forward_ms and backward_ms, scaled as they are.
+  // micro-batch: part of forward_ms and backward_ms (and of the I and W passes' times), scaled
+  // as they are; a layer without the I/W split shares its backward's by BackwardInputShare.
   GroupCollectives collectives;
   // Per layer, last layer first (the order a backward produces gradients in): backward ms and
   // gradient bytes, for bucketing the all-reduce.
@@ -50,13 +54,16 @@ struct StageCost {
   std::vector<double> layer_gradient_bytes;
 };
 
-// The share of a stage's backward that a zero-bubble schedule's BackwardInput op (I) computes; its
-// BackwardWeight op (W) computes the rest. Qi et al. (ICLR 2024, §2) take the input and weight
-// gradients of a layer as equal halves (two GEMMs of the same size). The model's first stage has
-// no input gradient to compute, since its input is data: I does nothing and W the whole backward,
-// as pipetwin's executor (stage_executor.cc, Backward) and torch.distributed.pipelining's
-// stage (stage.py, backward_one_chunk: "Skip the backward for the first stage") run it.
-double BackwardInputShare(const StageCost& stage);
+// For a layer that does not give its own I/W split (a measured profile), the share of its
+// backward that a zero-bubble schedule's BackwardInput op (I) computes; its BackwardWeight op
+// (W) computes the rest. Qi et al. (ICLR 2024, §2) take the input and weight gradients of a
+// layer as equal halves (two GEMMs of the same size). The model's first stage (the stage whose
+// first layer is the model's) has no input gradient to compute, since its input is data: I does
+// nothing and W the whole backward, as pipetwin's executor (stage_executor.cc, Backward) and
+// torch.distributed.pipelining's stage (stage.py, backward_one_chunk: "Skip the backward for the
+// first stage") run it. Analytic layers (workloads/megatron) give their split from their kernels
+// instead, as Megatron-LM's zero-bubble runtime runs them on every stage.
+double BackwardInputShare(int stage_first_layer);
 
 // The factor turning a layer's reference times into those of `samples` samples on a device
 // `speed` times as fast as the reference: samples / reference.batch_size / speed.

@@ -153,15 +153,35 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
                                       std::pair{&l.backward_ms_spread, ".backward_ms_spread"},
                                       std::pair{&l.update_ms_spread, ".update_ms_spread"}})
       if (*spread) CheckNumber(**spread, file, at + key, false);
+    if (l.backward_input_ms.has_value() != l.backward_weight_ms.has_value())
+      throw InputError(file, at + (l.backward_input_ms ? ".backward_weight_ms" : ".backward_input_ms"),
+                       "expected a number beside " +
+                           std::string(l.backward_input_ms ? "backward_input_ms" : "backward_weight_ms") +
+                           " (both or neither)");
+    if (l.backward_input_ms) {
+      CheckNumber(*l.backward_input_ms, file, at + ".backward_input_ms", false);
+      CheckNumber(*l.backward_weight_ms, file, at + ".backward_weight_ms", false);
+    }
     if (l.collectives) {
       const GroupCollectives& c = *l.collectives;
       const std::string cat = at + ".collectives.";
-      CheckNumber(c.forward_exposed_ms, file, cat + "forward_exposed_ms", false);
-      CheckNumber(c.forward_overlapped_ms, file, cat + "forward_overlapped_ms", false);
-      CheckNumber(c.forward_bytes, file, cat + "forward_bytes", false);
-      CheckNumber(c.backward_exposed_ms, file, cat + "backward_exposed_ms", false);
-      CheckNumber(c.backward_overlapped_ms, file, cat + "backward_overlapped_ms", false);
-      CheckNumber(c.backward_bytes, file, cat + "backward_bytes", false);
+      for (const GroupCollectives::Field& f : GroupCollectives::Fields()) {
+        CheckNumber(c.*f.member, file, cat + f.key, false);
+        if (f.split && !l.backward_input_ms && c.*f.member > 0)
+          throw InputError(file, cat + f.key,
+                           "expected the I/W split of the collectives only with the layer's "
+                           "backward_input_ms and backward_weight_ms");
+      }
+      if (l.backward_input_ms && c.input_exposed_ms > *l.backward_input_ms * (1 + 1e-9))
+        throw InputError(file, cat + "input_exposed_ms",
+                         "expected at most the layer's backward_input_ms (" +
+                             DescribeJson(*l.backward_input_ms) + "), got " +
+                             DescribeJson(c.input_exposed_ms));
+      if (l.backward_weight_ms && c.weight_exposed_ms > *l.backward_weight_ms * (1 + 1e-9))
+        throw InputError(file, cat + "weight_exposed_ms",
+                         "expected at most the layer's backward_weight_ms (" +
+                             DescribeJson(*l.backward_weight_ms) + "), got " +
+                             DescribeJson(c.weight_exposed_ms));
       if (c.forward_exposed_ms > l.forward_ms * (1 + 1e-9))
         throw InputError(file, cat + "forward_exposed_ms",
                          "expected at most the layer's forward_ms (" + DescribeJson(l.forward_ms) +
@@ -217,6 +237,33 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
   w.layers = std::move(sorted);
 }
 
+const std::vector<GroupCollectives::Field>& GroupCollectives::Fields() {
+  using G = GroupCollectives;
+  static const std::vector<Field> fields = {
+      {"forward_exposed_ms", &G::forward_exposed_ms, true, false},
+      {"forward_overlapped_ms", &G::forward_overlapped_ms, true, false},
+      {"forward_bytes", &G::forward_bytes, false, false},
+      {"backward_exposed_ms", &G::backward_exposed_ms, true, false},
+      {"backward_overlapped_ms", &G::backward_overlapped_ms, true, false},
+      {"backward_bytes", &G::backward_bytes, false, false},
+      {"input_exposed_ms", &G::input_exposed_ms, true, true},
+      {"input_overlapped_ms", &G::input_overlapped_ms, true, true},
+      {"input_bytes", &G::input_bytes, false, true},
+      {"weight_exposed_ms", &G::weight_exposed_ms, true, true},
+      {"weight_overlapped_ms", &G::weight_overlapped_ms, true, true},
+      {"weight_bytes", &G::weight_bytes, false, true}};
+  return fields;
+}
+
+void GroupCollectives::SplitBackward(double input_share) {
+  input_exposed_ms = input_share * backward_exposed_ms;
+  input_overlapped_ms = input_share * backward_overlapped_ms;
+  input_bytes = input_share * backward_bytes;
+  weight_exposed_ms = (1 - input_share) * backward_exposed_ms;
+  weight_overlapped_ms = (1 - input_share) * backward_overlapped_ms;
+  weight_bytes = (1 - input_share) * backward_bytes;
+}
+
 bool Workload::HasSpread() const {
   for (const Layer& l : layers)
     if (l.forward_ms_spread || l.backward_ms_spread || l.update_ms_spread) return true;
@@ -230,7 +277,12 @@ Workload Workload::AtSpreadEdge(int side) const {
   };
   for (Layer& l : w.layers) {
     edge(l.forward_ms, l.forward_ms_spread);
+    const double backward = l.backward_ms;
     edge(l.backward_ms, l.backward_ms_spread);
+    if (l.backward_input_ms && backward > 0) {  // the split moves with the backward it splits
+      *l.backward_input_ms *= l.backward_ms / backward;
+      *l.backward_weight_ms *= l.backward_ms / backward;
+    }
     if (l.update_ms) edge(*l.update_ms, l.update_ms_spread);
   }
   w.name += side > 0 ? " (slow end of its spread)" : " (fast end of its spread)";
@@ -323,13 +375,16 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (l.forward_ms_spread) j["forward_ms_spread"] = *l.forward_ms_spread;
     if (l.backward_ms_spread) j["backward_ms_spread"] = *l.backward_ms_spread;
     if (l.update_ms_spread) j["update_ms_spread"] = *l.update_ms_spread;
-    if (l.collectives)
-      j["collectives"] = {{"forward_exposed_ms", l.collectives->forward_exposed_ms},
-                          {"forward_overlapped_ms", l.collectives->forward_overlapped_ms},
-                          {"forward_bytes", l.collectives->forward_bytes},
-                          {"backward_exposed_ms", l.collectives->backward_exposed_ms},
-                          {"backward_overlapped_ms", l.collectives->backward_overlapped_ms},
-                          {"backward_bytes", l.collectives->backward_bytes}};
+    if (l.backward_input_ms) {
+      j["backward_input_ms"] = *l.backward_input_ms;
+      j["backward_weight_ms"] = *l.backward_weight_ms;
+    }
+    if (l.collectives) {
+      nlohmann::json c = nlohmann::json::object();
+      for (const GroupCollectives::Field& f : GroupCollectives::Fields())
+        if (!f.split || l.backward_input_ms) c[f.key] = (*l.collectives).*f.member;
+      j["collectives"] = c;
+    }
     nlohmann::json inputs = nlohmann::json::array();
     for (int in : l.inputs) inputs.push_back(w.layers[in].id);
     j["inputs"] = inputs;
@@ -421,14 +476,12 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.forward_ms_spread = e.MaybeNonNegativeNumber("forward_ms_spread");
     l.backward_ms_spread = e.MaybeNonNegativeNumber("backward_ms_spread");
     l.update_ms_spread = e.MaybeNonNegativeNumber("update_ms_spread");
+    l.backward_input_ms = e.MaybeNonNegativeNumber("backward_input_ms");
+    l.backward_weight_ms = e.MaybeNonNegativeNumber("backward_weight_ms");
     if (auto c = e.OptionalMember("collectives")) {
       GroupCollectives g;
-      g.forward_exposed_ms = c->OptionalNonNegativeNumber("forward_exposed_ms", 0);
-      g.forward_overlapped_ms = c->OptionalNonNegativeNumber("forward_overlapped_ms", 0);
-      g.forward_bytes = c->OptionalNonNegativeNumber("forward_bytes", 0);
-      g.backward_exposed_ms = c->OptionalNonNegativeNumber("backward_exposed_ms", 0);
-      g.backward_overlapped_ms = c->OptionalNonNegativeNumber("backward_overlapped_ms", 0);
-      g.backward_bytes = c->OptionalNonNegativeNumber("backward_bytes", 0);
+      for (const GroupCollectives::Field& f : GroupCollectives::Fields())
+        g.*f.member = c->OptionalNonNegativeNumber(f.key, 0);
       c->Finish();
       l.collectives = g;
     }

@@ -29,6 +29,22 @@ namespace pipetwin {
 struct GroupCollectives {
   double forward_exposed_ms = 0, forward_overlapped_ms = 0, forward_bytes = 0;
   double backward_exposed_ms = 0, backward_overlapped_ms = 0, backward_bytes = 0;
+  // The backward's collectives as a zero-bubble schedule runs them, split between its input-
+  // gradient pass (I) and its weight-gradient pass (W) (Layer::backward_input_ms); present
+  // only with that split.
+  double input_exposed_ms = 0, input_overlapped_ms = 0, input_bytes = 0;
+  double weight_exposed_ms = 0, weight_overlapped_ms = 0, weight_bytes = 0;
+
+  // Every figure above with its key in a workload file, whether it is a time (ms; else bytes)
+  // and whether it belongs to the I/W split: one list for reading, writing, checking and summing.
+  struct Field {
+    const char* key;
+    double GroupCollectives::*member;
+    bool time, split;
+  };
+  static const std::vector<Field>& Fields();
+  // The I/W split of a layer that gives none: `input_share` of the backward's to I, the rest to W.
+  void SplitBackward(double input_share);
 };
 
 // One layer (a node of the layer graph).
@@ -51,6 +67,12 @@ struct Layer {
   // the mean of the profiler's rounds (util/spread.h), in ms; absent when not measured.
   std::optional<double> forward_ms_spread, backward_ms_spread, update_ms_spread;
   std::optional<GroupCollectives> collectives;  // tensor-parallel layers only
+  // A zero-bubble schedule's backward in two passes (Qi et al., ICLR 2024): the input-gradient
+  // pass I and the weight-gradient pass W, each run apart, same reference. They may add up to
+  // more than backward_ms, since a collective that ran beside the other pass's kernels runs
+  // alone. Both or neither; absent, the share rule of BackwardInputShare (stage_costs.h) splits
+  // backward_ms.
+  std::optional<double> backward_input_ms, backward_weight_ms;
   std::vector<int> inputs;               // indices of the layers feeding this one (all < own)
 };
 

@@ -47,6 +47,45 @@ TEST(SimSetup, FirstStageBackwardIsAllWeightGradient) {
   EXPECT_EQ(seen, 2 * 2 * 4);  // I and W of 4 micro-batches on 2 stages
 }
 
+// A layer that gives its own I/W split (an analytic Megatron layer) keeps it on every stage, the
+// first included, and its collectives go with the pass it names; the two passes may add up to
+// more than the backward (collectives that ran beside the other pass's kernels run alone).
+TEST(SimSetup, LayersOwnBackwardSplitReachesTheZeroBubbleOps) {
+  Workload w = simtest::EqualLayers(2, 1, 4, 1e3, 1e3);
+  for (Layer& l : w.layers) {
+    l.backward_input_ms = 2.8;  // 0.7 of the backward
+    l.backward_weight_ms = 1.8;  // 0.45
+    GroupCollectives c;
+    c.backward_exposed_ms = 0.2;
+    c.backward_bytes = 300;
+    c.input_exposed_ms = 0.5;
+    c.input_bytes = 250;
+    c.weight_exposed_ms = 0.3;
+    c.weight_bytes = 50;
+    l.collectives = c;
+  }
+  const Scenario s = simtest::MakeScenario(w, TwoLevelCluster(2, 1, 800, 0, 0, 0),
+                                           simtest::EvenPlan(2, 1, 1), "zb-h1", 4, 1);
+  const sim::SimulationSetup setup = sim::PrepareSimulation(s, *s.plan, {});
+  int seen = 0;
+  for (const WorkerProgram& worker : setup.schedule.workers)
+    for (const Op& op : worker.ops) {
+      if (op.kind != OpKind::kBackwardInput && op.kind != OpKind::kBackwardWeight) continue;
+      const bool input = op.kind == OpKind::kBackwardInput;
+      const double b = setup.model_stages[op.stage].backward_ms * 1e-3;  // 4 ms, scaled
+      EXPECT_NEAR(setup.ComputeSeconds(op), b * (input ? 0.7 : 0.45) + setup.launch_overhead_s,
+                  1e-15)
+          << OpKindName(op.kind) << " of stage " << op.stage;
+      const sim::SimulationSetup::GroupCollectiveWork g = setup.GroupCollectivesOf(op);
+      EXPECT_NEAR(g.exposed_s, b * (input ? 0.5 : 0.3) / 4, 1e-15);
+      EXPECT_DOUBLE_EQ(g.overlapped_s, 0);
+      // Bytes scale with the samples of a micro-batch (here the reference's one).
+      EXPECT_DOUBLE_EQ(g.bytes, input ? 250 : 50);
+      ++seen;
+    }
+  EXPECT_EQ(seen, 2 * 2 * 4);
+}
+
 TEST(SimCollective, GradientBucketsOfAboutEqualBytes) {
   const auto buckets = sim::GradientBuckets({4, 1, 1, 1, 1, 4}, {1, 1, 1, 1, 1, 1}, 3);
   ASSERT_EQ(buckets.size(), 3u);

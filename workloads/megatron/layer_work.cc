@@ -16,10 +16,17 @@ Kernel Gemm(const std::string& name, double m, double n, double k, double batch,
   return g;
 }
 
+Kernel Linear(const std::string& name, double m, double n, double k, double dtype) {
+  Kernel g = Gemm(name, m, n, k, 1, dtype);
+  g.linear = true;
+  return g;
+}
+
 std::vector<Kernel> GemmBackward(const Kernel& f) {
   const double dtype = f.bytes / (f.batch * (f.m * f.k + f.k * f.n + f.m * f.n));
-  return {Gemm(f.name + " input grad", f.m, f.k, f.n, f.batch, dtype),
-          Gemm(f.name + " weight grad", f.k, f.n, f.m, f.batch, dtype)};
+  Kernel weight = Gemm(f.name + " weight grad", f.k, f.n, f.m, f.batch, dtype);
+  weight.weight_gradient = f.linear;
+  return {Gemm(f.name + " input grad", f.m, f.k, f.n, f.batch, dtype), weight};
 }
 
 namespace {
@@ -82,8 +89,8 @@ void OpenRegion(LayerWork& w, const Sizes& z, const std::string& name, const std
         {name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, z.overlap ? gemm : ""});
     // The backward all-gathers the kept shard again for the weight gradient, beside the input
     // gradient GEMM, and reduce-scatters the input gradient beside the weight gradient GEMM.
-    w.backward_collectives.push_back(
-        {name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, gemm + " input grad"});
+    w.backward_collectives.push_back({name + " all-gather", CollectiveKind::kAllGather, z.D * z.N,
+                                      gemm + " input grad", /*weight_gradient=*/true});
     w.backward_collectives.push_back(
         {name + " reduce-scatter", CollectiveKind::kReduceScatter, z.D * z.N, gemm + " weight grad"});
   } else {
@@ -121,7 +128,7 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   // and shift's gradients are partial sums, small).
   Add(w, Elementwise("input norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "attention", "qkv");
-  Add(w, Gemm("qkv", tokens, q_cols + 2 * kv_cols, z.h, 1, z.D));
+  Add(w, Linear("qkv", tokens, q_cols + 2 * kv_cols, z.h, z.D));
   if (m.bias) AddBiasGrad(w, "qkv", z.D * tokens * (q_cols + 2 * kv_cols));
   if (!m.learned_positions) {  // rotary embedding of Q and K: read and write them, both ways
     const double qk = 2 * z.D * tokens * (q_cols + kv_cols);
@@ -148,7 +155,7 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   for (const Kernel& k : core)
     Add(w, k, k.name == "scale-mask-softmax" ? 3 * z.D * scores : k.bytes);
   if (p.recompute == Recompute::kSelective && !flash) w.recomputed = core;
-  Add(w, Gemm("projection", tokens, z.h, z.h / z.t, 1, z.D));
+  Add(w, Linear("projection", tokens, z.h, z.h / z.t, z.D));
   CloseRegion(w, z, "attention", "projection");
   // Forward: read x and the residual, write the sum (and the dropout mask). Backward: the
   // dropout's gradient (read dy and the mask, write dx), and at the block's input autograd adds
@@ -162,13 +169,13 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   // MLP.
   Add(w, Elementwise("post-attention norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "mlp", "mlp in");
-  Add(w, Gemm("mlp in", tokens, z.f_in / z.t, z.h, 1, z.D));
+  Add(w, Linear("mlp in", tokens, z.f_in / z.t, z.h, z.D));
   // Forward: read f_in, write f. Backward: read dy (f) and the saved input (f_in), write the
   // input's gradient (f_in).
   Add(w, Elementwise(m.swiglu ? "swiglu" : "bias-gelu", z.D * tokens * (z.f_in + z.f) / z.t),
       z.D * tokens * (2 * z.f_in + z.f) / z.t);
   if (m.bias) AddBiasGrad(w, "mlp in", z.D * tokens * z.f_in / z.t);
-  Add(w, Gemm("mlp out", tokens, z.h, z.f / z.t, 1, z.D));
+  Add(w, Linear("mlp out", tokens, z.h, z.f / z.t, z.D));
   CloseRegion(w, z, "mlp", "mlp out");
   Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep),
       residual_grad * z.Nrep);
@@ -202,18 +209,23 @@ LayerWork EmbeddingWork(const MegatronModel& m, const MegatronParallel& p) {
   w.forward.push_back(Elementwise("word embedding lookup", 2 * z.D * z.N));
   // The backward scatters the output gradient into the rank's rows (read, read-modify-write).
   w.backward.push_back(Elementwise("word embedding grad", 3 * z.D * z.N));
+  w.backward.back().weight_gradient = true;
   if (z.t > 1) {
     if (z.sp) {
       w.forward_collectives.push_back({"embedding reduce-scatter", CollectiveKind::kReduceScatter, z.D * z.N, ""});
-      w.backward_collectives.push_back({"embedding all-gather", CollectiveKind::kAllGather, z.D * z.N, ""});
+      // It gathers the output gradient for the table's gradient only (the input is token ids).
+      w.backward_collectives.push_back({"embedding all-gather", CollectiveKind::kAllGather,
+                                        z.D * z.N, "", /*weight_gradient=*/true});
     } else {
       w.forward_collectives.push_back({"embedding all-reduce", CollectiveKind::kAllReduce, z.D * z.N, ""});
     }
   }
   // The position embedding's gradient: the output gradient summed over the micro-batch into
   // the table's rows (read it, read-modify-write the rows); the dropout's, as its forward.
-  if (m.learned_positions)
+  if (m.learned_positions) {
     Add(w, Elementwise("position embedding add", 3 * z.D * z.Nrep), 3 * z.D * z.Nrep);
+    w.backward.back().weight_gradient = true;
+  }
   if (m.dropout)
     Add(w, Elementwise("embedding dropout", (2 * z.D + 1) * z.Nrep), (2 * z.D + 1) * z.Nrep);
   w.stash_bytes = m.dropout ? z.Nrep : 0;  // the dropout mask
@@ -231,7 +243,7 @@ LayerWork OutputWork(const MegatronModel& m, const MegatronParallel& p) {
   w.output_bytes = 0;
   Add(w, Elementwise("final norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "output", "logits");
-  Add(w, Gemm("logits", tokens, v / z.t, z.h, 1, z.D));
+  Add(w, Linear("logits", tokens, v / z.t, z.h, z.D));
   // Vocabulary-parallel cross-entropy in fp32 (megatron/core/tensor_parallel/cross_entropy.py):
   // cast to fp32 (2 read, 4 written), subtract the max (4 + 4), exp (4 + 4), sum (4), divide
   // (4 + 4): 34 bytes per logit; the backward, softmax minus one-hot and the cast back (4 + 4,

@@ -34,6 +34,13 @@ struct Kernel {
   double flops = 0;  // 2 m n k batch for a GEMM
   double bytes = 0;  // memory traffic: a GEMM's operands and result once, an element-wise
                      // kernel's reads and writes
+  bool linear = false;  // a GEMM whose B is a trained weight (not attention's Q K^T or P V)
+  // A backward kernel computing a parameter's gradient, which a zero-bubble schedule defers to
+  // its W pass: a linear layer's weight-gradient GEMM and the embedding tables' gradients.
+  // Everything else of the backward is the I pass, bias gradients included (the zero-bubble
+  // runtime's Megatron layers, sail-sg/zero-bubble-pipeline-parallelism, tensor_parallel/
+  // layers.py: grad_bias is computed beside grad_input, the wgrad GEMM is queued).
+  bool weight_gradient = false;
 };
 
 struct Collective {
@@ -45,6 +52,10 @@ struct Collective {
   // weight- and input-gradient GEMMs of the same linear layer; with tp_comm_overlap the
   // forward's too); empty: it runs alone.
   std::string beside;
+  // Sequence parallelism's all-gather of the kept input shard for a weight gradient, which a
+  // zero-bubble schedule's W pass runs (layers.py above: WeightGradStore runs it, then the
+  // wgrad GEMM); every other backward collective is on the input gradient's path, I's.
+  bool weight_gradient = false;
 };
 
 struct LayerWork {
@@ -58,8 +69,10 @@ struct LayerWork {
 };
 
 // A GEMM's kernel, and its two backward GEMMs (the input gradient dA = dC B^T, m x k over n;
-// the weight gradient dB = A^T dC, k x n over m: each as many FLOPs as the forward).
+// the weight gradient dB = A^T dC, k x n over m: each as many FLOPs as the forward). Linear: a
+// linear layer's GEMM, B its weight.
 Kernel Gemm(const std::string& name, double m, double n, double k, double batch, double dtype);
+Kernel Linear(const std::string& name, double m, double n, double k, double dtype);
 std::vector<Kernel> GemmBackward(const Kernel& forward);
 
 // One transformer block. The stash (per rank, bytes) generalises Korthikanti et al. 2022,

@@ -124,10 +124,21 @@ PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
     const double ms = KernelMs(k, device, cluster.launch_overhead_us);
     kernel_ms[k.name] = ms;
     out.backward += ms;
+    (k.weight_gradient ? out.weight : out.input) += ms;
   }
-  for (const Kernel& k : w.recomputed) out.backward += KernelMs(k, device, cluster.launch_overhead_us);
+  for (const Kernel& k : w.recomputed) {
+    const double ms = KernelMs(k, device, cluster.launch_overhead_us);
+    out.backward += ms;
+    out.input += ms;
+  }
   add(w.backward_collectives, kernel_ms, out.backward, out.backward_exposed,
       out.backward_overlapped, out.backward_bytes);
+  // The split passes: every collective alone (no kernel beside it: kernels left empty).
+  double never = 0;
+  for (const Collective& c : w.backward_collectives) {
+    if (c.weight_gradient) add({c}, {}, out.weight, out.weight_exposed, never, out.weight_bytes);
+    else add({c}, {}, out.input, out.input_exposed, never, out.input_bytes);
+  }
   return out;
 }
 
@@ -141,10 +152,15 @@ Layer ToLayer(const std::string& id, const std::string& description, const Layer
   const PassMs ms = LayerPassMs(w, cluster, p.tensor);
   layer.forward_ms = ms.forward;
   layer.backward_ms = ms.backward;
+  layer.backward_input_ms = ms.input;
+  layer.backward_weight_ms = ms.weight;
   if (p.tensor > 1)
     layer.collectives = GroupCollectives{ms.forward_exposed,  ms.forward_overlapped,
                                          ms.forward_bytes,    ms.backward_exposed,
-                                         ms.backward_overlapped, ms.backward_bytes};
+                                         ms.backward_overlapped, ms.backward_bytes,
+                                         ms.input_exposed,    0,
+                                         ms.input_bytes,      ms.weight_exposed,
+                                         0,                   ms.weight_bytes};
   double flops = 0;
   for (const Kernel& k : w.forward) flops += k.flops;
   layer.forward_flops = flops;

@@ -61,6 +61,15 @@ struct PassMs {
   // bytes a rank sends for all of them (RingBytesPerRank).
   double forward_exposed = 0, forward_overlapped = 0, forward_bytes = 0;
   double backward_exposed = 0, backward_overlapped = 0, backward_bytes = 0;
+  // The backward as a zero-bubble schedule runs it, in two passes apart (Layer::
+  // backward_input_ms): I, every backward kernel but the weight gradients (and the
+  // recomputation), with the collectives on the input gradient's path; W, the weight
+  // gradients with sequence parallelism's re-gather of their input. The zero-bubble runtime
+  // runs each pass's collectives synchronously (sail-sg/zero-bubble-pipeline-parallelism,
+  // tensor_parallel/layers.py: async_op is off when the backward is split, and WeightGradStore
+  // calls the all-gather with async_op=False), so they are all exposed.
+  double input = 0, input_exposed = 0, input_bytes = 0;
+  double weight = 0, weight_exposed = 0, weight_bytes = 0;
 };
 // One layer's forward and backward on one rank of `parallel.tensor` devices of `cluster`'s
 // servers (the cluster as given, not its tensor-parallel view), selective recomputation in the

@@ -431,18 +431,19 @@ double WorkerActors::Execute(const Worker& me, double seconds, bool holding_slot
   return waited;
 }
 
-// A message between workers of an oversubscribed server costs CPU there (cluster.h): c10d
-// Gloo's send and receive paths and the kernel's copies, at both ends. The calibration's ring
-// measures both ends together (cpu_per_message_us); each end is charged half, on one of the
-// server's cores: the sender's before the message leaves, the receiver's once it has arrived.
-// Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
-// charged anything.
+// Whether more workers share the server's CPU than it has cores (cluster.h, shared_cores).
 bool WorkerActors::Oversubscribed(const sg4::Host* cpu) const {
   const auto it = workers_on_.find(cpu);
   return cpu != nullptr && setup_.cluster.shared_cores > 0 && it != workers_on_.end() &&
          it->second > setup_.cluster.shared_cores;
 }
 
+// A message between workers of an oversubscribed server costs CPU there (cluster.h): c10d
+// Gloo's send and receive paths and the kernel's copies, at both ends. The calibration's ring
+// measures both ends together (cpu_per_message_us); each end is charged half, on one of the
+// server's cores: the sender's before the message leaves, the receiver's once it has arrived.
+// Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
+// charged anything.
 bool WorkerActors::ChargeMessageCpu(const Worker& me) {
   if (me.cpu == me.host || setup_.cluster.oversubscribed_message_us <= 0 ||
       !Oversubscribed(me.cpu))

@@ -90,6 +90,26 @@ TEST(SimClosedForm, ZeroBubbleH2HasNoBubbleInTheSteadyState) {
   }
 }
 
+// Qi et al.'s table 2 with T_F, T_B and T_W unequal, as a Megatron layer's own split gives them
+// (every stage alike, the first included): ZB-H1's bubble is (p-1)(T_F + T_B - T_W) and ZB-H2's
+// (p-1)(T_F + T_B - 2 T_W), on top of m (T_F + T_B + T_W).
+TEST(SimClosedForm, ZeroBubbleBubblesWithUnequalPassesAreQiTable2) {
+  const int p = 4, m = 8;
+  const double f = 1e-3, i = 1.4e-3, w = 0.6e-3;
+  Workload layers = EqualLayers(p, f * 1e3, (i + w) * 1e3, 0, 4e6);
+  for (Layer& l : layers.layers) {
+    l.backward_input_ms = i * 1e3;
+    l.backward_weight_ms = w * 1e3;
+  }
+  for (auto [kind, bubble] : {std::pair{"zb-h1", (p - 1) * (f + i - w)},
+                              std::pair{"zb-h2", (p - 1) * (f + i - 2 * w)}}) {
+    const Report r = simtest::Simulate(MakeScenario(layers, TwoLevelCluster(p, 1, 800, 0, 0, 0),
+                                                    EvenPlan(p, 1, 1), kind, m, 4));
+    EXPECT_LT(RelativeError(r.iteration_s, m * (f + i + w) + bubble), kTolerance)
+        << kind << ": " << r.iteration_s << " against " << m * (f + i + w) + bubble;
+  }
+}
+
 // DualPipe (DeepSeek-V3 report, section 3.2.1) runs each of its PP ranks through DualPipeV's
 // order for PP/2 ranks over half the micro-batches (tests/dualpipe_test.cc checks the orders
 // against deepseek-ai/DualPipe). So on free links with no weights to all-reduce between the two

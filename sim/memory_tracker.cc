@@ -33,6 +33,24 @@ void MemoryTracker::Apply(const Op& op, double now_s) {
       current_.recompute += bytes;
       break;
     }
+    case OpKind::kBackwardInput: {
+      // From here to its W the micro-batch holds what W needs (Layer::weight_stash_bytes):
+      // Qi et al.'s M_W in place of M_B. The rebuilt stash when the forward was recomputed, else
+      // the stash.
+      const std::optional<double>& given = setup_.model_stages[op.stage].weight_stash_bytes;
+      if (!given) return;
+      const double keep = *given;
+      if (auto r = rebuilt_.find(id); r != rebuilt_.end()) {
+        current_.recompute += keep - r->second;
+        r->second = keep;
+      } else if (auto s = stashed_.find(id); s != stashed_.end()) {
+        current_.activations += keep - s->second;
+        s->second = keep;
+      } else {
+        return;
+      }
+      break;
+    }
     case OpKind::kReleaseActivation: {
       auto it = stashed_.find(id);
       if (it != stashed_.end()) current_.activations -= it->second, stashed_.erase(it);

@@ -209,6 +209,25 @@ TEST(MegatronWork, ZeroBubbleSplitIsQiTable1) {
     EXPECT_EQ(k.weight_gradient, k.name != "embedding dropout grad") << k.name;
 }
 
+// Qi et al. (ICLR 2024), Table 1: once B (pipetwin's I) has run, W needs M_W = 32 s b h of a
+// GPT layer (16 bits, no tensor parallelism), against the M_B = s b (34 h + 5 a s) the backward
+// started from. With t ranks, by hand from the four linear layers' kept inputs and output
+// gradients: D N (4 + 12 / t); with sequence parallelism the two gathered inputs are kept as
+// their shards: D N (2 + 14 / t).
+TEST(MegatronWork, ZeroBubbleWeightStashIsQiTable1) {
+  const double s = 1024, b = 3, h = 2304, a = 24, sbh = s * b * h;
+  const MegatronModel gpt = GptModel(4, 2304, 24, 1024, 51200);
+  MegatronParallel p;
+  p.microbatch = 3;
+  LayerWork w = BlockWork(gpt, p);
+  EXPECT_NEAR(w.weight_stash_bytes / (32 * sbh), 1, 1e-12);
+  EXPECT_NEAR(w.stash_bytes / (s * b * (34 * h + 5 * a * s)), 1, 1e-12);
+  p.tensor = 8;
+  EXPECT_NEAR(BlockWork(gpt, p).weight_stash_bytes / (2 * sbh * (4 + 12.0 / 8)), 1, 1e-12);
+  p.sequence_parallel = true;
+  EXPECT_NEAR(BlockWork(gpt, p).weight_stash_bytes / (2 * sbh * (2 + 14.0 / 8)), 1, 1e-12);
+}
+
 // The zero-bubble runtime's Megatron layers (sail-sg/zero-bubble-pipeline-parallelism,
 // tensor_parallel/layers.py) run the input gradient's all-reduce, or reduce-scatter, in the I
 // pass and synchronously; the W pass re-gathers a sequence-parallel input before its GEMM, also

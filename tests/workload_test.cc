@@ -152,6 +152,7 @@ TEST(Workload, ZeroBubbleSplitSurvivesJsonAndMovesWithTheBackward) {
   Layer& l = w.layers[1];
   l.backward_input_ms = 0.75 * l.backward_ms;
   l.backward_weight_ms = 0.5 * l.backward_ms;
+  l.weight_stash_bytes = 12345;
   GroupCollectives c;
   c.input_exposed_ms = 0.1 * l.backward_ms;
   c.input_bytes = 64;
@@ -163,6 +164,7 @@ TEST(Workload, ZeroBubbleSplitSurvivesJsonAndMovesWithTheBackward) {
   ASSERT_TRUE(back.layers[1].backward_input_ms.has_value());
   EXPECT_DOUBLE_EQ(*back.layers[1].backward_weight_ms, 0.5 * l.backward_ms);
   EXPECT_DOUBLE_EQ(back.layers[1].collectives->weight_bytes, 32);
+  EXPECT_DOUBLE_EQ(*back.layers[1].weight_stash_bytes, 12345);
   EXPECT_FALSE(back.layers[0].backward_input_ms.has_value());
   l.backward_ms_spread = 0.5 * l.backward_ms;
   const Workload slow = w.AtSpreadEdge(+1);

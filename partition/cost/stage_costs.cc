@@ -39,6 +39,7 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
     cost.first_layer = s.first_layer;
     cost.last_layer = s.last_layer;
     const double share = BackwardInputShare(s.first_layer);
+    cost.weight_stash_bytes = 0.0;  // until a layer without one
     for (int p = s.last_layer; p >= s.first_layer; --p) {
       const int i = plan.LayerAt(p);
       const Layer& layer = w.layers[i];
@@ -57,6 +58,10 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
           cost.collectives.*f.member += c.*f.member * (f.time ? per_ms : per_sample);
       }
       cost.stash_bytes += w.StashBytes(i) * per_sample;
+      if (cost.weight_stash_bytes && layer.weight_stash_bytes)
+        *cost.weight_stash_bytes += *layer.weight_stash_bytes * per_sample;
+      else
+        cost.weight_stash_bytes.reset();
       cost.parameters += parameters;
       cost.layer_backward_ms.push_back(layer.backward_ms * per_ms);
       cost.layer_gradient_bytes.push_back(parameters * w.GradientDtypeBytes());

@@ -18,6 +18,7 @@
 //   c[1].forward_ms;   // one micro-batch through stage 1
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "partition/model/cluster.h"
@@ -42,6 +43,9 @@ struct StageCost {
   double optimizer_bytes = 0;   // parameters x optimizer bytes per parameter
   double input_bytes = 0;       // the stage input of one micro-batch (kept under recomputation)
   double stash_bytes = 0;       // every layer's stash for one micro-batch
+  // What a zero-bubble W keeps after I (Layer::weight_stash_bytes), when every layer of the
+  // stage says; absent: the whole stash and input stay until W.
+  std::optional<double> weight_stash_bytes;
   bool stash_holds_input = false;  // the workload's (Workload::stash_holds_input)
   double output_bytes = 0;      // one micro-batch's activation sent to the next stage
   // The tensor-parallel group's collectives in the stage's layers (Layer::collectives), one

@@ -148,6 +148,8 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     CheckNumber(l.parameters, file, at + ".parameters", false);
     if (l.forward_flops) CheckNumber(*l.forward_flops, file, at + ".forward_flops", false);
     if (l.stash_bytes) CheckNumber(*l.stash_bytes, file, at + ".stash_bytes", false);
+    if (l.weight_stash_bytes)
+      CheckNumber(*l.weight_stash_bytes, file, at + ".weight_stash_bytes", false);
     if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
     for (const auto& [spread, key] : {std::pair{&l.forward_ms_spread, ".forward_ms_spread"},
                                       std::pair{&l.backward_ms_spread, ".backward_ms_spread"},
@@ -371,6 +373,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (!l.output_bytes.empty()) j["output_bytes"] = l.output_bytes;
     if (l.forward_flops) j["forward_flops"] = *l.forward_flops;
     if (l.stash_bytes) j["stash_bytes"] = *l.stash_bytes;
+    if (l.weight_stash_bytes) j["weight_stash_bytes"] = *l.weight_stash_bytes;
     if (l.update_ms) j["update_ms"] = *l.update_ms;
     if (l.forward_ms_spread) j["forward_ms_spread"] = *l.forward_ms_spread;
     if (l.backward_ms_spread) j["backward_ms_spread"] = *l.backward_ms_spread;
@@ -472,6 +475,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.parameters = e.OptionalNonNegativeNumber("parameters", l.parameter_bytes / w.parameter_dtype_bytes);
     l.forward_flops = e.MaybeNonNegativeNumber("forward_flops");
     l.stash_bytes = e.MaybeNonNegativeNumber("stash_bytes");
+    l.weight_stash_bytes = e.MaybeNonNegativeNumber("weight_stash_bytes");
     l.update_ms = e.MaybeNonNegativeNumber("update_ms");
     l.forward_ms_spread = e.MaybeNonNegativeNumber("forward_ms_spread");
     l.backward_ms_spread = e.MaybeNonNegativeNumber("backward_ms_spread");

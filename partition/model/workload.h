@@ -73,6 +73,12 @@ struct Layer {
   // alone. Both or neither; absent, the share rule of BackwardInputShare (stage_costs.h) splits
   // backward_ms.
   std::optional<double> backward_input_ms, backward_weight_ms;
+  // What a zero-bubble schedule's W still needs once I has run, at the reference batch: the
+  // kept inputs and output gradients of the layer's weight-gradient GEMMs (Qi et al., ICLR 2024,
+  // Table 1: M_W = 32 s b h for a GPT layer, against M_B = s b (34 h + 5 a s)). Absent: the
+  // whole stash and the stage's input, held until W (pipetwin's executor and torch keep the
+  // autograd graph for it).
+  std::optional<double> weight_stash_bytes;
   std::vector<int> inputs;               // indices of the layers feeding this one (all < own)
 };
 

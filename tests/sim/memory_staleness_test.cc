@@ -56,6 +56,33 @@ TEST(SimMemoryStaleness, PeaksAreWhatTheListsKeep) {
   }
 }
 
+// Qi et al. (ICLR 2024), section 2.1 and Table 2: ZB-H1's worker i (1-based) holds at most
+// (p - i + 1) M_B + (i - 1) M_W of activations, ZB-H2's (2p - 2i + 1) M_B + (2i - 2) M_W, where
+// M_W is what W still needs after B (Layer::weight_stash_bytes). Without it the whole stash stays
+// until W: p - i + 1 and 2p - 2i + 1 full stashes plus the W-pending ones.
+TEST(SimMemoryStaleness, ZeroBubbleActivationPeaksAreQiTable2) {
+  const int p = 4, m = 8;
+  const double mb = 100e6, mw = 30e6;  // M_B and M_W per micro-batch (one layer per stage)
+  Workload w = simtest::EqualLayers(p, 1, 2, 0, 4e6);  // no stage input kept: M_B is the stash
+  for (Layer& l : w.layers) {
+    l.stash_bytes = mb;
+    l.weight_stash_bytes = mw;
+    l.backward_input_ms = 1;
+    l.backward_weight_ms = 1;
+  }
+  for (const char* kind : {"zb-h1", "zb-h2"}) {
+    const bool h2 = std::string(kind) == "zb-h2";
+    const Report r = simtest::Simulate(simtest::MakeScenario(
+        w, simtest::TwoLevelCluster(p, 1, 800, 0, 0, 0), simtest::EvenPlan(p, 1, 1), kind, m, 2));
+    for (const DeviceReport& d : r.devices) {
+      const int i = r.workers[d.worker].stage + 1;
+      const double expected =
+          h2 ? (2 * p - 2 * i + 1) * mb + (2 * i - 2) * mw : (p - i + 1) * mb + (i - 1) * mw;
+      EXPECT_NEAR(d.category_peaks.activations, expected, 1) << kind << ", worker " << i;
+    }
+  }
+}
+
 // One weight version: the peak is planner_common's WorkerMemory with the in-flight count the
 // schedule reaches.
 TEST(SimMemoryStaleness, PeakIsWorkerMemoryForSynchronousSchedules) {

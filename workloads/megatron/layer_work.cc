@@ -70,6 +70,17 @@ void Add(LayerWork& w, const Kernel& k, double backward_bytes = 0) {
   }
 }
 
+// Adds a linear layer's GEMM, and what a zero-bubble schedule's W keeps of it after I: the
+// GEMM's input and its output's gradient (the zero-bubble runtime's WeightGradStore holds the two
+// for the weight-gradient GEMM, sail-sg/zero-bubble-pipeline-parallelism, tensor_parallel/
+// layers.py). An input that sequence parallelism gathered is kept as its shard, 1 / t of it, and
+// gathered again in W. For a GPT block, 16 s b h elements: Qi et al.'s M_W = 32 s b h in 16 bits.
+void AddLinear(LayerWork& w, const Sizes& z, const Kernel& k, bool gathered_input) {
+  Add(w, k);
+  const double dtype = k.bytes / (k.m * k.k + k.k * k.n + k.m * k.n);
+  w.weight_stash_bytes += dtype * (k.m * k.k / (gathered_input && z.sp ? z.t : 1) + k.m * k.n);
+}
+
 // The bias gradient of a linear layer: its output gradient summed over the tokens, a reduction
 // that reads it (Megatron-LM's ColumnParallelLinear: grad_output.sum(dim=0); where the bias is
 // added in a fused bias-GeLU or bias-dropout-add, autograd's reduction of that kernel's gradient).
@@ -128,7 +139,7 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   // and shift's gradients are partial sums, small).
   Add(w, Elementwise("input norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "attention", "qkv");
-  Add(w, Linear("qkv", tokens, q_cols + 2 * kv_cols, z.h, z.D));
+  AddLinear(w, z, Linear("qkv", tokens, q_cols + 2 * kv_cols, z.h, z.D), /*gathered_input=*/true);
   if (m.bias) AddBiasGrad(w, "qkv", z.D * tokens * (q_cols + 2 * kv_cols));
   if (!m.learned_positions) {  // rotary embedding of Q and K: read and write them, both ways
     const double qk = 2 * z.D * tokens * (q_cols + kv_cols);
@@ -155,7 +166,7 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   for (const Kernel& k : core)
     Add(w, k, k.name == "scale-mask-softmax" ? 3 * z.D * scores : k.bytes);
   if (p.recompute == Recompute::kSelective && !flash) w.recomputed = core;
-  Add(w, Linear("projection", tokens, z.h, z.h / z.t, z.D));
+  AddLinear(w, z, Linear("projection", tokens, z.h, z.h / z.t, z.D), /*gathered_input=*/false);
   CloseRegion(w, z, "attention", "projection");
   // Forward: read x and the residual, write the sum (and the dropout mask). Backward: the
   // dropout's gradient (read dy and the mask, write dx), and at the block's input autograd adds
@@ -169,13 +180,13 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   // MLP.
   Add(w, Elementwise("post-attention norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "mlp", "mlp in");
-  Add(w, Linear("mlp in", tokens, z.f_in / z.t, z.h, z.D));
+  AddLinear(w, z, Linear("mlp in", tokens, z.f_in / z.t, z.h, z.D), /*gathered_input=*/true);
   // Forward: read f_in, write f. Backward: read dy (f) and the saved input (f_in), write the
   // input's gradient (f_in).
   Add(w, Elementwise(m.swiglu ? "swiglu" : "bias-gelu", z.D * tokens * (z.f_in + z.f) / z.t),
       z.D * tokens * (2 * z.f_in + z.f) / z.t);
   if (m.bias) AddBiasGrad(w, "mlp in", z.D * tokens * z.f_in / z.t);
-  Add(w, Linear("mlp out", tokens, z.h, z.f / z.t, z.D));
+  AddLinear(w, z, Linear("mlp out", tokens, z.h, z.f / z.t, z.D), /*gathered_input=*/false);
   CloseRegion(w, z, "mlp", "mlp out");
   Add(w, Elementwise(m.dropout ? "bias-dropout-add" : "residual add", residual * z.Nrep),
       residual_grad * z.Nrep);
@@ -229,6 +240,9 @@ LayerWork EmbeddingWork(const MegatronModel& m, const MegatronParallel& p) {
   if (m.dropout)
     Add(w, Elementwise("embedding dropout", (2 * z.D + 1) * z.Nrep), (2 * z.D + 1) * z.Nrep);
   w.stash_bytes = m.dropout ? z.Nrep : 0;  // the dropout mask
+  // W scatters the output gradient into the tables' rows: it keeps that gradient (the shard,
+  // under sequence parallelism, which W gathers).
+  w.weight_stash_bytes = z.D * z.Nrep;
   return w;
 }
 
@@ -243,7 +257,7 @@ LayerWork OutputWork(const MegatronModel& m, const MegatronParallel& p) {
   w.output_bytes = 0;
   Add(w, Elementwise("final norm", 2 * z.D * z.Nrep), 3 * z.D * z.Nrep);
   OpenRegion(w, z, "output", "logits");
-  Add(w, Linear("logits", tokens, v / z.t, z.h, z.D));
+  AddLinear(w, z, Linear("logits", tokens, v / z.t, z.h, z.D), /*gathered_input=*/true);
   // Vocabulary-parallel cross-entropy in fp32 (megatron/core/tensor_parallel/cross_entropy.py):
   // cast to fp32 (2 read, 4 written), subtract the max (4 + 4), exp (4 + 4), sum (4), divide
   // (4 + 4): 34 bytes per logit; the backward, softmax minus one-hot and the cast back (4 + 4,

@@ -64,6 +64,7 @@ struct LayerWork {
   std::vector<Collective> forward_collectives, backward_collectives;
   double parameters = 0;     // this rank's
   double stash_bytes = 0;    // kept from the forward for the backward, one micro-batch
+  double weight_stash_bytes = 0;  // kept from a zero-bubble I for its W (Layer::)
   double output_bytes = 0;   // sent to the next stage: D N / t (sequence parallelism, or
                              // Megatron's scatter-gather of pipeline tensors, SC'21 section 4.1)
 };

@@ -168,6 +168,7 @@ Layer ToLayer(const std::string& id, const std::string& description, const Layer
   layer.parameter_bytes = w.parameters * p.DtypeBytes();
   layer.activation_bytes = w.output_bytes;
   layer.stash_bytes = w.stash_bytes;
+  layer.weight_stash_bytes = w.weight_stash_bytes;
   layer.update_ms = 1e3 * w.parameters *
                     OptimizerStepBytes(p.precision, p.distributed_optimizer, p.data_parallel) /
                     MemoryBytesPerS(cluster.device);

@@ -77,8 +77,7 @@ void Add(LayerWork& w, const Kernel& k, double backward_bytes = 0) {
 // gathered again in W. For a GPT block, 16 s b h elements: Qi et al.'s M_W = 32 s b h in 16 bits.
 void AddLinear(LayerWork& w, const Sizes& z, const Kernel& k, bool gathered_input) {
   Add(w, k);
-  const double dtype = k.bytes / (k.m * k.k + k.k * k.n + k.m * k.n);
-  w.weight_stash_bytes += dtype * (k.m * k.k / (gathered_input && z.sp ? z.t : 1) + k.m * k.n);
+  w.weight_stash_bytes += z.D * (k.m * k.k / (gathered_input && z.sp ? z.t : 1) + k.m * k.n);
 }
 
 // The bias gradient of a linear layer: its output gradient summed over the tokens, a reduction

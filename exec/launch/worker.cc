@@ -213,7 +213,8 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
     if (env.rank == 0) measurement.host_cpu_start = ReadCpuTimes();
     measurement.boot_id = BootId();
     measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
-    RunProgram(program, chunks, origin);
+    RunProgram(program, chunks, origin,
+               oversubscribed || device.cuda() ? kReceivesAheadOps : kReceivesAtTheirOp);
     comm.FinishSends();
     for (StageExecutor* e : chunks) e->Finish();
     measurement.end_s =

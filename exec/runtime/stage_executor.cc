@@ -122,7 +122,7 @@ bool IsWorkerWide(OpKind kind) {
 }  // namespace
 
 void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>& chunks,
-                StageExecutor::Clock::time_point origin) {
+                StageExecutor::Clock::time_point origin, size_t receive_lookahead) {
   std::map<int, StageExecutor*> by_stage;
   for (StageExecutor* e : chunks) {
     e->SetSiblings(chunks);
@@ -144,7 +144,7 @@ void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>&
   };
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
-    for (StageExecutor* e : chunks) e->PostReceivesAhead(i);
+    for (StageExecutor* e : chunks) e->PostReceivesAhead(i, receive_lookahead);
     StageExecutor* runs = IsWorkerWide(op.kind) ? chunks.front() : holder(op.stage);
     TORCH_CHECK(runs != nullptr, "worker ", program.worker, " holds no model stage ", op.stage,
                 " for its op ", ActionName(op));
@@ -195,14 +195,11 @@ void StageExecutor::Finish() {
   timer_.reset();
 }
 
-void StageExecutor::PostReceivesAhead(size_t from) {
-  // Receives are posted a few ops early: Gloo moves a message once its receive is posted, and
-  // on a busy machine the sender's transport thread may otherwise wait for a core while this
-  // worker waits for the data. Posting a receive never blocks, so the list's order (and its
-  // freedom from deadlock) is kept; the Recv op then waits for the posted receive.
-  constexpr size_t kLookahead = 6;
+void StageExecutor::PostReceivesAhead(size_t from, size_t lookahead) {
+  // How far ahead: RunProgram's rule (stage_executor.h). Posting a receive never blocks, so the
+  // list's order (and its freedom from deadlock) is kept; the Recv op then waits for it.
   posted_until_ = std::max(posted_until_, from);
-  for (; posted_until_ < std::min(program_.ops.size(), from + kLookahead); ++posted_until_) {
+  for (; posted_until_ < std::min(program_.ops.size(), from + lookahead); ++posted_until_) {
     const Op& op = program_.ops[posted_until_];
     if (op.kind != OpKind::kRecvActivation && op.kind != OpKind::kRecvGradient) continue;
     if (op.stage != model_stage_) continue;  // another chunk's (its receiver stage)

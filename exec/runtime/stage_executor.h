@@ -91,7 +91,7 @@ class StageExecutor {
 
  private:
   friend void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>& chunks,
-                         StageExecutor::Clock::time_point origin);
+                         StageExecutor::Clock::time_point origin, size_t receive_lookahead);
   // Starts the clock (and on a GPU the CUDA-event timer) at `origin`.
   void Begin(Clock::time_point origin);
   // Moves what op (just run here) produced for `to`, the chunk of the same worker that holds
@@ -124,8 +124,8 @@ class StageExecutor {
   void WaitForSends();
   void Send(const Op& op, int microbatch, OpRecord& record);
   void Recv(const Op& op, int microbatch, OpRecord& record);
-  // Posts the receives among the next kLookahead ops of the list, from op `from` on.
-  void PostReceivesAhead(size_t from);
+  // Posts the receives among the next `lookahead` ops of the list, from op `from` on.
+  void PostReceivesAhead(size_t from, size_t lookahead);
 
   std::vector<torch::Tensor> StageInputs(int microbatch);
   // Runs the stage on `version` from `inputs`; the last stage returns {loss}.
@@ -178,9 +178,25 @@ class StageExecutor {
   int64_t activation_bytes_ = 0, recompute_bytes_ = 0;
 };
 
+// How early a worker posts its receives (RunProgram's `receive_lookahead`): those among its next
+// kReceivesAheadOps ops, or only the receive of the op it is at (kReceivesAtTheirOp).
+//
+// Posted ahead, a message can flow while the worker computes. Where a server's workers
+// outnumber its cores (under SCHED_RR, cpu_policy.h) that is kept: of the validation matrix's
+// rows of that kind, 06 ran about 5% faster so than with receives posted at their op, 05 and 07
+// the same within their spread (docs/executor.md). Where each worker has a core of its own,
+// c10d Gloo's transport thread shares it with the computing thread, and receives posted ahead
+// made the schedules with two chunks per worker 11-19% slower (the benchmark's interleaved GPT
+// and MLP, scripts/bench-vs-torch.sh), the others the same within their spread: there a
+// receive is posted at its op, as torch's runtime posts its receives. On GPUs receives are
+// posted ahead (NCCL, staged copies: not measured either way).
+constexpr size_t kReceivesAheadOps = 6;
+constexpr size_t kReceivesAtTheirOp = 1;
+
 // Runs the worker's op list over its chunks' executors (one per model stage it holds, in the
 // order of program.model_stages; one for a worker of one stage). Times count from `origin`.
 void RunProgram(const WorkerProgram& program, const std::vector<StageExecutor*>& chunks,
-                StageExecutor::Clock::time_point origin);
+                StageExecutor::Clock::time_point origin,
+                size_t receive_lookahead = kReceivesAheadOps);
 
 }  // namespace pipetwin::exec

@@ -10,17 +10,25 @@
 #   - `pipetwin run SCENARIO --json`: its workers, c10d Gloo, the schedule's op lists;
 #   - torchrun with one process per rank of scripts/bench_vs_torch.py: the same model, stages,
 #     micro-batches, optimizer and schedule class (PipelineStage, ScheduleGPipe, Schedule1F1B,
-#     ScheduleInterleaved1F1B), Gloo, the same intra-op threads per process;
-# both over the scenario's iterations with one warm-up left out, on synthetic data. The table
-# (DIR/bench-vs-torch.md, default DIR bench-vs-torch) gives the median samples/s of each, their
-# ratio and the spread (min-max) of the runs, with the machine and the date; the runs' numbers
-# are in DIR/runs.csv. Nothing is tuned per row.
+#     ScheduleInterleaved1F1B), Gloo, the same intra-op threads per process, as a user starts it;
+#   - the same torch run in the process setup `pipetwin run` gives its workers (torch-pinned):
+#     each rank pinned to one core (--pin), and glibc's malloc keeping the memory tensors free
+#     at the top of its heap instead of returning it to the kernel (MALLOC_TRIM_THRESHOLD_ and
+#     MALLOC_TOP_PAD_ of 1 GiB and 256 MiB), as pipetwin's caching CPU allocator keeps freed
+#     blocks (exec/runtime/cpu_allocator.h); what is left between it and pipetwin is the runtimes;
+# all over the scenario's iterations with one warm-up left out, on synthetic data. The table
+# (DIR/bench-vs-torch.md, default DIR bench-vs-torch) gives the median samples/s of each, the
+# ratios and the spread (min-max) of the runs, with the machine and the date, and torch's own
+# cost per action (bench_vs_torch.py's per_rank: an action's time beyond the compute inside it,
+# the median over the runs and ranks); the runs' numbers are in DIR/runs.csv. Nothing is tuned
+# per row.
 #
 # --predict also asks the simulator: per scenario, `pipetwin compare SCENARIO --keep DIR/NAME`
 # profiles the layers, calibrates the machine, predicts and runs pipetwin once; then the same
-# prediction is compared with torch's K runs (each writes a measured report, bench_vs_torch.py
-# --report; `pipetwin compare --measured` takes their median). DIR/predict.md has, per scenario,
-# the prediction and its error against pipetwin's run and against torch's.
+# prediction is compared with torch's K runs in each setup (each writes a measured report,
+# bench_vs_torch.py --report; `pipetwin compare --measured` takes their median). DIR/predict.md
+# has, per scenario, the prediction and its error against pipetwin's run and against torch's in
+# both setups.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
@@ -46,7 +54,7 @@ torchrun="$venv/bin/torchrun"
 [ -x "$torchrun" ] || { echo "bench-vs-torch.sh: no torchrun in $venv (scripts/setup-torch.sh)" >&2; exit 2; }
 mkdir -p "$out"
 csv="$out/runs.csv"
-echo "scenario,round,runtime,samples_per_s,note" >"$csv"
+echo "scenario,round,runtime,samples_per_s,torch_ms_per_action,note" >"$csv"
 
 ranks_of() {  # the workers the scenario's plan needs: its stages over the chunks per worker
   python3 - "$1" <<'PY'
@@ -66,14 +74,22 @@ run_pipetwin() {  # prints samples/s, or "-" and the reason on stderr
   fi
 }
 
-run_torch() {  # SCENARIO RANKS [REPORT]
-  local port=$((29500 + RANDOM % 2000)) line report=()
-  [ -n "${3:-}" ] && report=(--report "$3")
-  if line=$("$torchrun" --nproc-per-node "$2" --master-port "$port" \
-              "$root/scripts/bench_vs_torch.py" "$1" "${report[@]}" 2>"$out/torch.err" | tail -n 1); then
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_s"])' <<<"$line"
+run_torch() {  # SCENARIO RANKS SETUP [REPORT]: prints samples/s and ms per action, or "- -"
+  local port=$((29500 + RANDOM % 2000)) line report=() setup=(env) pin=()
+  [ -n "${4:-}" ] && report=(--report "$4")
+  if [ "$3" = pinned ]; then
+    setup=(env MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456)
+    pin=(--pin)
+  fi
+  if line=$("${setup[@]}" "$torchrun" --nproc-per-node "$2" --master-port "$port" \
+              "$root/scripts/bench_vs_torch.py" "$1" "${pin[@]}" "${report[@]}" \
+              2>"$out/torch.err" | tail -n 1); then
+    python3 -c '
+import json, statistics, sys
+r = json.load(sys.stdin)
+print(r["samples_per_s"], statistics.median(x["runtime_ms_per_action"] for x in r["per_rank"]))' <<<"$line"
   else
-    echo "-"
+    echo "- -"
   fi
 }
 
@@ -81,41 +97,52 @@ for s in "${scenarios[@]}"; do
   name=$(basename "$s" .json)
   ranks=$(ranks_of "$s")
   for ((r = 1; r <= runs; r++)); do
-    order=(pipetwin torch)
-    [ $((r % 2)) = 0 ] && order=(torch pipetwin)
+    order=(pipetwin torch torch-pinned)
+    [ $((r % 2)) = 0 ] && order=(torch-pinned torch pipetwin)
     for who in "${order[@]}"; do
+      per_action=""
       if [ "$who" = pipetwin ]; then v=$(run_pipetwin "$s"); err="$out/pipetwin.err"
       else
         report=""
-        [ "$predict" = 1 ] && report="$out/$name.torch-$r.json"
-        v=$(run_torch "$s" "$ranks" "$report"); err="$out/torch.err"
+        [ "$predict" = 1 ] && report="$out/$name.$who-$r.json"
+        setup=default
+        [ "$who" = torch-pinned ] && setup=pinned
+        read -r v per_action < <(run_torch "$s" "$ranks" "$setup" "$report")
+        [ "$per_action" = "-" ] && per_action=""
+        err="$out/torch.err"
       fi
       note=""
       [ "$v" = "-" ] && note=$(grep -v '^W[0-9]' "$err" | grep -v '^\s*$' | tail -n 1 | tr ',' ';')
-      echo "$name,$r,$who,$v,$note" >>"$csv"
+      echo "$name,$r,$who,$v,$per_action,$note" >>"$csv"
       echo "bench-vs-torch: $name round $r $who: ${v} samples/s ${note}" >&2
     done
   done
 done
 
 if [ "$predict" = 1 ]; then
-  echo "scenario,predicted,pipetwin,pipetwin_error,torch,torch_error" >"$out/predict.csv"
+  echo "scenario,predicted,pipetwin,pipetwin_error,torch,torch_error,torch-pinned,torch-pinned_error" \
+    >"$out/predict.csv"
   for s in "${scenarios[@]}"; do
     name=$(basename "$s" .json)
     echo "bench-vs-torch: $name: profile, calibrate, predict and run pipetwin" >&2
-    measured=()
-    for f in "$out/$name".torch-*.json; do [ -f "$f" ] && measured+=(--measured "$f"); done
-    if "$pipetwin" compare "$s" --keep "$out/$name" --force --json >"$out/$name.compare.json" &&
-       [ ${#measured[@]} -gt 0 ] &&
-       "$pipetwin" compare "$s" --profile "$out/$name/profile.json" \
-         --calibration "$out/$name/cluster.json" "${measured[@]}" --json \
-         >"$out/$name.vs-torch.json"; then
-      python3 - "$name" "$out/$name.compare.json" "$out/$name.vs-torch.json" >>"$out/predict.csv" <<'PY'
+    ok=1
+    "$pipetwin" compare "$s" --keep "$out/$name" --force --json >"$out/$name.compare.json" || ok=0
+    for who in torch torch-pinned; do
+      measured=()
+      for f in "$out/$name.$who"-*.json; do [ -f "$f" ] && measured+=(--measured "$f"); done
+      [ "$ok" = 1 ] && [ ${#measured[@]} -gt 0 ] &&
+        "$pipetwin" compare "$s" --profile "$out/$name/profile.json" \
+          --calibration "$out/$name/cluster.json" "${measured[@]}" --json \
+          >"$out/$name.vs-$who.json" || ok=0
+    done
+    if [ "$ok" = 1 ]; then
+      python3 - "$name" "$out/$name.compare.json" "$out/$name.vs-torch.json" \
+        "$out/$name.vs-torch-pinned.json" >>"$out/predict.csv" <<'PY'
 import json, sys
-a, b = (json.load(open(f)) for f in sys.argv[2:4])
-print(",".join([sys.argv[1], f"{a['predicted']['samples_per_s']:.1f}",
-                f"{a['measured']['samples_per_s']:.1f}", f"{a['relative_error']['samples_per_s']:.4f}",
-                f"{b['measured']['samples_per_s']:.1f}", f"{b['relative_error']['samples_per_s']:.4f}"]))
+a, b, c = (json.load(open(f)) for f in sys.argv[2:5])
+print(",".join([sys.argv[1], f"{a['predicted']['samples_per_s']:.1f}"] +
+               [x for r in (a, b, c) for x in (f"{r['measured']['samples_per_s']:.1f}",
+                                               f"{r['relative_error']['samples_per_s']:.4f}")]))
 PY
     else
       echo "bench-vs-torch: $name: no prediction (see above)" >&2
@@ -125,13 +152,14 @@ PY
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 lines = ["| scenario | predicted samples/s | pipetwin measured | error | torch measured (median) "
-         "| error |", "|---|---:|---:|---:|---:|---:|"]
+         "| error | torch pinned, malloc kept (median) | error |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
-    lines.append(f"| {r['scenario']} | {float(r['predicted']):,.0f} | {float(r['pipetwin']):,.0f} | "
-                 f"{100 * float(r['pipetwin_error']):+.1f}% | {float(r['torch']):,.0f} | "
-                 f"{100 * float(r['torch_error']):+.1f}% |")
+    lines.append(f"| {r['scenario']} | {float(r['predicted']):,.0f} | " + " | ".join(
+        f"{float(r[who]):,.0f} | {100 * float(r[who + '_error']):+.1f}%"
+        for who in ("pipetwin", "torch", "torch-pinned")) + " |")
 if rows:
-    for who in ("pipetwin", "torch"):
+    for who in ("pipetwin", "torch", "torch-pinned"):
         errors = [abs(float(r[who + "_error"])) for r in rows]
         lines.append(f"\n{who}: MAPE {100 * sum(errors) / len(errors):.1f}%, worst "
                      f"{100 * max(errors):.1f}%")
@@ -154,12 +182,13 @@ except OSError:
 lines = [f"pipetwin run against torch.distributed.pipelining, {sys.argv[3]} alternated runs each, "
          f"{os.cpu_count()} cores ({cpu}), {time.strftime('%Y-%m-%d %H:%M %Z')}, "
          "`scripts/bench-vs-torch.sh`", "",
-         "| scenario | pipetwin samples/s (min-max) | torch samples/s (min-max) | pipetwin / torch |",
-         "|---|---:|---:|---:|"]
+         "| scenario | pipetwin samples/s (min-max) | torch samples/s (min-max) | pipetwin / torch "
+         "| torch pinned, malloc kept (min-max) | pipetwin / that | torch's ms per action |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
 for name in dict.fromkeys(r["scenario"] for r in rows):
     cells = []
     values = {}
-    for who in ("pipetwin", "torch"):
+    for who in ("pipetwin", "torch", "torch-pinned"):
         got = [float(r["samples_per_s"]) for r in rows
                if r["scenario"] == name and r["runtime"] == who and r["samples_per_s"] != "-"]
         notes = [r["note"] for r in rows
@@ -169,9 +198,14 @@ for name in dict.fromkeys(r["scenario"] for r in rows):
             cells.append(f"{values[who]:,.0f} ({min(got):,.0f}-{max(got):,.0f})")
         else:
             cells.append("not run: " + (notes[0] if notes else "?").replace("|", "/"))
-    ratio = (f"{values['pipetwin'] / values['torch']:.2f}x"
-             if len(values) == 2 else "-")
-    lines.append(f"| {name} | {cells[0]} | {cells[1]} | {ratio} |")
+    ratio = lambda who: (f"{values['pipetwin'] / values[who]:.2f}x"
+                         if "pipetwin" in values and who in values else "-")
+    per_action = [float(r["torch_ms_per_action"]) for r in rows
+                  if r["scenario"] == name and r["runtime"].startswith("torch")
+                  and r["torch_ms_per_action"]]
+    action = f"{statistics.median(per_action):.2f}" if per_action else "-"
+    lines.append(f"| {name} | {cells[0]} | {cells[1]} | {ratio('torch')} | {cells[2]} | "
+                 f"{ratio('torch-pinned')} | {action} |")
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

@@ -3,7 +3,7 @@
 torch.distributed.pipelining (PipelineStage and its schedule classes) on CPUs with Gloo.
 
   torchrun --nproc-per-node P scripts/bench_vs_torch.py SCENARIO [--iterations N] [--warmup W]
-                                                        [--report FILE]
+                                                        [--report FILE] [--pin]
 
 It builds the model pipetwin's executor builds for the scenario's generator (exec/model/
 modules.cc: the MLP's Linear + ReLU layers; GPT's embedding, pre-LN blocks with causal attention
@@ -16,6 +16,9 @@ state after one warm-up iteration). --report FILE: rank 0 also writes the run as
 measured report (the fields `pipetwin run --json` has that this run knows: throughput, the
 iteration's time, the scenario's shape, and each timed step's seconds on rank 0 in
 details.step_s), which `pipetwin compare SCENARIO --measured FILE` compares with a prediction.
+The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
+own milliseconds per action beyond the compute inside it, the compute and the point-to-point
+waits per iteration. --pin: each rank on one core, as `pipetwin run` pins its workers.
 """
 import argparse
 import json
@@ -116,6 +119,59 @@ def loss_fn(output, target):
     return F.cross_entropy(output.reshape(-1, output.size(-1)), target.reshape(-1))
 
 
+class ActionTimes:
+    """Where a rank's steady state goes under torch's runtime, to tell the runtime's own cost from
+    the compute: each action (a stage's forward or backward of one micro-batch: forward_one_chunk,
+    backward_one_chunk) against the compute inside it (the stage module's forward, autograd's
+    backward), the loss (which the schedule computes between the two), and the waits in the schedule's point-to-point exchanges
+    (schedules._wait_batch_p2p). Wrapped around torch's own functions; a few microseconds per
+    call, counted while `on`."""
+
+    def __init__(self):
+        self.on = False
+        self.actions = 0
+        self.action_s = self.compute_s = self.loss_s = self.wait_s = self.optimizer_s = 0.0
+
+    def timed(self, function, field, action=False):
+        def wrapper(*args, **kwargs):
+            if not self.on:
+                return function(*args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                setattr(self, field, getattr(self, field) + time.perf_counter() - start)
+                self.actions += action
+        return wrapper
+
+    def install(self, stages):
+        import torch.distributed.pipelining.schedules as schedules
+        global loss_fn
+        for s in stages:
+            s.forward_one_chunk = self.timed(s.forward_one_chunk, "action_s", action=True)
+            s.backward_one_chunk = self.timed(s.backward_one_chunk, "action_s", action=True)
+            s.submod.forward = self.timed(s.submod.forward, "compute_s")
+        torch.autograd.backward = self.timed(torch.autograd.backward, "compute_s")
+        loss_fn = self.timed(loss_fn, "loss_s")
+        schedules._wait_batch_p2p = self.timed(schedules._wait_batch_p2p, "wait_s")
+
+    def install_optimizer(self, optimizer):
+        optimizer.step = self.timed(optimizer.step, "optimizer_s")
+        optimizer.zero_grad = self.timed(optimizer.zero_grad, "optimizer_s")
+
+    def summary(self, iterations, elapsed_s):
+        accounted = self.action_s + self.loss_s + self.wait_s + self.optimizer_s
+        return {"actions_per_iteration": self.actions / iterations,
+                "runtime_ms_per_action": 1e3 * (self.action_s - self.compute_s)
+                / max(1, self.actions),
+                "compute_ms_per_iteration": 1e3 * (self.compute_s + self.loss_s) / iterations,
+                "p2p_wait_ms_per_iteration": 1e3 * self.wait_s / iterations,
+                "optimizer_ms_per_iteration": 1e3 * self.optimizer_s / iterations,
+                # The rest of the step: the schedule's bookkeeping between actions, posting the
+                # exchanges, splitting the batch, scaling the gradients.
+                "other_ms_per_iteration": 1e3 * (elapsed_s - accounted) / iterations}
+
+
 def write_report(path, scenario, schedule_name, depth, world, m, b, iterations, warmup,
                  elapsed, step_s):
     """The run as a measured report in pipetwin's format (partition/report/report.h); what torch's
@@ -145,6 +201,9 @@ def main():
     parser.add_argument("--iterations", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--report")
+    parser.add_argument("--pin", action="store_true",
+                        help="pin each rank to one core (LOCAL_RANK mod cores), as pipetwin run "
+                             "pins its workers")
     args = parser.parse_args()
     with open(args.scenario) as f:
         scenario = json.load(f)
@@ -153,6 +212,9 @@ def main():
     iterations = args.iterations or training.get("iterations", 10)
     m, b = training["microbatches"], training["microbatch_size"]
 
+    if args.pin:
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[int(os.environ.get("LOCAL_RANK", "0")) % len(cores)]})
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))  # as pipetwin run does
@@ -168,6 +230,8 @@ def main():
         first, last = stages[index]["first_layer"], stages[index]["last_layer"]
         module = nn.Sequential(*layers[first:last + 1])
         pipeline_stages.append(PipelineStage(module, index, len(stages), torch.device("cpu")))
+    times = ActionTimes()
+    times.install(pipeline_stages)  # before the schedule takes loss_fn
     if schedule_name == "gpipe":
         schedule = ScheduleGPipe(pipeline_stages[0], m, loss_fn=loss_fn)
     elif schedule_name == "flush":
@@ -182,6 +246,7 @@ def main():
     name = training.get("optimizer", "sgd")
     optimizer = (torch.optim.Adam(parameters, lr=lr) if name == "adam"
                  else torch.optim.SGD(parameters, lr=lr, momentum=0.9 if name == "momentum" else 0))
+    times.install_optimizer(optimizer)
     holds_first = 0 in mine
     holds_last = len(stages) - 1 in mine
     generator = torch.Generator().manual_seed(2)
@@ -197,6 +262,7 @@ def main():
     for it in range(warmup):
         step(it)
     dist.barrier()  # the steady state, from one barrier to the next, as a whole
+    times.on = True
     start = time.perf_counter()
     step_s = []
     for it in range(warmup, iterations):
@@ -205,11 +271,15 @@ def main():
         step_s.append(time.perf_counter() - began)
     dist.barrier()
     elapsed = time.perf_counter() - start
+    times.on = False
     steady = iterations - warmup
+    per_rank = [None] * world
+    dist.all_gather_object(per_rank, times.summary(steady, elapsed))
     if rank == 0:
         print(json.dumps({"samples_per_s": m * b * steady / elapsed,
                           "iteration_s": elapsed / steady, "iterations": steady,
-                          "ranks": world, "schedule": schedule_name}))
+                          "ranks": world, "schedule": schedule_name, "pinned": args.pin,
+                          "per_rank": per_rank}))
         if args.report:  # pipetwin's depth: the pipeline's positions, one per rank
             write_report(args.report, scenario, schedule_name, world, world, m, b,
                          iterations, warmup, elapsed, step_s)

@@ -181,15 +181,12 @@ class StageExecutor {
 // How early a worker posts its receives (RunProgram's `receive_lookahead`): those among its next
 // kReceivesAheadOps ops, or only the receive of the op it is at (kReceivesAtTheirOp).
 //
-// Posted ahead, a message can flow while the worker computes. Where a server's workers
-// outnumber its cores (under SCHED_RR, cpu_policy.h) that is kept: of the validation matrix's
-// rows of that kind, 06 ran about 5% faster so than with receives posted at their op, 05 and 07
-// the same within their spread (docs/executor.md). Where each worker has a core of its own,
-// c10d Gloo's transport thread shares it with the computing thread, and receives posted ahead
-// made the schedules with two chunks per worker 11-19% slower (the benchmark's interleaved GPT
-// and MLP, scripts/bench-vs-torch.sh), the others the same within their spread: there a
-// receive is posted at its op, as torch's runtime posts its receives. On GPUs receives are
-// posted ahead (NCCL, staged copies: not measured either way).
+// Posted ahead, a message can flow while the worker computes. That is kept where a server's
+// workers outnumber its cores (under SCHED_RR, cpu_policy.h), and on GPUs. Where each worker has
+// a core of its own, c10d Gloo's transport thread shares that core with the computing thread,
+// and receives posted ahead slowed the schedules with several chunks per worker in alternated
+// runs, the others unchanged: there a receive is posted at its op, as torch's runtime posts its
+// receives. The runs, and what was not found: docs/executor.md.
 constexpr size_t kReceivesAheadOps = 6;
 constexpr size_t kReceivesAtTheirOp = 1;
 

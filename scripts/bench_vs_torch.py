@@ -165,6 +165,7 @@ class ActionTimes:
                 "runtime_ms_per_action": 1e3 * (self.action_s - self.compute_s)
                 / max(1, self.actions),
                 "compute_ms_per_iteration": 1e3 * (self.compute_s + self.loss_s) / iterations,
+                "loss_ms_per_iteration": 1e3 * self.loss_s / iterations,
                 "p2p_wait_ms_per_iteration": 1e3 * self.wait_s / iterations,
                 "optimizer_ms_per_iteration": 1e3 * self.optimizer_s / iterations,
                 # The rest of the step: the schedule's bookkeeping between actions, posting the

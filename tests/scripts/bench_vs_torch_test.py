@@ -8,8 +8,8 @@ the benchmark's MLP under 1F1B and under interleaved 1F1B, and checks what its J
 report say: every rank counted each of its actions (a forward and a backward per micro-batch and
 chunk: 2 m per stage it holds) and no more; the compute inside the actions is less than the
 actions (the runtime's own share is not negative: a wrapped function that is not nested in the
-actions would make it so); the rest of the step is not negative; the report holds one step time
-per timed iteration. Exits 77 (skipped) where torch cannot be imported.
+actions would make it so); the loss is counted apart, on the rank that holds the last stage
+only; the rest of the step is not negative; the report holds one step time per timed iteration. Exits 77 (skipped) where torch cannot be imported.
 """
 import json
 import os
@@ -60,6 +60,9 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
             check(r["runtime_ms_per_action"] >= 0,
                   f"{name} rank {rank}: the runtime's share {r['runtime_ms_per_action']} ms < 0")
             check(r["compute_ms_per_iteration"] > 0, f"{name} rank {rank}: no compute")
+            # Rank 1 holds the last stage (1 of 2, or 3 of 4 interleaved): the loss is its alone.
+            check((r["loss_ms_per_iteration"] > 0) == (rank == 1),
+                  f"{name} rank {rank}: loss {r['loss_ms_per_iteration']} ms an iteration")
             check(r["other_ms_per_iteration"] >= -0.01,
                   f"{name} rank {rank}: the rest of the step {r['other_ms_per_iteration']} ms < 0")
             check(r["compute_ms_per_iteration"] < 1e3 * line["iteration_s"],

@@ -17,8 +17,8 @@ measured report (the fields `pipetwin run --json` has that this run knows: throu
 iteration's time, the scenario's shape, and each timed step's seconds on rank 0 in
 details.step_s), which `pipetwin compare SCENARIO --measured FILE` compares with a prediction.
 The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
-own milliseconds per action beyond the compute inside it, the compute and the point-to-point
-waits per iteration. --pin: each rank on one core, as `pipetwin run` pins its workers.
+own milliseconds per action beyond the compute inside it; per iteration the compute (the loss
+also apart), the point-to-point waits, the optimizer and the rest of the step. --pin: each rank on one core, as `pipetwin run` pins its workers.
 """
 import argparse
 import json
@@ -123,9 +123,10 @@ class ActionTimes:
     """Where a rank's steady state goes under torch's runtime, to tell the runtime's own cost from
     the compute: each action (a stage's forward or backward of one micro-batch: forward_one_chunk,
     backward_one_chunk) against the compute inside it (the stage module's forward, autograd's
-    backward), the loss (which the schedule computes between the two), and the waits in the schedule's point-to-point exchanges
-    (schedules._wait_batch_p2p). Wrapped around torch's own functions; a few microseconds per
-    call, counted while `on`."""
+    backward); the loss, which the schedule computes between actions; the waits in the
+    schedule's point-to-point exchanges (schedules._wait_batch_p2p); the optimizer's step and
+    zero_grad. Wrapped around torch's own functions; a few microseconds per call, counted while
+    `on`."""
 
     def __init__(self):
         self.on = False

@@ -23,12 +23,14 @@
 # the median over the runs and ranks); the runs' numbers are in DIR/runs.csv. Nothing is tuned
 # per row.
 #
-# --predict also asks the simulator: per scenario, `pipetwin compare SCENARIO --keep DIR/NAME`
-# profiles the layers, calibrates the machine, predicts and runs pipetwin once; then the same
-# prediction is compared with torch's K runs in each setup (each writes a measured report,
-# bench_vs_torch.py --report; `pipetwin compare --measured` takes their median). DIR/predict.md
-# has, per scenario, the prediction and its error against pipetwin's run and against torch's in
-# both setups.
+# --predict also asks the simulator: per scenario, before its rounds, `pipetwin compare SCENARIO
+# --keep DIR/NAME` profiles the layers, calibrates the machine, predicts and runs pipetwin once.
+# Each torch run then first times its own layers under torch's runtime, in its own processes and
+# setup (bench_vs_torch.py --profile, the other fields of the workload from pipetwin's profile),
+# and writes its measured report (--report); `pipetwin compare --profile THAT --measured THIS`
+# predicts the run from the profile on the same calibration. DIR/predict.md has, per scenario,
+# pipetwin's prediction and error, and for torch in each setup the median of its runs'
+# predictions against the median of their measurements.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
@@ -74,9 +76,9 @@ run_pipetwin() {  # prints samples/s, or "-" and the reason on stderr
   fi
 }
 
-run_torch() {  # SCENARIO RANKS SETUP [REPORT]: prints samples/s and ms per action, or "- -"
+run_torch() {  # SCENARIO RANKS SETUP [REPORT PROFILE LIKE]: prints samples/s and ms per action, or "- -"
   local port=$((29500 + RANDOM % 2000)) line report=() setup=(env) pin=()
-  [ -n "${4:-}" ] && report=(--report "$4")
+  [ -n "${4:-}" ] && report=(--report "$4" --profile "$5" --like "$6")
   if [ "$3" = pinned ]; then
     setup=(env MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456)
     pin=(--pin)
@@ -96,6 +98,11 @@ print(r["samples_per_s"], statistics.median(x["runtime_ms_per_action"] for x in 
 for s in "${scenarios[@]}"; do
   name=$(basename "$s" .json)
   ranks=$(ranks_of "$s")
+  if [ "$predict" = 1 ]; then
+    echo "bench-vs-torch: $name: profile, calibrate, predict and run pipetwin" >&2
+    "$pipetwin" compare "$s" --keep "$out/$name" --force --json >"$out/$name.compare.json" ||
+      rm -f "$out/$name.compare.json"
+  fi
   for ((r = 1; r <= runs; r++)); do
     order=(pipetwin torch torch-pinned)
     [ $((r % 2)) = 0 ] && order=(torch-pinned torch pipetwin)
@@ -103,11 +110,12 @@ for s in "${scenarios[@]}"; do
       per_action=""
       if [ "$who" = pipetwin ]; then v=$(run_pipetwin "$s"); err="$out/pipetwin.err"
       else
-        report=""
-        [ "$predict" = 1 ] && report="$out/$name.$who-$r.json"
+        report=()
+        [ "$predict" = 1 ] && [ -f "$out/$name.compare.json" ] &&
+          report=("$out/$name.$who-$r.json" "$out/$name.$who-$r.profile.json" "$out/$name/profile.json")
         setup=default
         [ "$who" = torch-pinned ] && setup=pinned
-        read -r v per_action < <(run_torch "$s" "$ranks" "$setup" "$report")
+        read -r v per_action < <(run_torch "$s" "$ranks" "$setup" "${report[@]}")
         [ "$per_action" = "-" ] && per_action=""
         err="$out/torch.err"
       fi
@@ -120,50 +128,62 @@ for s in "${scenarios[@]}"; do
 done
 
 if [ "$predict" = 1 ]; then
-  echo "scenario,predicted,pipetwin,pipetwin_error,torch,torch_error,torch-pinned,torch-pinned_error" \
-    >"$out/predict.csv"
   for s in "${scenarios[@]}"; do
     name=$(basename "$s" .json)
-    echo "bench-vs-torch: $name: profile, calibrate, predict and run pipetwin" >&2
-    ok=1
-    "$pipetwin" compare "$s" --keep "$out/$name" --force --json >"$out/$name.compare.json" || ok=0
+    [ -f "$out/$name.compare.json" ] || { echo "bench-vs-torch: $name: no prediction (see above)" >&2; continue; }
     for who in torch torch-pinned; do
-      measured=()
-      for f in "$out/$name.$who"-*.json; do [ -f "$f" ] && measured+=(--measured "$f"); done
-      [ "$ok" = 1 ] && [ ${#measured[@]} -gt 0 ] &&
-        "$pipetwin" compare "$s" --profile "$out/$name/profile.json" \
-          --calibration "$out/$name/cluster.json" "${measured[@]}" --json \
-          >"$out/$name.vs-$who.json" || ok=0
+      for ((r = 1; r <= runs; r++)); do
+        base="$out/$name.$who-$r"
+        [ -f "$base.json" ] && [ -f "$base.profile.json" ] || continue
+        "$pipetwin" compare "$s" --profile "$base.profile.json" --calibration "$out/$name/cluster.json" \
+          --measured "$base.json" --json >"$base.compare.json" || rm -f "$base.compare.json"
+      done
     done
-    if [ "$ok" = 1 ]; then
-      python3 - "$name" "$out/$name.compare.json" "$out/$name.vs-torch.json" \
-        "$out/$name.vs-torch-pinned.json" >>"$out/predict.csv" <<'PY'
-import json, sys
-a, b, c = (json.load(open(f)) for f in sys.argv[2:5])
-print(",".join([sys.argv[1], f"{a['predicted']['samples_per_s']:.1f}"] +
-               [x for r in (a, b, c) for x in (f"{r['measured']['samples_per_s']:.1f}",
-                                               f"{r['relative_error']['samples_per_s']:.4f}")]))
-PY
-    else
-      echo "bench-vs-torch: $name: no prediction (see above)" >&2
-    fi
   done
-  python3 - "$out/predict.csv" "$out/predict.md" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-lines = ["| scenario | predicted samples/s | pipetwin measured | error | torch measured (median) "
-         "| error | torch pinned, malloc kept (median) | error |",
-         "|---|---:|---:|---:|---:|---:|---:|---:|"]
+  python3 - "$out" "$out/predict.csv" "$out/predict.md" "${scenarios[@]}" <<'PY'
+import csv, glob, json, os, statistics, sys
+out, csv_path, md_path, scenarios = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+setups = ("torch", "torch-pinned")
+rows = []
+for s in scenarios:
+    name = os.path.basename(s)[:-len(".json")]
+    try:
+        own = json.load(open(f"{out}/{name}.compare.json"))
+    except (OSError, ValueError):
+        continue
+    row = {"scenario": name, "predicted": own["predicted"]["samples_per_s"],
+           "pipetwin": own["measured"]["samples_per_s"],
+           "pipetwin_error": own["relative_error"]["samples_per_s"]}
+    for who in setups:
+        runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{name}.{who}-*.compare.json"))]
+        if not runs:
+            break
+        predicted = statistics.median(r["predicted"]["samples_per_s"] for r in runs)
+        measured = statistics.median(r["measured"]["samples_per_s"] for r in runs)
+        row.update({f"{who}_predicted": predicted, who: measured,
+                    f"{who}_error": (predicted - measured) / measured, f"{who}_runs": len(runs)})
+    else:
+        rows.append(row)
+fields = ["scenario", "predicted", "pipetwin", "pipetwin_error"] + [
+    f"{who}{x}" for who in setups for x in ("_predicted", "", "_error", "_runs")]
+with open(csv_path, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=fields)
+    w.writeheader()
+    w.writerows(rows)
+lines = ["| scenario | pipetwin predicted | measured | error | torch predicted (median) | measured "
+         "(median) | error | torch pinned, malloc kept: predicted | measured | error |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
-    lines.append(f"| {r['scenario']} | {float(r['predicted']):,.0f} | " + " | ".join(
-        f"{float(r[who]):,.0f} | {100 * float(r[who + '_error']):+.1f}%"
-        for who in ("pipetwin", "torch", "torch-pinned")) + " |")
+    lines.append(f"| {r['scenario']} | {r['predicted']:,.0f} | {r['pipetwin']:,.0f} | "
+                 f"{100 * r['pipetwin_error']:+.1f}% | " + " | ".join(
+                     f"{r[who + '_predicted']:,.0f} | {r[who]:,.0f} | {100 * r[who + '_error']:+.1f}%"
+                     for who in setups) + " |")
 if rows:
-    for who in ("pipetwin", "torch", "torch-pinned"):
-        errors = [abs(float(r[who + "_error"])) for r in rows]
+    for who in ("pipetwin",) + setups:
+        errors = [abs(r[who + "_error"]) for r in rows]
         lines.append(f"\n{who}: MAPE {100 * sum(errors) / len(errors):.1f}%, worst "
                      f"{100 * max(errors):.1f}%")
-open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+open(md_path, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
 fi

@@ -4,6 +4,7 @@ torch.distributed.pipelining (PipelineStage and its schedule classes) on CPUs wi
 
   torchrun --nproc-per-node P scripts/bench_vs_torch.py SCENARIO [--iterations N] [--warmup W]
                                                         [--report FILE] [--pin]
+                                                        [--profile FILE --like WORKLOAD]
 
 It builds the model pipetwin's executor builds for the scenario's generator (exec/model/
 modules.cc: the MLP's Linear + ReLU layers; GPT's embedding, pre-LN blocks with causal attention
@@ -16,6 +17,10 @@ state after one warm-up iteration). --report FILE: rank 0 also writes the run as
 measured report (the fields `pipetwin run --json` has that this run knows: throughput, the
 iteration's time, the scenario's shape, and each timed step's seconds on rank 0 in
 details.step_s), which `pipetwin compare SCENARIO --measured FILE` compares with a prediction.
+--profile FILE --like WORKLOAD: before the run, every rank times its own stages' layers under
+torch's runtime (profile_stages) and rank 0 writes them as a pipetwin workload file, its other
+fields from WORKLOAD (pipetwin's profile of the same model), for `pipetwin compare --profile FILE`
+to predict the run from torch's own compute.
 The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
 own milliseconds per action beyond the compute inside it; per iteration the compute (the loss
 also apart), the point-to-point waits, the optimizer and the rest of the step. --pin: each rank on one core, as `pipetwin run` pins its workers.
@@ -24,6 +29,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import time
 
 import torch
@@ -174,6 +180,124 @@ class ActionTimes:
                 "other_ms_per_iteration": 1e3 * (elapsed_s - accounted) / iterations}
 
 
+# t(0.975, df): the 95% interval's half-width in standard errors, as util/spread.h takes it.
+T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+        10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 25: 2.06, 30: 2.04}
+
+
+def half_width(samples):
+    """The half-width of the 95% interval of the samples' mean (0 for fewer than two)."""
+    n = len(samples)
+    if n < 2:
+        return 0.0
+    t = T975[max(k for k in T975 if k <= n - 1)]
+    return t * statistics.stdev(samples) / math.sqrt(n)
+
+
+def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iterations, generator):
+    """Each layer's times on this rank under torch's runtime, as pipetwin profile measures its
+    own (exec/measure/profiler.cc): per micro-batch each layer's forward (the last stage's last
+    layer ending in the loss) and backward, the gradients accumulated in the parameters' .grad as
+    the schedule leaves them; per iteration the stage's update as torch's step makes it: the
+    gradients scaled by 1 / m (PipelineStage.scale_grads), the optimizer's step and zero_grad.
+    The ranks profile at once, each its own stages, as they compute at once in the run. A
+    layer's backward runs from the gradient of its output (a tensor hook) to that of its input;
+    the stage's first layer's ends with autograd's call, its weight gradients included. The
+    update is shared among a stage's layers by their parameter counts (the step is one pass over
+    each parameter and its state). Returns {stage index: [[forward ms], [backward ms],
+    [update ms]] per layer, one sample per iteration}."""
+    samples = {}
+    for index, stage in stages:
+        first, last = stage["first_layer"], stage["last_layer"]
+        mine = layers[first:last + 1]
+        x, y = batch_of(workload, b, generator)
+        with torch.no_grad():
+            for layer in layers[:first]:
+                x = layer(x)
+        if first > 0:
+            x = x.detach().requires_grad_(x.is_floating_point())
+        is_last = last == len(layers) - 1
+        parameters = [p for layer in mine for p in layer.parameters()]
+        optimizer = optimizer_of(parameters)
+        counts = [sum(p.numel() for p in layer.parameters()) for layer in mine]
+        share = [c / max(1, sum(counts)) for c in counts]
+        n = len(mine)
+        times = [[[], [], []] for _ in range(n)]
+        grad_out = None
+        for it in range(iterations + 2):  # two warm-up iterations left out
+            forward, backward = [0.0] * n, [0.0] * n
+            for _ in range(m):
+                outputs, marks = [], [time.perf_counter()]
+                h = x
+                for i, layer in enumerate(mine):
+                    h = layer(h)
+                    if is_last and i == n - 1:
+                        h = loss(h, y)
+                    outputs.append(h)
+                    marks.append(time.perf_counter())
+                seen = [None] * n
+                for i in range(n - 1):
+                    outputs[i].register_hook(
+                        lambda g, i=i: seen.__setitem__(i, time.perf_counter()))
+                if grad_out is None and not is_last:
+                    grad_out = torch.randn_like(h)
+                begin = time.perf_counter()
+                torch.autograd.backward(h, None if is_last else grad_out)
+                end = time.perf_counter()
+                for i in range(n):
+                    forward[i] += 1e3 * (marks[i + 1] - marks[i])
+                    after = seen[i - 1] if i > 0 else end
+                    before = seen[i] if i < n - 1 else begin
+                    backward[i] += 1e3 * (after - before)
+            begin = time.perf_counter()
+            with torch.no_grad():
+                for p in parameters:
+                    if p.grad is not None:
+                        p.grad.div_(m)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            update = 1e3 * (time.perf_counter() - begin)
+            if it < 2:
+                continue
+            for i in range(n):
+                times[i][0].append(forward[i] / m)
+                times[i][1].append(backward[i] / m)
+                times[i][2].append(update * share[i])
+        samples[index] = times
+    return samples
+
+
+def write_profile(path, like, samples, stages, runtime):
+    """The layers' times in pipetwin's workload format, every other field (names, bytes, the
+    layers' inputs) from `like`, pipetwin's own profile of the same model
+    (partition/model/workload.cc), so that the simulator predicts torch's run from torch's
+    compute."""
+    with open(like) as f:
+        workload = json.load(f)
+    layers = workload["layers"]
+    built = max(stage["last_layer"] for stage in stages) + 1
+    if len(layers) != built:
+        raise SystemExit(f"bench_vs_torch: {like} has {len(layers)} layers, the model built here "
+                         f"{built}")
+    for index, stage in enumerate(stages):
+        times = samples[index]
+        for offset, (forward, backward, update) in enumerate(times):
+            layer = layers[stage["first_layer"] + offset]
+            layer["forward_ms"] = statistics.mean(forward)
+            layer["forward_ms_spread"] = half_width(forward)
+            layer["backward_ms"] = statistics.mean(backward)
+            layer["backward_ms_spread"] = half_width(backward)
+            if "update_ms" in layer:
+                layer["update_ms"] = statistics.mean(update)
+                layer["update_ms_spread"] = half_width(update)
+            layer["description"] = f"measured under {runtime}"
+    workload["name"] = workload.get("name", "workload") + " (torch's runtime)"
+    workload.setdefault("reference", {})["device"] = f"{os.uname().nodename} CPU under {runtime}"
+    workload.pop("stability", None)
+    with open(path, "w") as f:
+        json.dump(workload, f, indent=1)
+
+
 def write_report(path, scenario, schedule_name, depth, world, m, b, iterations, warmup,
                  elapsed, step_s):
     """The run as a measured report in pipetwin's format (partition/report/report.h); what torch's
@@ -203,10 +327,18 @@ def main():
     parser.add_argument("--iterations", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--report")
+    parser.add_argument("--profile",
+                        help="before the run, time each layer under torch's runtime on every "
+                             "rank and write them as a pipetwin workload file (needs --like)")
+    parser.add_argument("--like",
+                        help="pipetwin's profile of the same model (pipetwin profile --output): "
+                             "the fields --profile does not measure come from it")
     parser.add_argument("--pin", action="store_true",
                         help="pin each rank to one core (LOCAL_RANK mod cores), as pipetwin run "
                              "pins its workers")
     args = parser.parse_args()
+    if bool(args.profile) != bool(args.like):
+        raise SystemExit("bench_vs_torch: --profile and --like go together")
     with open(args.scenario) as f:
         scenario = json.load(f)
     workload, plan, training = scenario["workload"], scenario["plan"], scenario["training"]
@@ -246,12 +378,26 @@ def main():
     lr = training.get("learning_rate", 0.001)
     # pipetwin's optimizers (exec/runtime/weights.h): momentum 0.9, Adam's betas and eps torch's.
     name = training.get("optimizer", "sgd")
-    optimizer = (torch.optim.Adam(parameters, lr=lr) if name == "adam"
-                 else torch.optim.SGD(parameters, lr=lr, momentum=0.9 if name == "momentum" else 0))
+
+    def optimizer_of(ps):
+        return (torch.optim.Adam(ps, lr=lr) if name == "adam"
+                else torch.optim.SGD(ps, lr=lr, momentum=0.9 if name == "momentum" else 0))
+
+    optimizer = optimizer_of(parameters)
     times.install_optimizer(optimizer)
     holds_first = 0 in mine
     holds_last = len(stages) - 1 in mine
     generator = torch.Generator().manual_seed(2)
+    if args.profile:
+        samples = profile_stages([(i, stages[i]) for i in mine], layers, workload, m, b,
+                                 optimizer_of, loss_fn, iterations, torch.Generator().manual_seed(3))
+        gathered = [None] * world
+        dist.all_gather_object(gathered, samples)
+        if rank == 0:
+            merged = {k: v for part in gathered for k, v in part.items()}
+            runtime = (f"torch.distributed.pipelining {torch.__version__}, "
+                       + ("each rank pinned to a core" if args.pin else "ranks unpinned"))
+            write_profile(args.profile, args.like, merged, stages, runtime)
     batches = [batch_of(workload, m * b, generator) for _ in range(2)]
 
     def step(it):

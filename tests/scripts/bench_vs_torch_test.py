@@ -9,7 +9,10 @@ report say: every rank counted each of its actions (a forward and a backward per
 chunk: 2 m per stage it holds) and no more; the compute inside the actions is less than the
 actions (the runtime's own share is not negative: a wrapped function that is not nested in the
 actions would make it so); the loss is counted apart, on the rank that holds the last stage
-only; the rest of the step is not negative; the report holds one step time per timed iteration. Exits 77 (skipped) where torch cannot be imported.
+only; the rest of the step is not negative; the report holds one step time per timed iteration.
+The 1F1B run also profiles its layers (--profile): every layer's times measured, the other fields
+kept from --like, each rank's profiled compute of the order of its run's. Exits 77 (skipped)
+where torch cannot be imported.
 """
 import json
 import os
@@ -39,11 +42,19 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
     m = json.load(open(scenario))["training"]["microbatches"]
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
+        # The 1F1B run also profiles its layers under torch's runtime (--profile), the other
+        # fields of the workload from a file written here (its bytes are not measured).
+        profile, like = os.path.join(tmp, "profile.json"), os.path.join(tmp, "like.json")
+        like_layers = [{"id": f"fc{i}", "forward_ms": 1.0, "backward_ms": 1.0, "update_ms": 1.0,
+                        "activation_bytes": 4096.0 * (i + 1), "parameters": 1.0}
+                       for i in range(4)]
+        json.dump({"name": "like", "layers": like_layers}, open(like, "w"))
+        profiling = ["--profile", profile, "--like", like] if stages_per_rank == 1 else []
         run = subprocess.run(
             [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
              "--master-port", str(29500 + random.randrange(2000)),
              os.path.join(root, "scripts", "bench_vs_torch.py"), scenario, "--iterations", "3",
-             "--pin", "--report", report],
+             "--pin", "--report", report] + profiling,
             capture_output=True, text=True, timeout=240,
             env=dict(os.environ, OMP_NUM_THREADS="1"))
         if run.returncode != 0:
@@ -70,5 +81,36 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
         steps = json.load(open(report))["details"]["step_s"]
         check(len(steps) == line["iterations"],
               f"{name}: {len(steps)} step times for {line['iterations']} timed iterations")
+        if not profiling:
+            continue
+        layers = json.load(open(profile))["layers"]
+        check([l["id"] for l in layers] == [l["id"] for l in like_layers],
+              f"{name}: the profile's layers {[l['id'] for l in layers]}")
+        for mine, theirs in zip(layers, like_layers):
+            check(mine["activation_bytes"] == theirs["activation_bytes"],
+                  f"{name} {mine['id']}: activation_bytes not kept from --like")
+            check(all(mine[k] > 0 and mine[k] != 1.0 for k in ("forward_ms", "backward_ms",
+                                                               "update_ms")),
+                  f"{name} {mine['id']}: times not measured: {mine}")
+            check("torch" in mine["description"], f"{name} {mine['id']}: {mine['description']}")
+        # Each rank's profiled compute an iteration (m micro-batches' forwards and backwards of
+        # its two layers) against the compute the run's own timers saw inside its actions: the
+        # same work, so the same order of size (a layer timed in ms where s were meant, or a
+        # hook that fired at the wrong layer, would not be).
+        for rank, r in enumerate(line["per_rank"]):
+            mine = layers[2 * rank:2 * rank + 2]
+            profiled = m * sum(l["forward_ms"] + l["backward_ms"] for l in mine)
+            check(0.5 < profiled / r["compute_ms_per_iteration"] < 2,
+                  f"{name} rank {rank}: profiled {profiled:.1f} ms of compute an iteration, "
+                  f"the run {r['compute_ms_per_iteration']:.1f}")
+            print(name, "rank", rank, f"profiled {profiled:.1f} ms, run",
+                  f"{r['compute_ms_per_iteration']:.1f} ms of compute an iteration")
+
+# --profile needs --like: one line, not a traceback.
+lone = subprocess.run([sys.executable, os.path.join(root, "scripts", "bench_vs_torch.py"),
+                       os.path.join(root, "scenarios", "bench-vs-torch", "mlp-2s-flush.json"),
+                       "--profile", "x.json"], capture_output=True, text=True, timeout=120)
+check(lone.returncode != 0 and "--like" in lone.stderr and "Traceback" not in lone.stderr,
+      f"--profile without --like: exit {lone.returncode}, {lone.stderr[-300:]}")
 
 sys.exit(1 if failures else 0)

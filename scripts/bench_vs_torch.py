@@ -18,9 +18,10 @@ measured report (the fields `pipetwin run --json` has that this run knows: throu
 iteration's time, the scenario's shape, and each timed step's seconds on rank 0 in
 details.step_s), which `pipetwin compare SCENARIO --measured FILE` compares with a prediction.
 --profile FILE --like WORKLOAD: before the run, every rank times its own stages' layers under
-torch's runtime (profile_stages) and rank 0 writes them as a pipetwin workload file, its other
+torch's runtime (profile_stages) and the runtime's own cost per action on the same schedule with
+one-weight stages (probe_runtime); rank 0 writes them as a pipetwin workload file, its other
 fields from WORKLOAD (pipetwin's profile of the same model), for `pipetwin compare --profile FILE`
-to predict the run from torch's own compute.
+to predict the run from torch's own compute and runtime.
 The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
 own milliseconds per action beyond the compute inside it; per iteration the compute (the loss
 also apart), the point-to-point waits, the optimizer and the rest of the step. --pin: each rank on one core, as `pipetwin run` pins its workers.
@@ -136,6 +137,9 @@ class ActionTimes:
 
     def __init__(self):
         self.on = False
+        self.reset()
+
+    def reset(self):
         self.actions = 0
         self.action_s = self.compute_s = self.loss_s = self.wait_s = self.optimizer_s = 0.0
 
@@ -151,16 +155,19 @@ class ActionTimes:
                 self.actions += action
         return wrapper
 
-    def install(self, stages):
+    def install(self):
+        """torch's own module-level functions, once per process."""
         import torch.distributed.pipelining.schedules as schedules
-        global loss_fn
+        torch.autograd.backward = self.timed(torch.autograd.backward, "compute_s")
+        schedules._wait_batch_p2p = self.timed(schedules._wait_batch_p2p, "wait_s")
+
+    def install_stages(self, stages, loss):
+        """The stages' actions and modules; returns the loss function timed, for the schedule."""
         for s in stages:
             s.forward_one_chunk = self.timed(s.forward_one_chunk, "action_s", action=True)
             s.backward_one_chunk = self.timed(s.backward_one_chunk, "action_s", action=True)
             s.submod.forward = self.timed(s.submod.forward, "compute_s")
-        torch.autograd.backward = self.timed(torch.autograd.backward, "compute_s")
-        loss_fn = self.timed(loss_fn, "loss_s")
-        schedules._wait_batch_p2p = self.timed(schedules._wait_batch_p2p, "wait_s")
+        return self.timed(loss, "loss_s")
 
     def install_optimizer(self, optimizer):
         optimizer.step = self.timed(optimizer.step, "optimizer_s")
@@ -177,7 +184,69 @@ class ActionTimes:
                 "optimizer_ms_per_iteration": 1e3 * self.optimizer_s / iterations,
                 # The rest of the step: the schedule's bookkeeping between actions, posting the
                 # exchanges, splitting the batch, scaling the gradients.
-                "other_ms_per_iteration": 1e3 * (elapsed_s - accounted) / iterations}
+                "other_ms_per_iteration": 1e3 * (elapsed_s - accounted) / iterations,
+                # All a rank did that is neither compute (the loss included) nor a wait nor the
+                # optimizer, per action: the runtime's own cost.
+                "runtime_ms_per_action_all": 1e3 * (elapsed_s - self.compute_s - self.loss_s
+                                                    - self.wait_s - self.optimizer_s)
+                / max(1, self.actions)}
+
+
+def schedule_of(name, stages, m, loss):
+    if name == "gpipe":
+        return ScheduleGPipe(stages[0], m, loss_fn=loss)
+    if name == "flush":
+        return Schedule1F1B(stages[0], m, loss_fn=loss)
+    if name == "interleaved":
+        return ScheduleInterleaved1F1B(stages, m, loss_fn=loss)
+    raise SystemExit(f"bench_vs_torch: schedule {name} is not benchmarked here")
+
+
+class StandIn(nn.Module):
+    """A stage that computes next to nothing but takes and gives the tensors of the stage it stands
+    in for: its output of the real stage's shape (one weight times ones), tied to its input so
+    that the backward gives the input a gradient."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = shape
+        self.w = nn.Parameter(torch.ones(()))
+
+    def forward(self, x):
+        return self.w * torch.ones(x.shape[:1] + self.shape) + 0 * x.float().mean()
+
+
+def probe_runtime(times, schedule_name, stages, mine, layers, workload, m, b, iterations):
+    """torch's runtime's own cost per action, on this rank: the scenario's schedule, stages,
+    micro-batches and messages, each stage a StandIn, so that what a rank does besides compute
+    and waiting is the runtime's: posting the exchanges (of the real sizes), the actions'
+    bookkeeping, splitting the batch, merging the outputs. Returns the milliseconds per action,
+    the median over the timed iterations (ActionTimes' runtime_ms_per_action_all)."""
+    n_stages = len(stages)
+    x, y = batch_of(workload, m * b, torch.Generator().manual_seed(4))
+    probe_stages = []
+    for index in mine:
+        h = x[:b]
+        with torch.no_grad():
+            for layer in layers[:stages[index]["last_layer"] + 1]:
+                h = layer(h)
+        probe_stages.append(PipelineStage(StandIn(tuple(h.shape[1:])), index, n_stages,
+                                          torch.device("cpu")))
+    loss = times.install_stages(probe_stages, lambda output, target: output.mean())
+    schedule = schedule_of(schedule_name, probe_stages, m, loss)
+    holds_first, holds_last = 0 in mine, n_stages - 1 in mine
+    per_action = []
+    for it in range(iterations + 2):  # two warm-up iterations left out
+        times.reset()
+        times.on = it >= 2
+        began = time.perf_counter()
+        schedule.step(*((x,) if holds_first else ()), target=y if holds_last else None)
+        elapsed = time.perf_counter() - began
+        if times.on:
+            per_action.append(times.summary(1, elapsed)["runtime_ms_per_action_all"])
+    times.on = False
+    times.reset()
+    return statistics.median(per_action)
 
 
 # t(0.975, df): the 95% interval's half-width in standard errors, as util/spread.h takes it.
@@ -194,11 +263,14 @@ def half_width(samples):
     return t * statistics.stdev(samples) / math.sqrt(n)
 
 
-def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iterations, generator):
+def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iterations, generator,
+                   all_forwards_first):
     """Each layer's times on this rank under torch's runtime, as pipetwin profile measures its
     own (exec/measure/profiler.cc): per micro-batch each layer's forward (the last stage's last
     layer ending in the loss) and backward, the gradients accumulated in the parameters' .grad as
-    the schedule leaves them; per iteration the stage's update as torch's step makes it: the
+    the schedule leaves them (all_forwards_first: in GPipe's order, the m forwards and then the m
+    backwards; else each micro-batch's backward after its forward, as 1F1B's steady state runs
+    them); per iteration the stage's update as torch's step makes it: the
     gradients scaled by 1 / m (PipelineStage.scale_grads), the optimizer's step and zero_grad.
     The ranks profile at once, each its own stages, as they compute at once in the run. A
     layer's backward runs from the gradient of its output (a tensor hook) to that of its input;
@@ -224,31 +296,48 @@ def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iteration
         n = len(mine)
         times = [[[], [], []] for _ in range(n)]
         grad_out = None
+        forward, backward = [0.0] * n, [0.0] * n
+
+        def run_forward():
+            outputs, marks = [], [time.perf_counter()]
+            h = x
+            for i, layer in enumerate(mine):
+                h = layer(h)
+                if is_last and i == n - 1:
+                    h = loss(h, y)
+                outputs.append(h)
+                marks.append(time.perf_counter())
+            for i in range(n):
+                forward[i] += 1e3 * (marks[i + 1] - marks[i])
+            return outputs
+
+        def run_backward(outputs, grad_out):
+            seen = [None] * n
+            for i in range(n - 1):
+                outputs[i].register_hook(lambda g, i=i: seen.__setitem__(i, time.perf_counter()))
+            begin = time.perf_counter()
+            torch.autograd.backward(outputs[-1], grad_out)
+            end = time.perf_counter()
+            for i in range(n):
+                after = seen[i - 1] if i > 0 else end
+                before = seen[i] if i < n - 1 else begin
+                backward[i] += 1e3 * (after - before)
+
         for it in range(iterations + 2):  # two warm-up iterations left out
-            forward, backward = [0.0] * n, [0.0] * n
-            for _ in range(m):
-                outputs, marks = [], [time.perf_counter()]
-                h = x
-                for i, layer in enumerate(mine):
-                    h = layer(h)
-                    if is_last and i == n - 1:
-                        h = loss(h, y)
-                    outputs.append(h)
-                    marks.append(time.perf_counter())
-                seen = [None] * n
-                for i in range(n - 1):
-                    outputs[i].register_hook(
-                        lambda g, i=i: seen.__setitem__(i, time.perf_counter()))
-                if grad_out is None and not is_last:
-                    grad_out = torch.randn_like(h)
-                begin = time.perf_counter()
-                torch.autograd.backward(h, None if is_last else grad_out)
-                end = time.perf_counter()
-                for i in range(n):
-                    forward[i] += 1e3 * (marks[i + 1] - marks[i])
-                    after = seen[i - 1] if i > 0 else end
-                    before = seen[i] if i < n - 1 else begin
-                    backward[i] += 1e3 * (after - before)
+            forward[:], backward[:] = [0.0] * n, [0.0] * n
+            if all_forwards_first:  # GPipe: the m micro-batches' activations all held at once
+                held = [run_forward() for _ in range(m)]
+                for outputs in held:
+                    if grad_out is None and not is_last:
+                        grad_out = torch.randn_like(outputs[-1])
+                    run_backward(outputs, grad_out)
+                del held
+            else:
+                for _ in range(m):
+                    outputs = run_forward()
+                    if grad_out is None and not is_last:
+                        grad_out = torch.randn_like(outputs[-1])
+                    run_backward(outputs, grad_out)
             begin = time.perf_counter()
             with torch.no_grad():
                 for p in parameters:
@@ -267,11 +356,13 @@ def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iteration
     return samples
 
 
-def write_profile(path, like, samples, stages, runtime):
+def write_profile(path, like, samples, stages, runtime, runtime_ms):
     """The layers' times in pipetwin's workload format, every other field (names, bytes, the
     layers' inputs) from `like`, pipetwin's own profile of the same model
     (partition/model/workload.cc), so that the simulator predicts torch's run from torch's
-    compute."""
+    compute. runtime_ms: {stage index: torch's runtime's own ms per action of the rank that holds
+    it} (probe_runtime), added to each forward and backward of the stage, shared among its
+    layers."""
     with open(like) as f:
         workload = json.load(f)
     layers = workload["layers"]
@@ -281,16 +372,18 @@ def write_profile(path, like, samples, stages, runtime):
                          f"{built}")
     for index, stage in enumerate(stages):
         times = samples[index]
+        runtime_share = runtime_ms[index] / len(times)
         for offset, (forward, backward, update) in enumerate(times):
             layer = layers[stage["first_layer"] + offset]
-            layer["forward_ms"] = statistics.mean(forward)
+            layer["forward_ms"] = statistics.mean(forward) + runtime_share
             layer["forward_ms_spread"] = half_width(forward)
-            layer["backward_ms"] = statistics.mean(backward)
+            layer["backward_ms"] = statistics.mean(backward) + runtime_share
             layer["backward_ms_spread"] = half_width(backward)
             if "update_ms" in layer:
                 layer["update_ms"] = statistics.mean(update)
                 layer["update_ms_spread"] = half_width(update)
-            layer["description"] = f"measured under {runtime}"
+            layer["description"] = (f"measured under {runtime}, with its own "
+                                    f"{runtime_ms[index]:.3f} ms per action")
     workload["name"] = workload.get("name", "workload") + " (torch's runtime)"
     workload.setdefault("reference", {})["device"] = f"{os.uname().nodename} CPU under {runtime}"
     workload.pop("stability", None)
@@ -365,15 +458,9 @@ def main():
         module = nn.Sequential(*layers[first:last + 1])
         pipeline_stages.append(PipelineStage(module, index, len(stages), torch.device("cpu")))
     times = ActionTimes()
-    times.install(pipeline_stages)  # before the schedule takes loss_fn
-    if schedule_name == "gpipe":
-        schedule = ScheduleGPipe(pipeline_stages[0], m, loss_fn=loss_fn)
-    elif schedule_name == "flush":
-        schedule = Schedule1F1B(pipeline_stages[0], m, loss_fn=loss_fn)
-    elif schedule_name == "interleaved":
-        schedule = ScheduleInterleaved1F1B(pipeline_stages, m, loss_fn=loss_fn)
-    else:
-        raise SystemExit(f"bench_vs_torch: schedule {schedule_name} is not benchmarked here")
+    times.install()
+    schedule = schedule_of(schedule_name, pipeline_stages, m,
+                           times.install_stages(pipeline_stages, loss_fn))
     parameters = [p for s in pipeline_stages for p in s.submod.parameters()]
     lr = training.get("learning_rate", 0.001)
     # pipetwin's optimizers (exec/runtime/weights.h): momentum 0.9, Adam's betas and eps torch's.
@@ -390,14 +477,18 @@ def main():
     generator = torch.Generator().manual_seed(2)
     if args.profile:
         samples = profile_stages([(i, stages[i]) for i in mine], layers, workload, m, b,
-                                 optimizer_of, loss_fn, iterations, torch.Generator().manual_seed(3))
+                                 optimizer_of, loss_fn, iterations, torch.Generator().manual_seed(3),
+                                 all_forwards_first=schedule_name == "gpipe")
+        runtime_ms = probe_runtime(times, schedule_name, stages, mine, layers, workload, m, b,
+                                   iterations)
         gathered = [None] * world
-        dist.all_gather_object(gathered, samples)
+        dist.all_gather_object(gathered, (samples, {i: runtime_ms for i in mine}))
         if rank == 0:
-            merged = {k: v for part in gathered for k, v in part.items()}
+            merged = {k: v for part, _ in gathered for k, v in part.items()}
+            runtime_of = {k: v for _, part in gathered for k, v in part.items()}
             runtime = (f"torch.distributed.pipelining {torch.__version__}, "
                        + ("each rank pinned to a core" if args.pin else "ranks unpinned"))
-            write_profile(args.profile, args.like, merged, stages, runtime)
+            write_profile(args.profile, args.like, merged, stages, runtime, runtime_of)
     batches = [batch_of(workload, m * b, generator) for _ in range(2)]
 
     def step(it):

@@ -11,12 +11,14 @@ actions (the runtime's own share is not negative: a wrapped function that is not
 actions would make it so); the loss is counted apart, on the rank that holds the last stage
 only; the rest of the step is not negative; the report holds one step time per timed iteration.
 The 1F1B run also profiles its layers (--profile): every layer's times measured, the other fields
-kept from --like, each rank's profiled compute of the order of its run's. Exits 77 (skipped)
+kept from --like, each rank's profiled compute and runtime per action of the order of its
+run's. Exits 77 (skipped)
 where torch cannot be imported.
 """
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -93,6 +95,21 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
                                                                "update_ms")),
                   f"{name} {mine['id']}: times not measured: {mine}")
             check("torch" in mine["description"], f"{name} {mine['id']}: {mine['description']}")
+        # The runtime's own cost per action, probed on stand-in stages (probe_runtime), against
+        # the run's: all a rank did beyond compute, waits and the optimizer, per action. Not the
+        # same figure (the run's holds scaling the gradients, the probe's no compute to hide the
+        # exchanges' threads behind), but the same order: a unit slip or a wait counted as the
+        # runtime's would not be.
+        for rank, r in enumerate(line["per_rank"]):
+            found = re.search(r"own ([0-9.]+) ms per action", layers[2 * rank]["description"])
+            check(found is not None, f"{name} rank {rank}: no runtime per action in the profile")
+            if found:
+                probed = float(found.group(1))
+                check(0.1 < probed / r["runtime_ms_per_action_all"] < 10,
+                      f"{name} rank {rank}: the probe's {probed} ms per action, the run's "
+                      f"{r['runtime_ms_per_action_all']:.3f}")
+                print(name, "rank", rank, f"runtime per action: probed {probed} ms, in the run",
+                      f"{r['runtime_ms_per_action_all']:.3f} ms")
         # Each rank's profiled compute an iteration (m micro-batches' forwards and backwards of
         # its two layers) against the compute the run's own timers saw inside its actions: the
         # same work, so the same order of size (a layer timed in ms where s were meant, or a

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -39,6 +40,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
                                           ScheduleInterleaved1F1B)
+
+
+def fail(message):
+    """Bad input: one line on stderr and exit status 2, as pipetwin's own commands do."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
 
 
 class Linear(nn.Module):
@@ -108,7 +115,7 @@ def layers_of(workload):
         h, s, v = workload["hidden"], workload["sequence"], workload["vocabulary"]
         return ([Embedding(v, s, h)] + [Block(h, workload["heads"])
                                         for _ in range(workload["layers"])] + [Head(h, v)])
-    raise SystemExit(f"bench_vs_torch: generator {g} is not built here (mlp, gpt)")
+    fail(f"bench_vs_torch: generator {g} is not built here (mlp, gpt)")
 
 
 def batch_of(workload, size, generator):
@@ -199,7 +206,7 @@ def schedule_of(name, stages, m, loss):
         return Schedule1F1B(stages[0], m, loss_fn=loss)
     if name == "interleaved":
         return ScheduleInterleaved1F1B(stages, m, loss_fn=loss)
-    raise SystemExit(f"bench_vs_torch: schedule {name} is not benchmarked here")
+    fail(f"bench_vs_torch: schedule {name} is not benchmarked here")
 
 
 class StandIn(nn.Module):
@@ -366,10 +373,6 @@ def write_profile(path, like, samples, stages, runtime, runtime_ms):
     with open(like) as f:
         workload = json.load(f)
     layers = workload["layers"]
-    built = max(stage["last_layer"] for stage in stages) + 1
-    if len(layers) != built:
-        raise SystemExit(f"bench_vs_torch: {like} has {len(layers)} layers, the model built here "
-                         f"{built}")
     for index, stage in enumerate(stages):
         times = samples[index]
         runtime_share = runtime_ms[index] / len(times)
@@ -431,7 +434,16 @@ def main():
                              "pins its workers")
     args = parser.parse_args()
     if bool(args.profile) != bool(args.like):
-        raise SystemExit("bench_vs_torch: --profile and --like go together")
+        fail("bench_vs_torch: --profile and --like go together")
+    if args.like:
+        try:
+            with open(args.like) as f:
+                like_layers = json.load(f)["layers"]
+            if not isinstance(like_layers, list):
+                raise TypeError
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            fail(f"bench_vs_torch: --like {args.like}: expected a pipetwin workload "
+                             f"file with a list at $.layers ({type(e).__name__}: {e})")
     with open(args.scenario) as f:
         scenario = json.load(f)
     workload, plan, training = scenario["workload"], scenario["plan"], scenario["training"]
@@ -448,9 +460,12 @@ def main():
     torch.manual_seed(1)  # the same weights on every rank before each keeps its stages
     layers = layers_of(workload)
     stages = plan["stages"]
+    if args.like and len(like_layers) != len(layers):
+        fail(f"bench_vs_torch: --like {args.like}: {len(like_layers)} layers at $.layers, the "
+             f"model of {args.scenario} has {len(layers)}")
     chunks = max(2, training.get("chunks", 2)) if schedule_name == "interleaved" else 1
     if len(stages) != world * chunks:
-        raise SystemExit(f"bench_vs_torch: {len(stages)} stages for {world} ranks x {chunks}")
+        fail(f"bench_vs_torch: {len(stages)} stages for {world} ranks x {chunks}")
     mine = [rank + c * world for c in range(chunks)]
     pipeline_stages = []
     for index in mine:

@@ -123,11 +123,14 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
             print(name, "rank", rank, f"profiled {profiled:.1f} ms, run",
                   f"{r['compute_ms_per_iteration']:.1f} ms of compute an iteration")
 
-# --profile needs --like: one line, not a traceback.
-lone = subprocess.run([sys.executable, os.path.join(root, "scripts", "bench_vs_torch.py"),
-                       os.path.join(root, "scenarios", "bench-vs-torch", "mlp-2s-flush.json"),
-                       "--profile", "x.json"], capture_output=True, text=True, timeout=120)
-check(lone.returncode != 0 and "--like" in lone.stderr and "Traceback" not in lone.stderr,
-      f"--profile without --like: exit {lone.returncode}, {lone.stderr[-300:]}")
+# Bad input: --profile without --like, a --like that is no workload file: one line, exit 2.
+for extra, what in ((["--profile", "x.json"], "--like"),
+                    (["--profile", "x.json", "--like", os.path.join(root, "README.md")],
+                     "$.layers")):
+    bad = subprocess.run([sys.executable, os.path.join(root, "scripts", "bench_vs_torch.py"),
+                          os.path.join(root, "scenarios", "bench-vs-torch", "mlp-2s-flush.json")]
+                         + extra, capture_output=True, text=True, timeout=120)
+    check(bad.returncode == 2 and what in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+          f"{extra}: exit {bad.returncode}, {bad.stderr[-300:]}")
 
 sys.exit(1 if failures else 0)

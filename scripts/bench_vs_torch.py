@@ -19,7 +19,7 @@ iteration's time, the scenario's shape, and each timed step's seconds on rank 0 
 details.step_s), which `pipetwin compare SCENARIO --measured FILE` compares with a prediction.
 --profile FILE --like WORKLOAD: before the run, every rank times its own stages' layers under
 torch's runtime (profile_stages) and the runtime's own cost per action on the same schedule with
-one-weight stages (probe_runtime); rank 0 writes them as a pipetwin workload file, its other
+stand-in stages that compute next to nothing (probe_runtime); rank 0 writes them as a pipetwin workload file, its other
 fields from WORKLOAD (pipetwin's profile of the same model), for `pipetwin compare --profile FILE`
 to predict the run from torch's own compute and runtime.
 The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
@@ -256,7 +256,9 @@ def probe_runtime(times, schedule_name, stages, mine, layers, workload, m, b, it
     return statistics.median(per_action)
 
 
-# t(0.975, df): the 95% interval's half-width in standard errors, as util/spread.h takes it.
+# t(0.975, df): the 95% interval's half-width in standard errors, the rule pipetwin's profiles
+# give their spreads by (partition/util/spread.h, StudentT975, which a Python script cannot
+# call); between the tabled degrees of freedom the next lower one's, a little wider.
 T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
         10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 25: 2.06, 30: 2.04}
 
@@ -363,15 +365,13 @@ def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iteration
     return samples
 
 
-def write_profile(path, like, samples, stages, runtime, runtime_ms):
+def write_profile(path, workload, samples, stages, runtime, runtime_ms):
     """The layers' times in pipetwin's workload format, every other field (names, bytes, the
-    layers' inputs) from `like`, pipetwin's own profile of the same model
+    layers' inputs) from `workload`, pipetwin's own profile of the same model (--like)
     (partition/model/workload.cc), so that the simulator predicts torch's run from torch's
     compute. runtime_ms: {stage index: torch's runtime's own ms per action of the rank that holds
     it} (probe_runtime), added to each forward and backward of the stage, shared among its
     layers."""
-    with open(like) as f:
-        workload = json.load(f)
     layers = workload["layers"]
     for index, stage in enumerate(stages):
         times = samples[index]
@@ -438,12 +438,12 @@ def main():
     if args.like:
         try:
             with open(args.like) as f:
-                like_layers = json.load(f)["layers"]
-            if not isinstance(like_layers, list):
-                raise TypeError
+                like = json.load(f)
+            if not isinstance(like["layers"], list):
+                raise TypeError("not a list")
         except (OSError, ValueError, KeyError, TypeError) as e:
-            fail(f"bench_vs_torch: --like {args.like}: expected a pipetwin workload "
-                             f"file with a list at $.layers ({type(e).__name__}: {e})")
+            fail(f"bench_vs_torch: --like {args.like}: expected a pipetwin workload file with a "
+                 f"list at $.layers ({type(e).__name__}: {e})")
     with open(args.scenario) as f:
         scenario = json.load(f)
     workload, plan, training = scenario["workload"], scenario["plan"], scenario["training"]
@@ -460,8 +460,8 @@ def main():
     torch.manual_seed(1)  # the same weights on every rank before each keeps its stages
     layers = layers_of(workload)
     stages = plan["stages"]
-    if args.like and len(like_layers) != len(layers):
-        fail(f"bench_vs_torch: --like {args.like}: {len(like_layers)} layers at $.layers, the "
+    if args.like and len(like["layers"]) != len(layers):
+        fail(f"bench_vs_torch: --like {args.like}: {len(like['layers'])} layers at $.layers, the "
              f"model of {args.scenario} has {len(layers)}")
     chunks = max(2, training.get("chunks", 2)) if schedule_name == "interleaved" else 1
     if len(stages) != world * chunks:
@@ -503,7 +503,7 @@ def main():
             runtime_of = {k: v for _, part in gathered for k, v in part.items()}
             runtime = (f"torch.distributed.pipelining {torch.__version__}, "
                        + ("each rank pinned to a core" if args.pin else "ranks unpinned"))
-            write_profile(args.profile, args.like, merged, stages, runtime, runtime_of)
+            write_profile(args.profile, like, merged, stages, runtime, runtime_of)
     batches = [batch_of(workload, m * b, generator) for _ in range(2)]
 
     def step(it):

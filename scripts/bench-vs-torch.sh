@@ -155,7 +155,9 @@ for s in scenarios:
            "pipetwin": own["measured"]["samples_per_s"],
            "pipetwin_error": own["relative_error"]["samples_per_s"]}
     for who in setups:
-        runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{name}.{who}-*.compare.json"))]
+        # {who}-[0-9]*: "torch-*" would also take torch-pinned's runs.
+        runs = [json.load(open(f))
+                for f in sorted(glob.glob(f"{out}/{name}.{who}-[0-9]*.compare.json"))]
         if not runs:
             break
         predicted = statistics.median(r["predicted"]["samples_per_s"] for r in runs)

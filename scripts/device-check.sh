@@ -214,7 +214,10 @@ step_limit 200
 if [ -n "$reuse" ]; then
   [ "$mode" = cpu ] || fail "--reuse-build is for --cpu only"
   say "configuring against .device-deps/ (the compile itself: $reuse's binaries are reused)"
-  configure "$(mktemp -d)"
+  # A throw-away build folder: only the configure's checks are wanted from it.
+  reuse_configured=$(mktemp -d)
+  trap 'rm -rf "$reuse_configured"' EXIT
+  configure "$reuse_configured"
   bin=$(cd "$reuse/bin" && pwd)
   tests=$(cd "$reuse/tests/exec" && pwd)/pipetwin_exec_tests
 else

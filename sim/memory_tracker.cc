@@ -21,14 +21,15 @@ void MemoryTracker::Apply(const Op& op, double now_s) {
   switch (op.kind) {
     case OpKind::kStashActivation: {
       const StageCost& c = setup_.model_stages[op.stage];
-      const double bytes =
-          KeptActivationBytes(c.input_bytes, c.stash_bytes, op.input_only, c.stash_holds_input);
+      const double bytes = op.input_only ? c.recompute.kept_bytes
+                                         : KeptActivationBytes(c.input_bytes, c.stash_bytes, false,
+                                                               c.stash_holds_input);
       stashed_[id] = bytes;
       current_.activations += bytes;
       break;
     }
     case OpKind::kRecompute: {
-      const double bytes = setup_.model_stages[op.stage].stash_bytes;
+      const double bytes = setup_.model_stages[op.stage].recompute.rebuilt_bytes;
       rebuilt_[id] = bytes;
       current_.recompute += bytes;
       break;

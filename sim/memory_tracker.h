@@ -4,8 +4,9 @@
 // (AnalyzeSchedule):
 //   weights      (1 + stashed versions) x |W|      optimizer   |W| x bytes per parameter
 //   gradients    |W| x gradient dtype bytes         activations per stashed micro-batch: the stage
-//   recompute    one micro-batch's full stash from     input, plus every layer's stash unless
-//                its Recompute to its release          recomputed
+//   recompute    what recomputing one micro-batch      input, plus every layer's stash; under
+//                rebuilds at most, from its Recompute  recomputation what it keeps (cost/memory.h,
+//                to its release                        StageRecomputeFootprint)
 //
 //   MemoryTracker state(setup, /*worker=*/3, /*timeline=*/true);
 //   for (const Op& op : ops) state.Apply(op, now);

@@ -101,8 +101,8 @@ double SimulationSetup::ComputeSeconds(const Op& op) const {
   const StageCost& c = model_stages[op.stage];
   double seconds = 0;
   switch (op.kind) {
-    case OpKind::kForward:
-    case OpKind::kRecompute: seconds = c.forward_ms * 1e-3; break;
+    case OpKind::kForward: seconds = c.forward_ms * 1e-3; break;
+    case OpKind::kRecompute: seconds = c.recompute.recompute_ms * 1e-3; break;
     case OpKind::kBackward: seconds = c.backward_ms * 1e-3; break;
     case OpKind::kBackwardInput:
       if (c.backward_input_ms == 0) return 0;  // nothing to compute, nothing launched
@@ -118,8 +118,11 @@ SimulationSetup::GroupCollectiveWork SimulationSetup::GroupCollectivesOf(const O
   const GroupCollectives& c = model_stages[op.stage].collectives;
   switch (op.kind) {
     case OpKind::kForward:
-    case OpKind::kRecompute:
       return {c.forward_exposed_ms * 1e-3, c.forward_overlapped_ms * 1e-3, c.forward_bytes};
+    case OpKind::kRecompute: {
+      const GroupCollectives& r = model_stages[op.stage].recompute_collectives;
+      return {r.forward_exposed_ms * 1e-3, r.forward_overlapped_ms * 1e-3, r.forward_bytes};
+    }
     case OpKind::kBackward:
       return {c.backward_exposed_ms * 1e-3, c.backward_overlapped_ms * 1e-3, c.backward_bytes};
     case OpKind::kBackwardInput:

@@ -88,7 +88,8 @@ struct SimulationSetup {
   double ComputeSeconds(const Op& op) const;
   // The tensor-parallel group's collectives inside a compute op (StageCost::collectives; zeros
   // for a workload that is not split): part of ComputeSeconds, run by the simulator as flows on
-  // the device's server link. A recompute repeats the forward's; a split backward has half each.
+  // the device's server link. A recompute repeats its recomputed layers' forward ones; a split
+  // backward has half each.
   struct GroupCollectiveWork {
     double exposed_s = 0, overlapped_s = 0;  // alone on the links
     double bytes = 0;                        // a rank sends

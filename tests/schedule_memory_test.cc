@@ -65,5 +65,27 @@ TEST(ScheduleMemory, KeptActivationsCountAStagesInputOnce) {
   EXPECT_DOUBLE_EQ(KeptActivationBytes(3, 10, true, true), 3);
 }
 
+// Under recomputation, by hand. Four layers with inputs 3, 4, 5, 6, stashes 10, 20, 30, 40 and
+// forwards 1, 2, 3, 4 ms. All recomputed with the stage: the stage's input kept (3), the whole
+// stash rebuilt (100), every forward rerun (10). Layer 0 never recomputed, layers 1 and 2 their
+// own checkpoints of 7 and 8 bytes, layer 3 a run of its own from its input: kept 10 + 7 + 8 +
+// 6 (stashes holding inputs) or 3 + 10 + 7 + 8 + 6 (not); the largest rebuilt, 40; rerun 9 ms.
+TEST(ScheduleMemory, RecomputationKeepsCheckpointsAndRebuildsTheLargestRun) {
+  std::vector<RecomputedLayer> layers(4);
+  for (int i = 0; i < 4; ++i) layers[i] = {3.0 + i, 10.0 * (i + 1), 1.0 + i, std::nullopt, true};
+  const RecomputeFootprint whole = StageRecomputeFootprint(layers, true);
+  EXPECT_DOUBLE_EQ(whole.kept_bytes, 3);
+  EXPECT_DOUBLE_EQ(whole.rebuilt_bytes, 100);
+  EXPECT_DOUBLE_EQ(whole.recompute_ms, 10);
+  layers[0].recomputed = false;
+  layers[1].checkpoint_bytes = 7;
+  layers[2].checkpoint_bytes = 8;
+  const RecomputeFootprint held = StageRecomputeFootprint(layers, true);
+  EXPECT_DOUBLE_EQ(held.kept_bytes, 10 + 7 + 8 + 6);
+  EXPECT_DOUBLE_EQ(held.rebuilt_bytes, 40);
+  EXPECT_DOUBLE_EQ(held.recompute_ms, 9);
+  EXPECT_DOUBLE_EQ(StageRecomputeFootprint(layers, false).kept_bytes, 3 + 10 + 7 + 8 + 6);
+}
+
 }  // namespace
 }  // namespace pipetwin

@@ -44,6 +44,30 @@ double KeptActivationBytes(double input_bytes, double stash_bytes, bool input_on
   return stash_holds_input ? stash_bytes : input_bytes + stash_bytes;
 }
 
+RecomputeFootprint StageRecomputeFootprint(const std::vector<RecomputedLayer>& layers,
+                                           bool stash_holds_input) {
+  RecomputeFootprint out;
+  double run = -1;  // the stash of the run of layers recomputed together so far; -1: none open
+  for (const RecomputedLayer& l : layers) {
+    if (!l.recomputed) {
+      out.kept_bytes += KeptActivationBytes(l.input_bytes, l.stash_bytes, false, stash_holds_input);
+      run = -1;
+      continue;
+    }
+    out.recompute_ms += l.forward_ms;
+    if (l.checkpoint_bytes) {
+      out.kept_bytes += *l.checkpoint_bytes;
+      out.rebuilt_bytes = std::max(out.rebuilt_bytes, l.stash_bytes);
+      run = -1;
+      continue;
+    }
+    if (run < 0) run = 0, out.kept_bytes += l.input_bytes;
+    run += l.stash_bytes;
+    out.rebuilt_bytes = std::max(out.rebuilt_bytes, run);
+  }
+  return out;
+}
+
 MemoryCategories WorkerMemory(const WorkerMemoryInputs& in) {
   MemoryCategories m;
   m.weights = in.parameters * in.parameter_dtype_bytes * in.weight_versions;
@@ -53,10 +77,13 @@ MemoryCategories WorkerMemory(const WorkerMemoryInputs& in) {
   //   without recomputation  n |A_total(b)| / d + n |A_input(b)|
   //   with recomputation     |A_total(b)| / d + n |A_input(b)|
   // (GPipe with recomputation, section 3.1: |A_total(b)| / d + m |A_input(b)|.)
+  const std::optional<RecomputeFootprint>& f = in.recompute ? in.recompute_footprint : std::nullopt;
   m.activations = in.stashed_microbatches *
-                  KeptActivationBytes(in.input_bytes_per_microbatch, in.stash_bytes_per_microbatch,
-                                      in.recompute, in.stash_holds_input);
-  if (in.recompute) m.recompute = in.stash_bytes_per_microbatch;
+                  (f ? f->kept_bytes
+                     : KeptActivationBytes(in.input_bytes_per_microbatch,
+                                           in.stash_bytes_per_microbatch, in.recompute,
+                                           in.stash_holds_input));
+  if (in.recompute) m.recompute = f ? f->rebuilt_bytes : in.stash_bytes_per_microbatch;
   return m;
 }
 

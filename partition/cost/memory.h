@@ -2,7 +2,9 @@
 // a stage keeps under each schedule.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +37,36 @@ const char* MemoryCategoryName(int category);
 nlohmann::json MemoryCategoriesToJson(const MemoryCategories& memory);
 MemoryCategories MemoryCategoriesFromJson(JsonReader reader);
 
+// One layer of a stage, one micro-batch, as recomputation sees it (Layer::checkpoint_bytes,
+// Layer::recomputed).
+struct RecomputedLayer {
+  double input_bytes = 0;  // what crosses into it: the stage's input for the stage's first layer
+  double stash_bytes = 0;  // its stash (Workload::StashBytes)
+  double forward_ms = 0;
+  std::optional<double> checkpoint_bytes;
+  bool recomputed = true;
+};
+
+// What a stage holds for one micro-batch under recomputation, in the stage's layer order:
+//   kept_bytes     from its forward to its backward: the input of each run of layers recomputed
+//                  together (a run of layers without a checkpoint of their own starts at the
+//                  stage's input or after a layer that ends one), each checkpointed layer's
+//                  checkpoint_bytes, and the stash of each layer never recomputed (with its
+//                  input, where stashes do not hold their inputs);
+//   rebuilt_bytes  the most that exists at once while the backward recomputes: the largest run's
+//                  or checkpointed layer's stash (its input counted again, as the whole stage's
+//                  rule always has: a tensor-level bound);
+//   recompute_ms   the forward rerun: every layer but those never recomputed.
+// With no layer giving a checkpoint or refusing recomputation this is PipeDream-2BW's rule
+// (appendix A.1.2: the stage's input kept, |A_total(b)| / d rebuilt); with every block its own
+// checkpoint, Megatron-LM's full recomputation (Korthikanti et al. 2022, section 5: 2 s b h per
+// layer kept, one layer's activations rebuilt at a time).
+struct RecomputeFootprint {
+  double kept_bytes = 0, rebuilt_bytes = 0, recompute_ms = 0;
+};
+RecomputeFootprint StageRecomputeFootprint(const std::vector<RecomputedLayer>& layers,
+                                           bool stash_holds_input);
+
 struct WorkerMemoryInputs {
   double parameters = 0;                  // of the stage the worker holds
   double parameter_dtype_bytes = 4;
@@ -46,6 +78,9 @@ struct WorkerMemoryInputs {
   int stashed_microbatches = 1;           // forwarded, not yet backwarded
   bool recompute = false;
   bool stash_holds_input = false;         // Workload::stash_holds_input
+  // Under recomputation, what the stage keeps and rebuilds when its layers say
+  // (StageRecomputeFootprint); absent: the stage's input kept, its whole stash rebuilt.
+  std::optional<RecomputeFootprint> recompute_footprint;
 };
 
 // The activation bytes a stage keeps for one micro-batch from its forward to its backward: its

@@ -119,6 +119,32 @@ PipelineCostModel::PipelineCostModel(const Workload& workload, const Cluster& cl
   parameters_ = Prefix(parameters);
   stash_bytes_ = Prefix(stash);
   cut_bytes_ = CutBytesPerSample(workload, {});  // the planners cut the topological order
+  const bool by_layer = std::any_of(workload.layers.begin(), workload.layers.end(), [](const Layer& l) {
+    return l.checkpoint_bytes || !l.recomputed;
+  });
+  for (int i = 0; by_layer && i < layers; ++i) {
+    const Layer& l = workload.layers[i];
+    RecomputedLayer r;
+    r.input_bytes = i > 0 ? cut_bytes_[i - 1] : 0;
+    r.stash_bytes = stash[i];
+    r.forward_ms = forward[i];
+    if (l.checkpoint_bytes) r.checkpoint_bytes = *l.checkpoint_bytes * per_sample;
+    r.recomputed = l.recomputed;
+    recomputed_.push_back(r);
+  }
+}
+
+RecomputeFootprint PipelineCostModel::Recompute(int first, int last, int b) const {
+  if (recomputed_.empty())
+    return {BoundaryBytes(first - 1, b), StashBytes(first, last, b),
+            b * (forward_ms_[last + 1] - forward_ms_[first])};
+  std::vector<RecomputedLayer> stage(recomputed_.begin() + first, recomputed_.begin() + last + 1);
+  for (RecomputedLayer& r : stage) {
+    r.input_bytes *= b, r.stash_bytes *= b, r.forward_ms *= b;
+    if (r.checkpoint_bytes) *r.checkpoint_bytes *= b;
+  }
+  stage.front().input_bytes = BoundaryBytes(first - 1, b);
+  return StageRecomputeFootprint(stage, stash_holds_input_);
 }
 
 double PipelineCostModel::ComputeMs(int first, int last, int b, bool recompute) const {
@@ -128,16 +154,15 @@ double PipelineCostModel::ComputeMs(int first, int last, int b, bool recompute) 
   // A.1.1's c_extra = 4/3 when the backward takes twice the forward).
   const int operations_per_layer = recompute ? 3 : 2;
   const double compute =
-      b * (forward + backward + (recompute ? forward : 0)) +
+      b * (forward + backward) + (recompute ? Recompute(first, last, b).recompute_ms : 0) +
       (last - first + 1) * operations_per_layer * cluster_.launch_overhead_us * 1e-3;
   if (first != 0 || load_ms_per_sample_ <= 0) return compute;
   return InputStageMs(compute, b * load_ms_per_sample_, settings_.data_loading);
 }
 
 double PipelineCostModel::BackwardMs(int first, int last, int b, bool recompute) const {
-  const double forward = forward_ms_[last + 1] - forward_ms_[first];
   const double backward = backward_ms_[last + 1] - backward_ms_[first];
-  return b * (backward + (recompute ? forward : 0)) +
+  return b * backward + (recompute ? Recompute(first, last, b).recompute_ms : 0) +
          (last - first + 1) * (recompute ? 2 : 1) * cluster_.launch_overhead_us * 1e-3;
 }
 
@@ -269,6 +294,7 @@ MemoryCategories PipelineCostModel::Memory(int first, int last, int b, int weigh
   in.stash_holds_input = stash_holds_input_;
   in.stashed_microbatches = stashed_microbatches;
   in.recompute = recompute;
+  if (recompute) in.recompute_footprint = Recompute(first, last, b);
   return WorkerMemory(in);
 }
 

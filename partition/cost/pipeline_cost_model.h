@@ -118,6 +118,9 @@ class PipelineCostModel {
   // all-reduce of the same cost (GradientSyncBytes).
   double SyncBytes(int first, int last) const;
   double StashBytes(int first, int last, int b) const;
+  // Layers first..last as one stage under recomputation, one micro-batch of b samples
+  // (StageRecomputeFootprint).
+  RecomputeFootprint Recompute(int first, int last, int b) const;
   // Bytes crossing the cut after layer `last` for b samples (0 after the last layer, and
   // "before layer 0": the model's input is not a layer and costs nothing here).
   double BoundaryBytes(int last, int b) const;
@@ -162,6 +165,9 @@ class PipelineCostModel {
   // per sample, bytes per sample.
   std::vector<double> forward_ms_, backward_ms_, parameters_, stash_bytes_;
   std::vector<double> cut_bytes_;  // per sample, after layer j
+  // Per layer and sample, for recomputation when some layer has a checkpoint of its own or is
+  // never recomputed (Layer::checkpoint_bytes, recomputed; else empty: the whole-stage rule).
+  std::vector<RecomputedLayer> recomputed_;
 };
 
 }  // namespace pipetwin

@@ -71,6 +71,24 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
     cost.optimizer_bytes = cost.parameters * optimizer_bytes_per_parameter;
     cost.input_bytes = s.first_layer > 0 ? cut[s.first_layer - 1] * b : 0;
     cost.stash_holds_input = w.stash_holds_input;
+    std::vector<RecomputedLayer> recomputed;
+    for (int p = s.first_layer; p <= s.last_layer; ++p) {
+      const Layer& layer = w.layers[plan.LayerAt(p)];
+      RecomputedLayer r;
+      r.input_bytes = p == s.first_layer ? cost.input_bytes : cut[p - 1] * b;
+      r.stash_bytes = w.StashBytes(plan.LayerAt(p)) * per_sample;
+      r.forward_ms = layer.forward_ms * per_ms;
+      if (layer.checkpoint_bytes) r.checkpoint_bytes = *layer.checkpoint_bytes * per_sample;
+      r.recomputed = layer.recomputed;
+      recomputed.push_back(r);
+      if (layer.recomputed && layer.collectives) {
+        GroupCollectives& c = cost.recompute_collectives;
+        c.forward_exposed_ms += layer.collectives->forward_exposed_ms * per_ms;
+        c.forward_overlapped_ms += layer.collectives->forward_overlapped_ms * per_ms;
+        c.forward_bytes += layer.collectives->forward_bytes * per_sample;
+      }
+    }
+    cost.recompute = StageRecomputeFootprint(recomputed, w.stash_holds_input);
     cost.output_bytes = cut[s.last_layer] * b;
     out.push_back(cost);
   }

@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "partition/cost/memory.h"
 #include "partition/model/cluster.h"
 #include "partition/model/plan.h"
 #include "partition/model/workload.h"
@@ -47,6 +48,11 @@ struct StageCost {
   // stage says; absent: the whole stash and input stay until W.
   std::optional<double> weight_stash_bytes;
   bool stash_holds_input = false;  // the workload's (Workload::stash_holds_input)
+  // Under recomputation (memory.h, StageRecomputeFootprint): what a micro-batch keeps from its
+  // forward to its backward, what recomputing rebuilds at most at once, and the forward rerun.
+  RecomputeFootprint recompute;
+  // The collectives of the recomputed layers' forward (the forward_ fields), one micro-batch.
+  GroupCollectives recompute_collectives;
   double output_bytes = 0;      // one micro-batch's activation sent to the next stage
   // The tensor-parallel group's collectives in the stage's layers (Layer::collectives), one
   // micro-batch: part of forward_ms and backward_ms (and of the I and W passes' times), scaled

@@ -151,6 +151,12 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     if (l.weight_stash_bytes)
       CheckNumber(*l.weight_stash_bytes, file, at + ".weight_stash_bytes", false);
     if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
+    if (l.checkpoint_bytes) {
+      CheckNumber(*l.checkpoint_bytes, file, at + ".checkpoint_bytes", false);
+      if (!l.recomputed)
+        throw InputError(file, at + ".checkpoint_bytes",
+                         "expected no checkpoint on a layer with \"recomputed\": false");
+    }
     for (const auto& [spread, key] : {std::pair{&l.forward_ms_spread, ".forward_ms_spread"},
                                       std::pair{&l.backward_ms_spread, ".backward_ms_spread"},
                                       std::pair{&l.update_ms_spread, ".update_ms_spread"}})
@@ -374,6 +380,8 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (l.forward_flops) j["forward_flops"] = *l.forward_flops;
     if (l.stash_bytes) j["stash_bytes"] = *l.stash_bytes;
     if (l.weight_stash_bytes) j["weight_stash_bytes"] = *l.weight_stash_bytes;
+    if (l.checkpoint_bytes) j["checkpoint_bytes"] = *l.checkpoint_bytes;
+    if (!l.recomputed) j["recomputed"] = false;
     if (l.update_ms) j["update_ms"] = *l.update_ms;
     if (l.forward_ms_spread) j["forward_ms_spread"] = *l.forward_ms_spread;
     if (l.backward_ms_spread) j["backward_ms_spread"] = *l.backward_ms_spread;
@@ -476,6 +484,8 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.forward_flops = e.MaybeNonNegativeNumber("forward_flops");
     l.stash_bytes = e.MaybeNonNegativeNumber("stash_bytes");
     l.weight_stash_bytes = e.MaybeNonNegativeNumber("weight_stash_bytes");
+    l.checkpoint_bytes = e.MaybeNonNegativeNumber("checkpoint_bytes");
+    l.recomputed = e.OptionalBool("recomputed", true);
     l.update_ms = e.MaybeNonNegativeNumber("update_ms");
     l.forward_ms_spread = e.MaybeNonNegativeNumber("forward_ms_spread");
     l.backward_ms_spread = e.MaybeNonNegativeNumber("backward_ms_spread");

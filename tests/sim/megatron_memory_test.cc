@@ -12,6 +12,14 @@
 namespace pipetwin {
 namespace {
 
+// The scenario from-megatron wrote, simulated without a memory timeline.
+Report SimulateScenario(const std::string& json) {
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(json), "out.json", ".");
+  sim::SimOptions options;
+  options.record_memory_timeline = false;
+  return simtest::Simulate(s, options);
+}
+
 // GPT-3 175B, TP 2 x PP 16 x DP 2, interleaved with one layer a chunk, selective recomputation
 // and sequence parallelism: stage 0's activations and model state as the search counts them,
 // within 1% (the closed form leaves out the embedding's and the output layer's few bytes).
@@ -23,10 +31,7 @@ TEST(SimMegatronMemory, TheListsKeepWhatTheSearchCounts) {
       "--num-layers-per-virtual-pipeline-stage 1 --sequence-parallel --recompute-activations "
       "--use-distributed-optimizer --bf16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
-  sim::SimOptions options;
-  options.record_memory_timeline = false;
-  const Report report = simtest::Simulate(s, options);
+  const Report report = SimulateScenario(r.out);
   MegatronParallel p;
   p.tensor = 2;
   p.sequence_parallel = true;
@@ -40,6 +45,32 @@ TEST(SimMegatronMemory, TheListsKeepWhatTheSearchCounts) {
   EXPECT_NEAR(peak.weights + peak.gradients + peak.optimizer,
               closed.weights + closed.gradients + closed.optimizer,
               0.01 * (closed.weights + closed.gradients + closed.optimizer));
+}
+
+// Full recomputation as Megatron-LM runs it (--recompute-method uniform --recompute-num-layers
+// 1): each block keeps its input and reruns alone before its backward; the embedding and the
+// output layer are never rerun. The oracle is Korthikanti et al. 2022's own accounting, written
+// here from the paper: a kept block input is 2 s b h bytes (16-bit, replicated over the tensor
+// group without sequence parallelism, section 5), and the one block rebuilt at a time holds
+// s b h (10 + 24 / t + 5 a s / (h t)) (section 4.2.2, Table 2, tensor parallelism alone). A
+// middle stage of a 1F1B pipeline (no embedding, no output layer) holds p - s micro-batches.
+TEST(SimMegatronMemory, FullRecomputationKeepsEachBlocksInputAndRebuildsOneBlock) {
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8, pp = 8, layers = 96, stage = 3;
+  const auto r = testing::RunPipetwin(
+      "from-megatron --nodes 8 --iterations 1 -- --num-layers 96 --hidden-size 12288 "
+      "--num-attention-heads 96 --seq-length 2048 --vocab-size 51200 --global-batch-size 16 "
+      "--micro-batch-size 1 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+      "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Report report = SimulateScenario(r.out);
+  const MemoryCategories& peak = report.devices[static_cast<int>(stage)].at_peak;
+  const double kept = (pp - stage) * (layers / pp) * 2 * s * b * h;
+  const double rebuilt = s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
+  EXPECT_NEAR(peak.activations, kept, 1e-6 * kept);
+  EXPECT_NEAR(peak.recompute, rebuilt, 1e-6 * rebuilt);
+  // Under the whole-stage rule (PipeDream-2BW's) the stage would keep one input per micro-batch
+  // and rebuild all 12 blocks at once: 12 times the rebuilt bytes.
+  EXPECT_LT(peak.activations + peak.recompute, kept + 2 * rebuilt);
 }
 
 }  // namespace

@@ -209,6 +209,11 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   return w;
 }
 
+double BlockCheckpointBytes(const MegatronModel& m, const MegatronParallel& p) {
+  const Sizes z(m, p);
+  return z.D * z.Nrep;
+}
+
 LayerWork EmbeddingWork(const MegatronModel& m, const MegatronParallel& p) {
   const Sizes z(m, p);
   const double v = RunVocabulary(m, p.tensor);

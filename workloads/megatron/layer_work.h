@@ -88,6 +88,10 @@ std::vector<Kernel> GemmBackward(const Kernel& forward);
 // 4 a s b / t. Full recomputation is the schedule's (every layer's forward rerun): its stash is
 // this one, held for one micro-batch at a time.
 LayerWork BlockWork(const MegatronModel& model, const MegatronParallel& parallel);
+// What a block keeps under full recomputation, one micro-batch: its input, D s b h, or D s b h / t
+// under sequence parallelism (Korthikanti et al. 2022, section 5: "2sbh" per layer in 16 bits;
+// Megatron-LM's checkpoint of each block, --recompute-method uniform --recompute-num-layers 1).
+double BlockCheckpointBytes(const MegatronModel& model, const MegatronParallel& parallel);
 // The vocabulary-parallel word embedding (each rank looks up its V / t rows and the partial
 // sums are all-reduced, or reduce-scattered under sequence parallelism), the position
 // embedding and the embedding dropout.

@@ -22,9 +22,8 @@ MegatronMemory FirstStageMemory(const MegatronModel& m, const MegatronParallel& 
 
   out.microbatches_in_flight = StashedMicrobatches(schedule, 0, pipeline, microbatches, chunks);
   const double per_chunk_blocks = blocks / chunks;
-  const double layer_input = p.DtypeBytes() * m.sequence * p.microbatch * m.hidden /
-                             (p.sequence_parallel ? p.tensor : 1);
-  const double per_block = p.recompute == Recompute::kFull ? layer_input : block.stash_bytes;
+  const double per_block =
+      p.recompute == Recompute::kFull ? BlockCheckpointBytes(m, p) : block.stash_bytes;
   // Chunk 0's micro-batches also hold the embedding's stash; at most every micro-batch in flight.
   out.activations = out.microbatches_in_flight * (per_chunk_blocks * per_block) +
                     std::min(out.microbatches_in_flight, microbatches) * embedding.stash_bytes;

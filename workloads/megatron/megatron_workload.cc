@@ -194,10 +194,14 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
   w.layers.push_back(ToLayer("embedding", "word" + std::string(m.learned_positions ? " + position" : "") +
                                               " embedding" + split,
                              EmbeddingWork(m, p), cluster, p, -1));
+  // Under the schedule's (full) recomputation Megatron-LM checkpoints each block on its own and
+  // reruns neither the embedding nor the output layer (Layer::checkpoint_bytes, recomputed).
+  w.layers.back().recomputed = false;
   const LayerWork block = BlockWork(m, p);
   // Every block is the same layer: timed once, copied with its id and input.
-  const Layer timed = ToLayer("block0", (m.architecture == "gpt" ? "GPT block" : "Llama block") + split,
-                              block, cluster, p, 0);
+  Layer timed = ToLayer("block0", (m.architecture == "gpt" ? "GPT block" : "Llama block") + split,
+                        block, cluster, p, 0);
+  timed.checkpoint_bytes = BlockCheckpointBytes(m, p);
   for (int i = 0; i < m.layers; ++i) {
     Layer layer = timed;
     layer.id = "block" + std::to_string(i);
@@ -218,6 +222,7 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
                                            (m.untied ? "output layer" : "tied output layer") +
                                            " + cross-entropy" + split,
                              OutputWork(m, p), cluster, p, m.layers));
+  w.layers.back().recomputed = false;
   return w;
 }
 

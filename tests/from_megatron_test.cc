@@ -123,6 +123,34 @@ TEST(FromMegatron, LlamaArgumentsGiveLlama) {
   EXPECT_EQ(s.source["workload"]["query_groups"], 8);
 }
 
+// Megatron-LM reads its launch line with argparse: a flag given again overrides the earlier
+// value, and --recompute-activations sets selective recomputation over any granularity
+// (megatron/training/arguments.py, validate_args). The launch line means here what it means
+// there, and what was overridden is named.
+TEST(FromMegatron, ArgumentsOverrideEachOtherAsInMegatron) {
+  const auto r = RunPipetwin(std::string("from-megatron --nodes 8 -- ") + kGpt3 +
+                             "--recompute-granularity full --recompute-activations "
+                             "--pipeline-model-parallel-size 4 --micro-batch-size 1 "
+                             "--num-virtual-stages-per-pipeline-rank 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_EQ(s.source["workload"]["recompute"], "selective");
+  EXPECT_FALSE(s.training.recompute);
+  EXPECT_EQ(s.plan->StageCount(), 8);  // PP 4 (the later value) x 2 chunks
+  EXPECT_EQ(s.training.chunks, 2);
+  EXPECT_NE(r.err.find("64 GPUs = TP 8 x PP 4 x DP 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("warning: --pipeline-model-parallel-size 8 is overridden by a later "
+                       "--pipeline-model-parallel-size 4"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("warning: --recompute-activations makes --recompute-granularity full "
+                       "selective"),
+            std::string::npos)
+      << r.err;
+  // The same value again overrides nothing and is not warned about.
+  EXPECT_EQ(r.err.find("--micro-batch-size 1 is overridden"), std::string::npos) << r.err;
+}
+
 TEST(FromMegatron, InconsistentArgumentsAreOneLineAndExit2) {
   struct Case {
     std::string args, expected;
@@ -135,8 +163,13 @@ TEST(FromMegatron, InconsistentArgumentsAreOneLineAndExit2) {
       {"-- --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 --vocab-size 51200 "
        "--micro-batch-size 1 --global-batch-size 64",
        "--num-layers is required"},
-      {"-- " + std::string(kGpt3) + "--tensor-model-parallel-size 16",
-       "cannot be specified more than once"},
+      {"-- " + std::string(kGpt3) + "--fp16", "--bf16 and --fp16 exclude each other"},
+      {"--nodes 8 -- " + std::string(kGpt3) +
+           "--num-layers-per-virtual-pipeline-stage 4 --num-virtual-stages-per-pipeline-rank 3",
+       "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank "
+       "exclude each other"},
+      {"--nodes 8 -- " + std::string(kGpt3) + "--num-virtual-stages-per-pipeline-rank 5",
+       "--num-virtual-stages-per-pipeline-rank (5) must divide the layers per pipeline stage (12)"},
       {"--nodes 16 -- --num-layers 96 --hidden-size 12288 --num-attention-heads 96 "
        "--seq-length 2048 --vocab-size 51200 --micro-batch-size 1 --global-batch-size 63 "
        "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8",

@@ -3,6 +3,7 @@
 // simulate and sweep; its shape and per-GPU memory on standard error.
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <sstream>
 #include <iostream>
 #include <regex>
@@ -33,7 +34,8 @@ const char* kDescription =
     "them: tensor-parallel innermost (inside a server), then data-parallel, then pipeline\n"
     "(--use-tp-pp-dp-mapping among Megatron's arguments: pipeline before data-parallel).\n"
     "An argument it does not model is named in a warning on standard error, with the run's\n"
-    "shape and the first stage's per-GPU memory against the device's.";
+    "shape and the first stage's per-GPU memory against the device's. A flag given again\n"
+    "overrides the earlier value, as in Megatron-LM (argparse), with a warning.";
 
 // The Megatron-LM arguments modelled; every other one is warned about.
 po::options_description MegatronOptions() {
@@ -56,6 +58,7 @@ po::options_description MegatronOptions() {
       ("pipeline-model-parallel-size", po::value<int>(), "")
       ("num-layers-per-virtual-pipeline-stage", po::value<int>(), "")
       ("virtual-pipeline-model-parallel-size", po::value<int>(), "")
+      ("num-virtual-stages-per-pipeline-rank", po::value<int>(), "")
       ("sequence-parallel", "")
       ("recompute-granularity", po::value<std::string>(), "")
       ("recompute-method", po::value<std::string>(), "")
@@ -95,6 +98,33 @@ std::string InFlags(std::string message) {
   return message;
 }
 
+// Megatron-LM parses its launch line with argparse, where a flag given again overrides the
+// earlier one (launch scripts append overrides to a shared argument list): the last counts
+// here too, and an overridden value is named in a warning.
+void KeepTheLastOfEach(po::parsed_options& parsed) {
+  std::map<std::string, std::size_t> last;
+  for (std::size_t i = 0; i < parsed.options.size(); ++i)
+    if (!parsed.options[i].unregistered) last[parsed.options[i].string_key] = i;
+  auto words = [](const po::option& o) {
+    std::string text = "--" + o.string_key;
+    for (const std::string& v : o.value) text += " " + v;
+    return text;
+  };
+  std::vector<po::option> kept;
+  for (std::size_t i = 0; i < parsed.options.size(); ++i) {
+    const po::option& o = parsed.options[i];
+    if (!o.unregistered && last[o.string_key] != i) {
+      const po::option& later = parsed.options[last[o.string_key]];
+      if (o.value != later.value)
+        std::cerr << "pipetwin from-megatron: warning: " << words(o) << " is overridden by a later "
+                  << words(later) << ", as in Megatron-LM\n";
+      continue;
+    }
+    kept.push_back(o);
+  }
+  parsed.options = std::move(kept);
+}
+
 [[noreturn]] void Fail(const std::string& what) {
   throw InputError("pipetwin from-megatron: " + what);
 }
@@ -103,7 +133,8 @@ std::string InFlags(std::string message) {
 // must be: layers at most 2^16, sizes and batches at most 2^24, parallel sizes at most 2^20.
 const Limit& LimitOf(const std::string& flag) {
   if (flag == "num-layers" || flag == "num-layers-per-virtual-pipeline-stage" ||
-      flag == "virtual-pipeline-model-parallel-size" || flag == "recompute-num-layers")
+      flag == "virtual-pipeline-model-parallel-size" ||
+      flag == "num-virtual-stages-per-pipeline-rank" || flag == "recompute-num-layers")
     return kMaxLayers;
   if (flag == "tensor-model-parallel-size" || flag == "pipeline-model-parallel-size")
     return kMaxDevices;
@@ -188,6 +219,8 @@ void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& 
                 (mv.count("hidden-dropout") ? mv["hidden-dropout"].as<double>() : 0.1) > 0;
   m.architecture = m.swiglu || m.rms_norm || !m.learned_positions ? "llama" : "gpt";
 
+  // Megatron-LM asserts the two apart (arguments.py, validate_args: "assert not args.bf16").
+  if (mv.count("bf16") && mv.count("fp16")) Fail("--bf16 and --fp16 exclude each other, as in Megatron-LM");
   p.precision = mv.count("bf16") ? "bf16" : mv.count("fp16") ? "fp16" : "fp32";
   p.flash_attention = mv.count("use-flash-attn") > 0;
 }
@@ -203,8 +236,15 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
   p.tp_comm_overlap = mv.count("tp-comm-overlap") > 0;
   p.microbatch = Required(mv, "micro-batch-size");
   p.distributed_optimizer = mv.count("use-distributed-optimizer") > 0;
-  std::string granularity = mv.count("recompute-activations") ? "selective" : "";
-  if (mv.count("recompute-granularity")) granularity = mv["recompute-granularity"].as<std::string>();
+  // --recompute-activations sets selective over any --recompute-granularity (Megatron-LM's
+  // validate_args: "if args.recompute_activations: args.recompute_granularity = 'selective'").
+  std::string granularity = mv.count("recompute-granularity") ? mv["recompute-granularity"].as<std::string>() : "";
+  if (mv.count("recompute-activations")) {
+    if (!granularity.empty() && granularity != "selective")
+      std::cerr << "pipetwin from-megatron: warning: --recompute-activations makes --recompute-granularity "
+                << granularity << " selective, as in Megatron-LM\n";
+    granularity = "selective";
+  }
   if (!granularity.empty() && granularity != "full" && granularity != "selective")
     Fail("--recompute-granularity: expected full or selective, got " + granularity);
   p.recompute = granularity == "full" ? Recompute::kFull
@@ -226,16 +266,27 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
   if (m.layers % pipeline != 0)
     Fail("--num-layers (" + std::to_string(m.layers) + ") must be divisible by "
          "--pipeline-model-parallel-size (" + std::to_string(pipeline) + ")");
+  // Megatron-LM 2021-2024 named the chunks per stage --virtual-pipeline-model-parallel-size, and
+  // names them --num-virtual-stages-per-pipeline-rank since; it asserts one way at most.
+  const char* kVirtual[] = {"num-layers-per-virtual-pipeline-stage",
+                            "virtual-pipeline-model-parallel-size",
+                            "num-virtual-stages-per-pipeline-rank"};
+  std::vector<std::string> virtual_given;
+  for (const char* flag : kVirtual)
+    if (mv.count(flag)) virtual_given.push_back(std::string("--") + flag);
+  if (virtual_given.size() > 1)
+    Fail(virtual_given[0] + " and " + virtual_given[1] + " exclude each other, as in Megatron-LM");
+  const char* chunks_flag = mv.count(kVirtual[2]) ? kVirtual[2] : kVirtual[1];
   if (mv.count("num-layers-per-virtual-pipeline-stage")) {
     const int per = Required(mv, "num-layers-per-virtual-pipeline-stage");
     if ((m.layers / pipeline) % per != 0)
       Fail("--num-layers-per-virtual-pipeline-stage (" + std::to_string(per) +
            ") must divide the layers per pipeline stage (" + std::to_string(m.layers / pipeline) + ")");
     chunks = m.layers / pipeline / per;
-  } else if (mv.count("virtual-pipeline-model-parallel-size")) {
-    chunks = Required(mv, "virtual-pipeline-model-parallel-size");
+  } else if (mv.count(chunks_flag)) {
+    chunks = Required(mv, chunks_flag);
     if ((m.layers / pipeline) % chunks != 0)
-      Fail("--virtual-pipeline-model-parallel-size (" + std::to_string(chunks) +
+      Fail(std::string("--") + chunks_flag + " (" + std::to_string(chunks) +
            ") must divide the layers per pipeline stage (" + std::to_string(m.layers / pipeline) + ")");
   }
   if (chunks > 1 && pipeline < 2) Fail("an interleaved schedule needs --pipeline-model-parallel-size >= 2");
@@ -455,7 +506,8 @@ int Search2BW(const po::variables_map& vm, const MegatronRun& run, int gpus, int
 int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun run) {
   for (const char* flag : {"tensor-model-parallel-size", "pipeline-model-parallel-size",
                            "num-layers-per-virtual-pipeline-stage",
-                           "virtual-pipeline-model-parallel-size", "micro-batch-size",
+                           "virtual-pipeline-model-parallel-size",
+                           "num-virtual-stages-per-pipeline-rank", "micro-batch-size",
                            "sequence-parallel", "recompute-granularity", "recompute-activations",
                            "recompute-method", "recompute-num-layers", "use-distributed-optimizer"})
     if (mv.count(flag)) Fail(std::string("--search chooses --") + flag + ": leave it out");
@@ -552,6 +604,7 @@ int RunFromMegatronCommand(const Args& args) {
     po::parsed_options parsed =
         po::command_line_parser(megatron).options(megatron_options).allow_unregistered().run();
     ignored = po::collect_unrecognized(parsed.options, po::include_positional);
+    KeepTheLastOfEach(parsed);
     po::store(parsed, mv);
   } catch (const po::error& e) {
     Fail(std::string("in Megatron-LM's arguments: ") + e.what());

@@ -123,6 +123,25 @@ TEST(FromMegatron, LlamaArgumentsGiveLlama) {
   EXPECT_EQ(s.source["workload"]["query_groups"], 8);
 }
 
+// --swiglu changes the MLP only (Megatron-LM's defaults stay: LayerNorm, learned positions,
+// biases, tied embeddings, dropout), and its width defaults as Megatron-LM's validate_args
+// sets it: int(4 h x 2/3 / 64) x 64, 10,880 at h = 4096.
+TEST(FromMegatron, SwigluAloneChangesTheMlpOnly) {
+  const auto r = RunPipetwin(
+      "from-megatron --nodes 1 -- --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+      "--seq-length 2048 --max-position-embeddings 2048 --vocab-size 32000 --micro-batch-size 1 "
+      "--global-batch-size 8 --tensor-model-parallel-size 8 --bf16 --swiglu");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json w = nlohmann::json::parse(r.out)["workload"];
+  EXPECT_EQ(w["ffn_hidden"], 10880);
+  EXPECT_TRUE(w["swiglu"].get<bool>());
+  EXPECT_EQ(w["normalization"], "layernorm");
+  EXPECT_EQ(w["position_embedding"], "learned");
+  EXPECT_TRUE(w["bias"].get<bool>());
+  EXPECT_TRUE(w["dropout"].get<bool>());
+  EXPECT_FALSE(w["untie_embeddings"].get<bool>());
+}
+
 // Megatron-LM reads its launch line with argparse: a flag given again overrides the earlier
 // value, and --recompute-activations sets selective recomputation over any granularity
 // (megatron/training/arguments.py, validate_args). The launch line means here what it means

@@ -183,15 +183,22 @@ struct MegatronRun {
 
 // The model's arguments (sizes, architecture), precision and flash attention.
 void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& p) {
-  const bool llama_like = mv.count("swiglu") > 0;
-  if (llama_like) m = LlamaModel(1, 1, 0, 1, 0, 1, 1);  // the flags below set every size
+  // Each flag sets what it sets in Megatron-LM, every other property keeps Megatron-LM's default
+  // (LayerNorm, learned positions, biases, tied embeddings, dropout 0.1): --swiglu alone
+  // changes the MLP only.
+  m = MegatronModel{};
   m.layers = Required(mv, "num-layers");
   m.hidden = Required(mv, "hidden-size");
   m.heads = Required(mv, "num-attention-heads");
   m.sequence = Required(mv, "seq-length");
-  m.ffn_hidden = Optional(mv, "ffn-hidden-size", 0);
-  if (llama_like && m.ffn_hidden == 0) Fail("--swiglu needs --ffn-hidden-size");
-  m.swiglu = llama_like;
+  m.swiglu = mv.count("swiglu") > 0;
+  // Megatron-LM's default width (validate_args): 4 h, or with SwiGLU's two input projections
+  // 2/3 of it rounded down to a multiple of 64.
+  const int default_ffn = m.swiglu ? static_cast<int>(4.0 * m.hidden * 2 / 3 / 64) * 64 : 0;
+  m.ffn_hidden = Optional(mv, "ffn-hidden-size", default_ffn);
+  if (m.swiglu && m.ffn_hidden == 0)
+    Fail("--swiglu at --hidden-size " + std::to_string(m.hidden) +
+         " makes Megatron-LM's default --ffn-hidden-size 0: give --ffn-hidden-size");
   m.query_groups = mv.count("group-query-attention") ? Optional(mv, "num-query-groups", 1) : 0;
   m.max_position_embeddings = Optional(mv, "max-position-embeddings", 0);
   if (mv.count("padded-vocab-size")) {
@@ -402,12 +409,14 @@ void PrintShape(std::ostream& err, const MegatronRun& run) {
   err << "pipetwin from-megatron: " << m.architecture << ", "
             << billions.str() << " billion parameters (vocabulary padded to "
             << vocabulary << "); " << gpus << " GPUs = " << shape << "; " << microbatches
-            << " micro-batches of " << p.microbatch << " per pipeline"
+            << (microbatches == 1 ? " micro-batch of " : " micro-batches of ") << p.microbatch
+            << " per pipeline"
             << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "") << "\n"
             << "pipetwin from-megatron: memory per GPU of stage 0: weights " << GiB(memory.weights)
             << ", gradients " << GiB(memory.gradients) << ", optimizer " << GiB(memory.optimizer)
             << ", activations " << GiB(memory.activations) << " (" << memory.microbatches_in_flight
-            << " micro-batches in flight, recompute " << RecomputeName(p.recompute) << "): "
+            << (memory.microbatches_in_flight == 1 ? " micro-batch" : " micro-batches")
+            << " in flight, recompute " << RecomputeName(p.recompute) << "): "
             << GiB(memory.Total()) << " of " << GiB(run.server.device.memory_bytes) << ", "
             << (memory.Total() <= run.server.device.memory_bytes ? "fits" : "does not fit") << "\n";
 }

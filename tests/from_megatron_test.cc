@@ -142,6 +142,23 @@ TEST(FromMegatron, SwigluAloneChangesTheMlpOnly) {
   EXPECT_FALSE(w["untie_embeddings"].get<bool>());
 }
 
+// Without --global-batch-size Megatron-LM takes one micro-batch per data-parallel rank a step
+// (validate_args), and says so.
+TEST(FromMegatron, NoGlobalBatchIsOneMicroBatchPerDataParallelRank) {
+  const auto r = RunPipetwin(
+      "from-megatron --nodes 2 -- --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+      "--seq-length 2048 --vocab-size 32000 --micro-batch-size 2 "
+      "--tensor-model-parallel-size 8 --bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+  EXPECT_EQ(s.training.microbatches, 1);
+  EXPECT_EQ(s.plan->stages[0].replicas, 2);
+  EXPECT_NE(r.err.find("--global-batch-size not given: 4 (--micro-batch-size x data-parallel "
+                       "size)"),
+            std::string::npos)
+      << r.err;
+}
+
 // Megatron-LM reads its launch line with argparse: a flag given again overrides the earlier
 // value, and --recompute-activations sets selective recomputation over any granularity
 // (megatron/training/arguments.py, validate_args). The launch line means here what it means

@@ -179,6 +179,7 @@ struct MegatronRun {
   // compute, --overlap-p2p-communication (on unless --no-overlap-p2p-communication).
   bool overlap_p2p = true;
   bool overlap_param_gather = false;  // the distributed optimizer's weights gathered under the forward
+  bool global_batch_defaulted = false;  // no --global-batch-size: one micro-batch per DP rank
 };
 
 // The model's arguments (sizes, architecture), precision and flash attention.
@@ -321,7 +322,16 @@ void ReadShape(const po::variables_map& vm, const po::variables_map& mv, Megatro
          std::to_string(per_server) + ") are not divisible by --tensor-model-parallel-size x "
          "--pipeline-model-parallel-size = " + std::to_string(p.tensor) + " x " + std::to_string(pipeline));
   p.data_parallel = static_cast<int>(gpus / model_gpus);
-  const int global = Required(mv, "global-batch-size");
+  // Without --global-batch-size, Megatron-LM trains one micro-batch per data-parallel rank a
+  // step (validate_args: global_batch_size = micro_batch_size x data_parallel_size).
+  const long long one_each = static_cast<long long>(p.microbatch) * p.data_parallel;
+  if (!mv.count("global-batch-size") && one_each > kMaxSamples.max)
+    Fail("--global-batch-size not given: Megatron-LM's default, --micro-batch-size x data-parallel "
+         "size = " + std::to_string(one_each) + ", is over pipetwin's limit for " + kMaxSamples.what +
+         " (" + std::to_string(kMaxSamples.max) + ")");
+  const int global = mv.count("global-batch-size") ? Required(mv, "global-batch-size")
+                                                   : static_cast<int>(one_each);
+  run.global_batch_defaulted = !mv.count("global-batch-size");
   if (global % (p.microbatch * p.data_parallel) != 0)
     Fail("--global-batch-size (" + std::to_string(global) + ") must be divisible by "
          "--micro-batch-size x data-parallel size (" + std::to_string(p.microbatch) + " x " +
@@ -645,6 +655,10 @@ int RunFromMegatronCommand(const Args& args) {
   if (vm.count("search")) return Search(vm, mv, run);
   ReadParallel(mv, run.spec.model, run);
   ReadShape(vm, mv, run);
+  if (run.global_batch_defaulted)
+    std::cerr << "pipetwin from-megatron: --global-batch-size not given: "
+              << run.microbatches * run.spec.parallel.microbatch * run.spec.parallel.data_parallel
+              << " (--micro-batch-size x data-parallel size), as Megatron-LM sets it\n";
   PrintShape(std::cerr, run);
   if (run.overlap_grad_reduce && run.spec.parallel.data_parallel == 1)
     std::cerr << "pipetwin from-megatron: warning: --overlap-grad-reduce has no effect without "

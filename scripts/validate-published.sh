@@ -54,7 +54,10 @@ while read -r name layers hidden heads nodes tp pp global micro per_virtual full
       measured=$sel_s
     fi
     scenario=$out/scenarios/$name-$mode.json
-    "$pipetwin" from-megatron --cluster dgx-a100 --nodes "$nodes" --iterations 1 -- "${args[@]}" \
+    # The 2022 code also sent 1/t of a stage's output without sequence parallelism (its
+    # scatter-gather of pipeline tensors, dropped from Megatron-LM in January 2023).
+    "$pipetwin" from-megatron --cluster dgx-a100 --nodes "$nodes" --iterations 1 \
+      --scatter-gather-pipeline -- "${args[@]}" \
       > "$scenario" 2> "$out/scenarios/$name-$mode.txt"
     "$pipetwin" simulate "$scenario" --no-timeline --json > "$out/$name-$mode.report.json"
     python3 - "$out/$name-$mode.report.json" "$name" "$mode" "$measured" "$((nodes * 8))" \

@@ -54,6 +54,7 @@ TEST(FromMegatron, FullRecomputationIsTheSchedulesAndDataParallelismFollowsTheNo
   EXPECT_DOUBLE_EQ(s.training.optimizer_bytes_per_parameter, 6);  // 12 / d (ZeRO-1)
   EXPECT_EQ(s.schedule, ScheduleKind::kFlush);
   EXPECT_EQ(s.training.send_mode, SendMode::kBlocking);  // 1F1B waits on its exchanges
+  EXPECT_FALSE(s.source["workload"].contains("scatter_gather_pipeline"));  // today's Megatron-LM
   EXPECT_TRUE(s.training.distributed_optimizer);         // its traffic too: RS, then AG
   EXPECT_FALSE(s.training.overlap_param_gather);
 }
@@ -164,14 +165,16 @@ TEST(FromMegatron, NoGlobalBatchIsOneMicroBatchPerDataParallelRank) {
 // (megatron/training/arguments.py, validate_args). The launch line means here what it means
 // there, and what was overridden is named.
 TEST(FromMegatron, ArgumentsOverrideEachOtherAsInMegatron) {
-  const auto r = RunPipetwin(std::string("from-megatron --nodes 8 -- ") + kGpt3 +
-                             "--recompute-granularity full --recompute-activations "
+  const auto r = RunPipetwin(std::string("from-megatron --nodes 8 --scatter-gather-pipeline -- ") +
+                             kGpt3 + "--recompute-granularity full --recompute-activations "
                              "--pipeline-model-parallel-size 4 --micro-batch-size 1 "
                              "--num-virtual-stages-per-pipeline-rank 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
   EXPECT_EQ(s.source["workload"]["recompute"], "selective");
   EXPECT_FALSE(s.training.recompute);
+  EXPECT_TRUE(s.source["workload"]["scatter_gather_pipeline"].get<bool>());  // pipetwin's option
+  EXPECT_DOUBLE_EQ(s.workload.layers[1].activation_bytes, 2.0 * 2048 * 12288 / 8);
   EXPECT_EQ(s.plan->StageCount(), 8);  // PP 4 (the later value) x 2 chunks
   EXPECT_EQ(s.training.chunks, 2);
   EXPECT_NE(r.err.find("64 GPUs = TP 8 x PP 4 x DP 2"), std::string::npos) << r.err;

@@ -444,7 +444,19 @@ TEST(MegatronWorkload, LayersAreOneRanksShare) {
   ASSERT_EQ(w.LayerCount(), 98);
   EXPECT_EQ(w.tensor_parallel, 8);
   EXPECT_DOUBLE_EQ(w.layers[1].parameters, BlockParametersPerRank(gpt3, 8));
-  EXPECT_DOUBLE_EQ(w.layers[1].activation_bytes, 2.0 * 2048 * 12288 / 8);
+  // What a stage sends: Megatron-LM's get_tensor_shapes (megatron/core/pipeline_parallel/
+  // schedules.py): (s, b, h) in bf16 from every rank, (s / t, b, h) under sequence parallelism;
+  // its code before 2023 sent 1 / t of the tensor and gathered it after the receive.
+  EXPECT_DOUBLE_EQ(w.layers[0].activation_bytes, 2.0 * 2048 * 12288);
+  EXPECT_DOUBLE_EQ(w.layers[1].activation_bytes, 2.0 * 2048 * 12288);
+  for (const bool sequence_parallel : {true, false}) {
+    MegatronParallel scattered = p;
+    scattered.sequence_parallel = sequence_parallel;
+    scattered.scatter_gather_pipeline = !sequence_parallel;
+    const Workload s = MegatronWorkload(gpt3, scattered, ClusterPreset("dgx-a100", 1));
+    EXPECT_DOUBLE_EQ(s.layers[0].activation_bytes, 2.0 * 2048 * 12288 / 8);
+    EXPECT_DOUBLE_EQ(s.layers[1].activation_bytes, 2.0 * 2048 * 12288 / 8);
+  }
   // The backward does twice the forward's GEMM work plus its collectives: more than the forward.
   EXPECT_GT(w.layers[1].backward_ms, 1.5 * w.layers[1].forward_ms);
   p.recompute = Recompute::kSelective;

@@ -593,6 +593,9 @@ int RunFromMegatronCommand(const Args& args) {
        "cluster preset whose servers the run uses (dgx-a100, dgx-h100, dgx-h200, ...)")
       ("nodes", po::value<int>(), "servers (default: the fewest holding one model replica)")
       ("iterations", po::value<int>()->default_value(2), "training iterations to simulate")
+      ("scatter-gather-pipeline",
+       "the run is Megatron-LM's before 2023: without sequence parallelism a stage sends 1/t of "
+       "its output (scatter-gather; the all-gather after the receive is not modelled), not all")
       ("search", "choose TP, PP, DP, micro-batch, virtual stages and recomputation for --nodes "
                  "and the global batch: the fastest that fit, ranked")
       ("planner", po::value<std::string>()->default_value("megatron"),
@@ -650,6 +653,7 @@ int RunFromMegatronCommand(const Args& args) {
     Fail("--overlap-param-gather needs --use-distributed-optimizer (Megatron-LM asserts it: only a "
          "sharded optimizer all-gathers the weights)");
   ReadModel(mv, run.spec.model, run.spec.parallel);
+  run.spec.parallel.scatter_gather_pipeline = vm.count("scatter-gather-pipeline") > 0;
   for (const std::string& words : unknown)
     std::cerr << "pipetwin from-megatron: warning: " << words << " is not modelled and is ignored\n";
   if (vm.count("search")) return Search(vm, mv, run);

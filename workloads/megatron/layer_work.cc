@@ -44,11 +44,13 @@ struct Sizes {
   double s, b, h, a, t, d, g, f, f_in, D;
   double N;      // s b h
   double Nrep;   // N' (norms, dropouts, residuals): N / t under sequence parallelism
+  double sent;   // elements a rank sends to the next stage (MegatronParallel::scatter_gather_pipeline)
   bool sp, overlap;
   Sizes(const MegatronModel& m, const MegatronParallel& p)
       : s(m.sequence), b(p.microbatch), h(m.hidden), a(m.heads), t(p.tensor), d(m.HeadDim()),
         g(m.QueryGroups()), f(m.FfnHidden()), f_in(m.swiglu ? 2.0 * m.FfnHidden() : m.FfnHidden()),
         D(p.DtypeBytes()), N(s * b * h), Nrep(p.sequence_parallel ? N / t : N),
+        sent(p.sequence_parallel || p.scatter_gather_pipeline ? N / t : N),
         sp(p.sequence_parallel && p.tensor > 1), overlap(sp && p.tp_comm_overlap) {}
 };
 
@@ -131,7 +133,7 @@ LayerWork BlockWork(const MegatronModel& m, const MegatronParallel& p) {
   const double scores = z.a * z.s * z.s * z.b / z.t;  // elements of the s x s scores, per rank
   LayerWork w;
   w.parameters = BlockParametersPerRank(m, p.tensor);
-  w.output_bytes = z.D * z.N / z.t;
+  w.output_bytes = z.D * z.sent;
 
   // Attention.
   // LayerNorm / RMSNorm: read x, write y; backward reads x and dy, writes dx (the scale's
@@ -219,7 +221,7 @@ LayerWork EmbeddingWork(const MegatronModel& m, const MegatronParallel& p) {
   const double v = RunVocabulary(m, p.tensor);
   LayerWork w;
   w.parameters = v / z.t * z.h + (m.learned_positions ? double(m.Positions()) * z.h : 0);
-  w.output_bytes = z.D * z.N / z.t;
+  w.output_bytes = z.D * z.sent;
   // Each rank gathers the rows it holds (masking the others) and writes N partial sums.
   w.forward.push_back(Elementwise("word embedding lookup", 2 * z.D * z.N));
   // The backward scatters the output gradient into the rank's rows (read, read-modify-write).

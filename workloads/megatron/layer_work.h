@@ -65,8 +65,8 @@ struct LayerWork {
   double parameters = 0;     // this rank's
   double stash_bytes = 0;    // kept from the forward for the backward, one micro-batch
   double weight_stash_bytes = 0;  // kept from a zero-bubble I for its W (Layer::)
-  double output_bytes = 0;   // sent to the next stage: D N / t (sequence parallelism, or
-                             // Megatron's scatter-gather of pipeline tensors, SC'21 section 4.1)
+  double output_bytes = 0;   // sent to the next stage: D N, or D N / t under sequence
+                             // parallelism or scatter-gather (MegatronParallel::)
 };
 
 // A GEMM's kernel, and its two backward GEMMs (the input gradient dA = dC B^T, m x k over n;

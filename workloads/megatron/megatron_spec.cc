@@ -38,6 +38,7 @@ MegatronSpec ReadMegatronSpec(JsonReader& r) {
   p.tp_comm_overlap = r.OptionalBool("tp_comm_overlap", p.tp_comm_overlap);
   p.microbatch = r.OptionalInteger("microbatch", 1, kMaxSamples, p.microbatch);
   p.precision = r.OptionalChoice("precision", {"bf16", "fp16", "fp32"}, p.precision);
+  p.scatter_gather_pipeline = r.OptionalBool("scatter_gather_pipeline", p.scatter_gather_pipeline);
   return s;
 }
 
@@ -68,6 +69,7 @@ nlohmann::json MegatronSpecToJson(const MegatronSpec& s) {
   j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["microbatch"] = p.microbatch;
   j["precision"] = p.precision;
+  if (p.scatter_gather_pipeline) j["scatter_gather_pipeline"] = true;
   return j;
 }
 

@@ -65,6 +65,13 @@ struct MegatronParallel {
   // The data-parallel width, for what the distributed optimizer shards (memory only).
   int data_parallel = 1;
   bool distributed_optimizer = false;  // Megatron's --use-distributed-optimizer (ZeRO-1)
+  // What a pipeline stage sends without sequence parallelism. Megatron-LM since January 2023
+  // (megatron/core/pipeline_parallel/schedules.py, get_tensor_shapes) sends every rank's whole
+  // s x b x h tensor; before, it sent 1 / t of it and all-gathered the rest in the tensor-
+  // parallel group after the receive (megatron/p2p_communication.py, on unless
+  // --no-scatter-gather-tensors-in-pipeline; Narayanan et al. SC'21, section 4.1): true. That
+  // all-gather is not modelled. With sequence parallelism both send the s / t shard.
+  bool scatter_gather_pipeline = false;
 
   double DtypeBytes() const { return precision == "fp32" ? 4 : 2; }
 };

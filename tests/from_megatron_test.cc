@@ -186,6 +186,15 @@ TEST(FromMegatron, ArgumentsOverrideEachOtherAsInMegatron) {
                        "selective"),
             std::string::npos)
       << r.err;
+  // Megatron-LM turns sequence parallelism off at TP 1, with a warning.
+  const auto one = RunPipetwin(
+      "from-megatron -- --num-layers 4 --hidden-size 1024 --num-attention-heads 16 "
+      "--seq-length 1024 --vocab-size 51200 --micro-batch-size 1 --sequence-parallel");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_FALSE(nlohmann::json::parse(one.out)["workload"]["sequence_parallel"].get<bool>());
+  EXPECT_NE(one.err.find("warning: --sequence-parallel is off with --tensor-model-parallel-size 1"),
+            std::string::npos)
+      << one.err;
   // The same value again overrides nothing and is not warned about.
   EXPECT_EQ(r.err.find("--micro-batch-size 1 is overridden"), std::string::npos) << r.err;
 }
@@ -199,6 +208,12 @@ TEST(FromMegatron, InconsistentArgumentsAreOneLineAndExit2) {
        "--tensor-model-parallel-size 5",
        "--num-attention-heads (96) must be divisible by --tensor-model-parallel-size (5)"},
       {"--nodes 3 -- " + std::string(kGpt3), "24 GPUs (3 nodes of 8) are not divisible by"},
+      // A refused line gets its one line: no warning about what it would have ignored.
+      {"--nodes 3 -- " + std::string(kGpt3) + "--lr 1e-4 --bf16 --micro-batch-size 2",
+       "24 GPUs (3 nodes of 8) are not divisible by"},
+      {"-- --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+       "--vocab-size 51200 --micro-batch-size 1 --sequence-parallel --tp-comm-overlap",
+       "--tp-comm-overlap needs --tensor-model-parallel-size > 1"},
       {"-- --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 --vocab-size 51200 "
        "--micro-batch-size 1 --global-batch-size 64",
        "--num-layers is required"},

@@ -1,6 +1,7 @@
 // `pipetwin from-megatron [--cluster PRESET] [--nodes N] -- MEGATRON-LM ARGUMENTS...`: the
 // scenario of a Megatron-LM run (pretrain_gpt.py's arguments), on standard output, for plan,
 // simulate and sweep; its shape and per-GPU memory on standard error.
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <map>
@@ -101,7 +102,8 @@ std::string InFlags(std::string message) {
 // Megatron-LM parses its launch line with argparse, where a flag given again overrides the
 // earlier one (launch scripts append overrides to a shared argument list): the last counts
 // here too, and an overridden value is named in a warning.
-void KeepTheLastOfEach(po::parsed_options& parsed) {
+std::vector<std::string> KeepTheLastOfEach(po::parsed_options& parsed) {
+  std::vector<std::string> warnings;
   std::map<std::string, std::size_t> last;
   for (std::size_t i = 0; i < parsed.options.size(); ++i)
     if (!parsed.options[i].unregistered) last[parsed.options[i].string_key] = i;
@@ -115,14 +117,17 @@ void KeepTheLastOfEach(po::parsed_options& parsed) {
     const po::option& o = parsed.options[i];
     if (!o.unregistered && last[o.string_key] != i) {
       const po::option& later = parsed.options[last[o.string_key]];
-      if (o.value != later.value)
-        std::cerr << "pipetwin from-megatron: warning: " << words(o) << " is overridden by a later "
-                  << words(later) << ", as in Megatron-LM\n";
+      const std::string warning = words(o) + " is overridden by a later " + words(later) +
+                                  ", as in Megatron-LM";
+      if (o.value != later.value &&
+          std::find(warnings.begin(), warnings.end(), warning) == warnings.end())
+        warnings.push_back(warning);
       continue;
     }
     kept.push_back(o);
   }
   parsed.options = std::move(kept);
+  return warnings;
 }
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -180,7 +185,14 @@ struct MegatronRun {
   bool overlap_p2p = true;
   bool overlap_param_gather = false;  // the distributed optimizer's weights gathered under the forward
   bool global_batch_defaulted = false;  // no --global-batch-size: one micro-batch per DP rank
+  // Said on stderr once the line is accepted (a refused line gets its one line only).
+  std::vector<std::string> warnings;
 };
+
+void PrintWarnings(const MegatronRun& run) {
+  for (const std::string& w : run.warnings)
+    std::cerr << "pipetwin from-megatron: warning: " << w << "\n";
+}
 
 // The model's arguments (sizes, architecture), precision and flash attention.
 void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& p) {
@@ -241,6 +253,13 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
   p.tensor = Optional(mv, "tensor-model-parallel-size", 1);
   pipeline = Optional(mv, "pipeline-model-parallel-size", 1);
   p.sequence_parallel = mv.count("sequence-parallel") > 0 && p.tensor > 1;
+  if (mv.count("tp-comm-overlap") && p.tensor == 1)
+    Fail("--tp-comm-overlap needs --tensor-model-parallel-size > 1 (Megatron-LM turns "
+         "--sequence-parallel off at 1, then asserts that --tp-comm-overlap has it)");
+  // Megatron-LM's validate_args turns it off at TP 1, and warns.
+  if (mv.count("sequence-parallel") && p.tensor == 1)
+    run.warnings.push_back("--sequence-parallel is off with --tensor-model-parallel-size 1, as in "
+                           "Megatron-LM");
   p.tp_comm_overlap = mv.count("tp-comm-overlap") > 0;
   p.microbatch = Required(mv, "micro-batch-size");
   p.distributed_optimizer = mv.count("use-distributed-optimizer") > 0;
@@ -249,8 +268,8 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
   std::string granularity = mv.count("recompute-granularity") ? mv["recompute-granularity"].as<std::string>() : "";
   if (mv.count("recompute-activations")) {
     if (!granularity.empty() && granularity != "selective")
-      std::cerr << "pipetwin from-megatron: warning: --recompute-activations makes --recompute-granularity "
-                << granularity << " selective, as in Megatron-LM\n";
+      run.warnings.push_back("--recompute-activations makes --recompute-granularity " +
+                             granularity + " selective, as in Megatron-LM");
     granularity = "selective";
   }
   if (!granularity.empty() && granularity != "full" && granularity != "selective")
@@ -262,9 +281,9 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
     const int n = Optional(mv, "recompute-num-layers", 1);
     if (p.recompute != Recompute::kFull) Fail("--recompute-method and --recompute-num-layers need --recompute-granularity full");
     if (method != "uniform" || n != 1)
-      std::cerr << "pipetwin from-megatron: warning: --recompute-method " << method
-                << " --recompute-num-layers " << n
-                << " is modelled as every layer recomputed (uniform, 1 layer per checkpoint)\n";
+      run.warnings.push_back("--recompute-method " + method + " --recompute-num-layers " +
+                             std::to_string(n) +
+                             " is modelled as every layer recomputed (uniform, 1 layer per checkpoint)");
   }
   try {
     ValidateMegatron(m, p);
@@ -540,8 +559,13 @@ int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun
   const int global = Required(mv, "global-batch-size");
   const int gpus = run.nodes * run.server.levels[0].count;
   const std::string planner = vm["planner"].as<std::string>();
-  if (planner == "2bw") return Search2BW(vm, run, gpus, global);
-  if (planner != "megatron") Fail("--planner: expected megatron or 2bw, got " + planner);
+  if (planner != "megatron" && planner != "2bw")
+    Fail("--planner: expected megatron or 2bw, got " + planner);
+  if (planner == "2bw") {
+    PrintWarnings(run);
+    return Search2BW(vm, run, gpus, global);
+  }
+  PrintWarnings(run);
   const MegatronSearch found =
       SearchMegatron(m, run.spec.parallel.precision, run.spec.parallel.flash_attention,
                      run.server, gpus, global);
@@ -620,13 +644,13 @@ int RunFromMegatronCommand(const Args& args) {
   if (vm["top"].as<int>() < 1) Fail("--top: expected an integer >= 1");
   if (vm["simulate"].as<int>() < 0) Fail("--simulate: expected an integer >= 0");
   po::variables_map mv;
-  std::vector<std::string> ignored;
+  std::vector<std::string> ignored, overridden;
   const po::options_description megatron_options = MegatronOptions();  // outlives `parsed`
   try {
     po::parsed_options parsed =
         po::command_line_parser(megatron).options(megatron_options).allow_unregistered().run();
     ignored = po::collect_unrecognized(parsed.options, po::include_positional);
-    KeepTheLastOfEach(parsed);
+    overridden = KeepTheLastOfEach(parsed);
     po::store(parsed, mv);
   } catch (const po::error& e) {
     Fail(std::string("in Megatron-LM's arguments: ") + e.what());
@@ -638,6 +662,8 @@ int RunFromMegatronCommand(const Args& args) {
     else unknown.back() += " " + word;
 
   MegatronRun run;
+  run.warnings = overridden;
+  for (const std::string& words : unknown) run.warnings.push_back(words + " is not modelled and is ignored");
   run.preset = vm["cluster"].as<std::string>();
   try {
     run.server = ClusterPreset(run.preset, 1);
@@ -654,11 +680,10 @@ int RunFromMegatronCommand(const Args& args) {
          "sharded optimizer all-gathers the weights)");
   ReadModel(mv, run.spec.model, run.spec.parallel);
   run.spec.parallel.scatter_gather_pipeline = vm.count("scatter-gather-pipeline") > 0;
-  for (const std::string& words : unknown)
-    std::cerr << "pipetwin from-megatron: warning: " << words << " is not modelled and is ignored\n";
   if (vm.count("search")) return Search(vm, mv, run);
   ReadParallel(mv, run.spec.model, run);
   ReadShape(vm, mv, run);
+  PrintWarnings(run);
   if (run.global_batch_defaulted)
     std::cerr << "pipetwin from-megatron: --global-batch-size not given: "
               << run.microbatches * run.spec.parallel.microbatch * run.spec.parallel.data_parallel

@@ -276,14 +276,18 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
     Fail("--recompute-granularity: expected full or selective, got " + granularity);
   p.recompute = granularity == "full" ? Recompute::kFull
                 : granularity == "selective" ? Recompute::kSelective : Recompute::kNone;
+  int block_layers = 0;
   if (mv.count("recompute-method") || mv.count("recompute-num-layers")) {
     const std::string method = mv.count("recompute-method") ? mv["recompute-method"].as<std::string>() : "uniform";
     const int n = Optional(mv, "recompute-num-layers", 1);
     if (p.recompute != Recompute::kFull) Fail("--recompute-method and --recompute-num-layers need --recompute-granularity full");
-    if (method != "uniform" || n != 1)
-      run.warnings.push_back("--recompute-method " + method + " --recompute-num-layers " +
+    if (method != "uniform" && method != "block")
+      Fail("--recompute-method: expected uniform or block, got " + method);
+    if (method == "block") block_layers = n;  // per chunk, set once the chunks are known
+    else if (n != 1)
+      run.warnings.push_back("--recompute-method uniform --recompute-num-layers " +
                              std::to_string(n) +
-                             " is modelled as every layer recomputed (uniform, 1 layer per checkpoint)");
+                             " is modelled as every layer its own checkpoint (--recompute-num-layers 1)");
   }
   try {
     ValidateMegatron(m, p);
@@ -317,6 +321,10 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
            ") must divide the layers per pipeline stage (" + std::to_string(m.layers / pipeline) + ")");
   }
   if (chunks > 1 && pipeline < 2) Fail("an interleaved schedule needs --pipeline-model-parallel-size >= 2");
+  if (block_layers > 0) {
+    p.recompute_block_layers = block_layers;
+    p.blocks_per_chunk = m.layers / pipeline / chunks;
+  }
 
 }
 

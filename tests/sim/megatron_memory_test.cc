@@ -73,5 +73,31 @@ TEST(SimMegatronMemory, FullRecomputationKeepsEachBlocksInputAndRebuildsOneBlock
   EXPECT_LT(peak.activations + peak.recompute, kept + 2 * rebuilt);
 }
 
+// --recompute-method block --recompute-num-layers 4: Megatron-LM checkpoints and reruns only the
+// first 4 blocks of each chunk (transformer_block.py, _checkpointed_forward), and the other 8 of
+// a 12-block stage keep their activations. Same oracle as above: 4 kept inputs of 2 s b h and 8
+// whole stashes of s b h (10 + 24 / t + 5 a s / (h t)) per micro-batch, one block rebuilt at a
+// time; and the recompute op reruns 4 blocks, not 12.
+TEST(SimMegatronMemory, BlockRecomputationKeepsTheRestOfEachChunk) {
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8, pp = 8, stage = 3;
+  const std::string line =
+      "from-megatron --nodes 8 --iterations 1 -- --num-layers 96 --hidden-size 12288 "
+      "--num-attention-heads 96 --seq-length 2048 --vocab-size 51200 --global-batch-size 16 "
+      "--micro-batch-size 1 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+      "--recompute-granularity full --bf16 --recompute-method ";
+  const auto block = testing::RunPipetwin(line + "block --recompute-num-layers 4");
+  const auto uniform = testing::RunPipetwin(line + "uniform --recompute-num-layers 1");
+  ASSERT_EQ(block.exit_code, 0) << block.err;
+  ASSERT_EQ(uniform.exit_code, 0) << uniform.err;
+  const Report report = SimulateScenario(block.out);
+  const MemoryCategories& peak = report.devices[static_cast<int>(stage)].at_peak;
+  const double layer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t));
+  const double kept = (pp - stage) * (4 * 2 * s * b * h + 8 * layer);
+  EXPECT_NEAR(peak.activations, kept, 1e-6 * kept);
+  EXPECT_NEAR(peak.recompute, layer, 1e-6 * layer);
+  // Less is rerun: the iteration is shorter than with every block recomputed.
+  EXPECT_LT(report.iteration_s, SimulateScenario(uniform.out).iteration_s);
+}
+
 }  // namespace
 }  // namespace pipetwin

@@ -22,12 +22,19 @@ MegatronMemory FirstStageMemory(const MegatronModel& m, const MegatronParallel& 
 
   out.microbatches_in_flight = StashedMicrobatches(schedule, 0, pipeline, microbatches, chunks);
   const double per_chunk_blocks = blocks / chunks;
-  const double per_block =
-      p.recompute == Recompute::kFull ? BlockCheckpointBytes(m, p) : block.stash_bytes;
+  const bool full = p.recompute == Recompute::kFull;
+  // Under the block method the first recompute_block_layers blocks of a chunk keep their
+  // checkpoint, the others their whole stash.
+  const double checkpointed =
+      !full ? 0
+      : p.recompute_block_layers > 0 ? std::min<double>(p.recompute_block_layers, per_chunk_blocks)
+                                     : per_chunk_blocks;
+  const double per_chunk = checkpointed * BlockCheckpointBytes(m, p) +
+                           (per_chunk_blocks - checkpointed) * block.stash_bytes;
   // Chunk 0's micro-batches also hold the embedding's stash; at most every micro-batch in flight.
-  out.activations = out.microbatches_in_flight * (per_chunk_blocks * per_block) +
+  out.activations = out.microbatches_in_flight * per_chunk +
                     std::min(out.microbatches_in_flight, microbatches) * embedding.stash_bytes;
-  if (p.recompute == Recompute::kFull) out.activations += block.stash_bytes;
+  if (full && checkpointed > 0) out.activations += block.stash_bytes;
   if (pipeline == 1) out.activations += output.stash_bytes;
   return out;
 }

@@ -206,6 +206,11 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
     Layer layer = timed;
     layer.id = "block" + std::to_string(i);
     layer.inputs = {i};
+    // The block method reruns the first recompute_block_layers blocks of each chunk only.
+    if (p.recompute_block_layers > 0 && i % p.blocks_per_chunk >= p.recompute_block_layers) {
+      layer.recomputed = false;
+      layer.checkpoint_bytes.reset();
+    }
     w.layers.push_back(std::move(layer));
   }
   // Model FLOPs: every matrix product forward, and twice over backward (the GEMMs' and the

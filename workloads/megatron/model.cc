@@ -82,6 +82,14 @@ void ValidateMegatron(const MegatronModel& m, const MegatronParallel& p) {
   if (m.learned_positions && m.Positions() < m.sequence)
     throw InputError("max_position_embeddings (" + std::to_string(m.Positions()) +
                      ") must be >= sequence (" + std::to_string(m.sequence) + ")");
+  if (p.recompute_block_layers < 0 || p.blocks_per_chunk < 0)
+    throw InputError("recompute_block_layers and blocks_per_chunk must be >= 0");
+  if (p.recompute_block_layers > 0) {
+    if (p.blocks_per_chunk < 1)
+      throw InputError("recompute_block_layers needs blocks_per_chunk (the blocks of one model "
+                       "chunk, which Megatron-LM's block method counts from)");
+    Divisible("layers", m.layers, "blocks_per_chunk", p.blocks_per_chunk);
+  }
   if (p.precision != "bf16" && p.precision != "fp16" && p.precision != "fp32")
     throw InputError("precision must be bf16, fp16 or fp32, got \"" + p.precision + "\"");
 }

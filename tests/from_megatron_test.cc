@@ -55,14 +55,15 @@ TEST(FromMegatron, FullRecomputationIsTheSchedulesAndDataParallelismFollowsTheNo
   EXPECT_EQ(s.schedule, ScheduleKind::kFlush);
   EXPECT_EQ(s.training.send_mode, SendMode::kBlocking);  // 1F1B waits on its exchanges
   EXPECT_FALSE(s.source["workload"].contains("scatter_gather_pipeline"));  // today's Megatron-LM
-  EXPECT_FALSE(s.source["workload"].contains("recompute_block_layers"));  // every block
+  EXPECT_FALSE(s.source["workload"].contains("recompute_method"));  // uniform 1: every block
   // --recompute-method block counts its layers in each chunk: 12 blocks a stage here.
   const auto block = RunPipetwin(std::string("from-megatron --nodes 16 -- ") + kGpt3 +
                                  "--recompute-granularity full --recompute-method block "
                                  "--recompute-num-layers 5");
   ASSERT_EQ(block.exit_code, 0) << block.err;
   const nlohmann::json w = nlohmann::json::parse(block.out)["workload"];
-  EXPECT_EQ(w["recompute_block_layers"], 5);
+  EXPECT_EQ(w["recompute_method"], "block");
+  EXPECT_EQ(w["recompute_num_layers"], 5);
   EXPECT_EQ(w["blocks_per_chunk"], 12);
   EXPECT_TRUE(s.training.distributed_optimizer);         // its traffic too: RS, then AG
   EXPECT_FALSE(s.training.overlap_param_gather);

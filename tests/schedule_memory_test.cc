@@ -80,11 +80,17 @@ TEST(ScheduleMemory, RecomputationKeepsCheckpointsAndRebuildsTheLargestRun) {
   layers[0].recomputed = false;
   layers[1].checkpoint_bytes = 7;
   layers[2].checkpoint_bytes = 8;
+  // Layer 3 has no checkpoint of its own: it joins layer 2's segment, rerun with it.
   const RecomputeFootprint held = StageRecomputeFootprint(layers, true);
-  EXPECT_DOUBLE_EQ(held.kept_bytes, 10 + 7 + 8 + 6);
-  EXPECT_DOUBLE_EQ(held.rebuilt_bytes, 40);
+  EXPECT_DOUBLE_EQ(held.kept_bytes, 10 + 7 + 8);
+  EXPECT_DOUBLE_EQ(held.rebuilt_bytes, 30 + 40);
   EXPECT_DOUBLE_EQ(held.recompute_ms, 9);
-  EXPECT_DOUBLE_EQ(StageRecomputeFootprint(layers, false).kept_bytes, 3 + 10 + 7 + 8 + 6);
+  EXPECT_DOUBLE_EQ(StageRecomputeFootprint(layers, false).kept_bytes, 3 + 10 + 7 + 8);
+  // Each its own checkpoint: one layer rebuilt at a time.
+  layers[3].checkpoint_bytes = 9;
+  const RecomputeFootprint each = StageRecomputeFootprint(layers, true);
+  EXPECT_DOUBLE_EQ(each.kept_bytes, 10 + 7 + 8 + 9);
+  EXPECT_DOUBLE_EQ(each.rebuilt_bytes, 40);
 }
 
 }  // namespace

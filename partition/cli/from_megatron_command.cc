@@ -276,18 +276,16 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
     Fail("--recompute-granularity: expected full or selective, got " + granularity);
   p.recompute = granularity == "full" ? Recompute::kFull
                 : granularity == "selective" ? Recompute::kSelective : Recompute::kNone;
-  int block_layers = 0;
+  std::string recompute_method = "uniform";
+  int recompute_layers = 1;
   if (mv.count("recompute-method") || mv.count("recompute-num-layers")) {
     const std::string method = mv.count("recompute-method") ? mv["recompute-method"].as<std::string>() : "uniform";
     const int n = Optional(mv, "recompute-num-layers", 1);
     if (p.recompute != Recompute::kFull) Fail("--recompute-method and --recompute-num-layers need --recompute-granularity full");
     if (method != "uniform" && method != "block")
       Fail("--recompute-method: expected uniform or block, got " + method);
-    if (method == "block") block_layers = n;  // per chunk, set once the chunks are known
-    else if (n != 1)
-      run.warnings.push_back("--recompute-method uniform --recompute-num-layers " +
-                             std::to_string(n) +
-                             " is modelled as every layer its own checkpoint (--recompute-num-layers 1)");
+    recompute_method = method;  // counted per chunk, set once the chunks are known
+    recompute_layers = n;
   }
   try {
     ValidateMegatron(m, p);
@@ -321,10 +319,9 @@ void ReadParallel(const po::variables_map& mv, const MegatronModel& m, MegatronR
            ") must divide the layers per pipeline stage (" + std::to_string(m.layers / pipeline) + ")");
   }
   if (chunks > 1 && pipeline < 2) Fail("an interleaved schedule needs --pipeline-model-parallel-size >= 2");
-  if (block_layers > 0) {
-    p.recompute_block_layers = block_layers;
-    p.blocks_per_chunk = m.layers / pipeline / chunks;
-  }
+  p.recompute_method = recompute_method;
+  p.recompute_num_layers = recompute_layers;
+  if (recompute_method == "block" || recompute_layers > 1) p.blocks_per_chunk = m.layers / pipeline / chunks;
 
 }
 

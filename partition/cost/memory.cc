@@ -55,10 +55,10 @@ RecomputeFootprint StageRecomputeFootprint(const std::vector<RecomputedLayer>& l
       continue;
     }
     out.recompute_ms += l.forward_ms;
-    if (l.checkpoint_bytes) {
+    if (l.checkpoint_bytes) {  // opens a run, which the following layers without one join
       out.kept_bytes += *l.checkpoint_bytes;
-      out.rebuilt_bytes = std::max(out.rebuilt_bytes, l.stash_bytes);
-      run = -1;
+      run = l.stash_bytes;
+      out.rebuilt_bytes = std::max(out.rebuilt_bytes, run);
       continue;
     }
     if (run < 0) run = 0, out.kept_bytes += l.input_bytes;

@@ -49,18 +49,22 @@ struct RecomputedLayer {
 
 // What a stage holds for one micro-batch under recomputation, in the stage's layer order:
 //   kept_bytes     from its forward to its backward: the input of each run of layers recomputed
-//                  together (a run of layers without a checkpoint of their own starts at the
-//                  stage's input or after a layer that ends one), each checkpointed layer's
-//                  checkpoint_bytes, and the stash of each layer never recomputed (with its
-//                  input, where stashes do not hold their inputs);
+//                  together, and the stash of each layer never recomputed (with its input, where
+//                  stashes do not hold their inputs). A layer with checkpoint_bytes opens a run
+//                  and keeps that many bytes; the recomputed layers after it without a checkpoint
+//                  of their own join its run (a checkpointed segment, torch.utils.checkpoint's
+//                  and Megatron-LM's --recompute-method uniform --recompute-num-layers N); a run
+//                  that no checkpoint opens starts at the stage's input, or after a layer never
+//                  recomputed, and keeps that layer's input;
 //   rebuilt_bytes  the most that exists at once while the backward recomputes: the largest run's
-//                  or checkpointed layer's stash (its input counted again, as the whole stage's
-//                  rule always has: a tensor-level bound);
+//                  stash (its input counted again, as the whole stage's rule always has: a
+//                  tensor-level bound);
 //   recompute_ms   the forward rerun: every layer but those never recomputed.
 // With no layer giving a checkpoint or refusing recomputation this is PipeDream-2BW's rule
 // (appendix A.1.2: the stage's input kept, |A_total(b)| / d rebuilt); with every block its own
 // checkpoint, Megatron-LM's full recomputation (Korthikanti et al. 2022, section 5: 2 s b h per
-// layer kept, one layer's activations rebuilt at a time).
+// layer kept, one layer's activations rebuilt at a time); with every N-th, its uniform method
+// of N layers per checkpoint.
 struct RecomputeFootprint {
   double kept_bytes = 0, rebuilt_bytes = 0, recompute_ms = 0;
 };

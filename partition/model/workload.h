@@ -82,11 +82,13 @@ struct Layer {
   // Under the schedule's recomputation (training.recompute), how the layer is rebuilt
   // (cost/memory.h, RecomputeFootprint). By default it is rerun with the rest of its stage from
   // the stage's input (PipeDream-2BW, ICML'21, section 4.1; pipetwin's executor). With
-  // checkpoint_bytes (at the reference batch) it is its own checkpoint: it keeps an input of that
-  // many bytes and is rerun alone just before its backward (Megatron-LM's full recomputation,
-  // --recompute-method uniform --recompute-num-layers 1: Korthikanti et al. 2022, section 5,
-  // 2 s b h per layer). recomputed = false: never rerun, its stash kept as without
-  // recomputation (Megatron-LM's embedding and output layer, outside its checkpointed blocks).
+  // checkpoint_bytes (at the reference batch) it opens a checkpointed segment: it keeps an input
+  // of that many bytes, and it and the recomputed layers after it without a checkpoint of their
+  // own are rerun together just before their backward (Megatron-LM's full recomputation,
+  // --recompute-method uniform --recompute-num-layers N: every N-th block a checkpoint; N = 1,
+  // Korthikanti et al. 2022, section 5, 2 s b h per layer). recomputed = false: never rerun, its
+  // stash kept as without recomputation (Megatron-LM's embedding and output layer, outside its
+  // checkpointed blocks, and with --recompute-method block the blocks past the first N).
   std::optional<double> checkpoint_bytes;
   bool recomputed = true;
   std::vector<int> inputs;               // indices of the layers feeding this one (all < own)

@@ -73,7 +73,7 @@ TEST(SimMegatronMemory, FullRecomputationKeepsEachBlocksInputAndRebuildsOneBlock
   EXPECT_LT(peak.activations + peak.recompute, kept + 2 * rebuilt);
 }
 
-// --recompute-method block --recompute-num-layers 4: Megatron-LM checkpoints and reruns only the
+// --recompute-method block --recompute-num-layers 4 (megatron/core/recompute.py): Megatron-LM checkpoints and reruns only the
 // first 4 blocks of each chunk (transformer_block.py, _checkpointed_forward), and the other 8 of
 // a 12-block stage keep their activations. Same oracle as above: 4 kept inputs of 2 s b h and 8
 // whole stashes of s b h (10 + 24 / t + 5 a s / (h t)) per micro-batch, one block rebuilt at a
@@ -97,6 +97,14 @@ TEST(SimMegatronMemory, BlockRecomputationKeepsTheRestOfEachChunk) {
   EXPECT_NEAR(peak.recompute, layer, 1e-6 * layer);
   // Less is rerun: the iteration is shorter than with every block recomputed.
   EXPECT_LT(report.iteration_s, SimulateScenario(uniform.out).iteration_s);
+  // --recompute-method uniform --recompute-num-layers 5: segments of 5, 5 and 2 blocks, each
+  // keeping its first block's input, rerun together: 5 blocks rebuilt at once.
+  const auto five = testing::RunPipetwin(line + "uniform --recompute-num-layers 5");
+  ASSERT_EQ(five.exit_code, 0) << five.err;
+  const MemoryCategories& segments =
+      SimulateScenario(five.out).devices[static_cast<int>(stage)].at_peak;
+  EXPECT_NEAR(segments.activations, (pp - stage) * 3 * 2 * s * b * h, 1e-6 * kept);
+  EXPECT_NEAR(segments.recompute, 5 * layer, 1e-6 * layer);
 }
 
 }  // namespace

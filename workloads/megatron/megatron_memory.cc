@@ -1,6 +1,7 @@
 #include "workloads/megatron/megatron_memory.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "partition/cost/memory.h"
 
@@ -23,18 +24,25 @@ MegatronMemory FirstStageMemory(const MegatronModel& m, const MegatronParallel& 
   out.microbatches_in_flight = StashedMicrobatches(schedule, 0, pipeline, microbatches, chunks);
   const double per_chunk_blocks = blocks / chunks;
   const bool full = p.recompute == Recompute::kFull;
-  // Under the block method the first recompute_block_layers blocks of a chunk keep their
-  // checkpoint, the others their whole stash.
-  const double checkpointed =
-      !full ? 0
-      : p.recompute_block_layers > 0 ? std::min<double>(p.recompute_block_layers, per_chunk_blocks)
-                                     : per_chunk_blocks;
-  const double per_chunk = checkpointed * BlockCheckpointBytes(m, p) +
-                           (per_chunk_blocks - checkpointed) * block.stash_bytes;
+  // Under full recomputation a chunk keeps a checkpoint per segment (uniform: every N blocks;
+  // block: each of its first N) and the blocks the block method leaves alone their stash; one
+  // segment of N (uniform) or one block is rebuilt at a time.
+  const double n = p.recompute_num_layers;
+  const bool block_method = p.recompute_method == "block";
+  const double checkpoints = !full ? 0
+                             : block_method ? std::min(n, per_chunk_blocks)
+                                            : std::ceil(per_chunk_blocks / n);
+  const double kept_whole = !full ? per_chunk_blocks
+                            : block_method ? per_chunk_blocks - checkpoints
+                                           : 0;
+  const double rebuilt_blocks = !full || checkpoints == 0 ? 0
+                                : block_method ? 1
+                                               : std::min(n, per_chunk_blocks);
+  const double per_chunk = checkpoints * BlockCheckpointBytes(m, p) + kept_whole * block.stash_bytes;
   // Chunk 0's micro-batches also hold the embedding's stash; at most every micro-batch in flight.
   out.activations = out.microbatches_in_flight * per_chunk +
                     std::min(out.microbatches_in_flight, microbatches) * embedding.stash_bytes;
-  if (full && checkpointed > 0) out.activations += block.stash_bytes;
+  out.activations += rebuilt_blocks * block.stash_bytes;
   if (pipeline == 1) out.activations += output.stash_bytes;
   return out;
 }

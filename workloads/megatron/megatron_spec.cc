@@ -39,8 +39,9 @@ MegatronSpec ReadMegatronSpec(JsonReader& r) {
   p.microbatch = r.OptionalInteger("microbatch", 1, kMaxSamples, p.microbatch);
   p.precision = r.OptionalChoice("precision", {"bf16", "fp16", "fp32"}, p.precision);
   p.scatter_gather_pipeline = r.OptionalBool("scatter_gather_pipeline", p.scatter_gather_pipeline);
-  p.recompute_block_layers =
-      r.OptionalInteger("recompute_block_layers", 0, kMaxLayers, p.recompute_block_layers);
+  p.recompute_method = r.OptionalChoice("recompute_method", {"uniform", "block"}, p.recompute_method);
+  p.recompute_num_layers =
+      r.OptionalInteger("recompute_num_layers", 1, kMaxLayers, p.recompute_num_layers);
   p.blocks_per_chunk = r.OptionalInteger("blocks_per_chunk", 0, kMaxLayers, p.blocks_per_chunk);
   return s;
 }
@@ -73,8 +74,9 @@ nlohmann::json MegatronSpecToJson(const MegatronSpec& s) {
   j["microbatch"] = p.microbatch;
   j["precision"] = p.precision;
   if (p.scatter_gather_pipeline) j["scatter_gather_pipeline"] = true;
-  if (p.recompute_block_layers > 0) {
-    j["recompute_block_layers"] = p.recompute_block_layers;
+  if (p.recompute_method != "uniform" || p.recompute_num_layers != 1) {
+    j["recompute_method"] = p.recompute_method;
+    j["recompute_num_layers"] = p.recompute_num_layers;
     j["blocks_per_chunk"] = p.blocks_per_chunk;
   }
   return j;

@@ -206,10 +206,14 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
     Layer layer = timed;
     layer.id = "block" + std::to_string(i);
     layer.inputs = {i};
-    // The block method reruns the first recompute_block_layers blocks of each chunk only.
-    if (p.recompute_block_layers > 0 && i % p.blocks_per_chunk >= p.recompute_block_layers) {
+    // Where the block's place in its chunk says (MegatronParallel::recompute_method): the
+    // block method reruns the first N blocks only, the uniform one checkpoints every N-th.
+    const int place = p.blocks_per_chunk > 0 ? i % p.blocks_per_chunk : 0;
+    if (p.recompute_method == "block" && place >= p.recompute_num_layers) {
       layer.recomputed = false;
       layer.checkpoint_bytes.reset();
+    } else if (p.recompute_method == "uniform" && place % p.recompute_num_layers != 0) {
+      layer.checkpoint_bytes.reset();  // rerun with the segment the checkpoint before it opens
     }
     w.layers.push_back(std::move(layer));
   }

@@ -82,12 +82,15 @@ void ValidateMegatron(const MegatronModel& m, const MegatronParallel& p) {
   if (m.learned_positions && m.Positions() < m.sequence)
     throw InputError("max_position_embeddings (" + std::to_string(m.Positions()) +
                      ") must be >= sequence (" + std::to_string(m.sequence) + ")");
-  if (p.recompute_block_layers < 0 || p.blocks_per_chunk < 0)
-    throw InputError("recompute_block_layers and blocks_per_chunk must be >= 0");
-  if (p.recompute_block_layers > 0) {
+  if (p.recompute_method != "uniform" && p.recompute_method != "block")
+    throw InputError("recompute_method must be uniform or block, got \"" + p.recompute_method + "\"");
+  if (p.recompute_num_layers < 1 || p.blocks_per_chunk < 0)
+    throw InputError("recompute_num_layers must be >= 1 and blocks_per_chunk >= 0");
+  if (p.recompute_method == "block" || p.recompute_num_layers > 1) {
     if (p.blocks_per_chunk < 1)
-      throw InputError("recompute_block_layers needs blocks_per_chunk (the blocks of one model "
-                       "chunk, which Megatron-LM's block method counts from)");
+      throw InputError("recompute_method " + p.recompute_method + " with recompute_num_layers " +
+                       std::to_string(p.recompute_num_layers) + " needs blocks_per_chunk (the "
+                       "blocks of one model chunk, which Megatron-LM counts its layers in)");
     Divisible("layers", m.layers, "blocks_per_chunk", p.blocks_per_chunk);
   }
   if (p.precision != "bf16" && p.precision != "fp16" && p.precision != "fp32")

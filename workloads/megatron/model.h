@@ -72,13 +72,14 @@ struct MegatronParallel {
   // --no-scatter-gather-tensors-in-pipeline; Narayanan et al. SC'21, section 4.1): true. That
   // all-gather is not modelled. With sequence parallelism both send the s / t shard.
   bool scatter_gather_pipeline = false;
-  // Megatron-LM's --recompute-method block --recompute-num-layers N under full recomputation:
-  // only the first N blocks of each model chunk of `blocks_per_chunk` blocks are checkpointed
-  // and rerun, each from its own input; the others keep their activations
-  // (megatron/core/transformer/transformer_block.py, _checkpointed_forward). 0: every block
-  // (--recompute-method uniform --recompute-num-layers 1).
-  int recompute_block_layers = 0;
-  int blocks_per_chunk = 0;  // layers / (pipeline stages x chunks), with recompute_block_layers
+  // Megatron-LM's --recompute-method and --recompute-num-layers N under full recomputation,
+  // counted in each model chunk of `blocks_per_chunk` blocks (megatron/core/recompute.py):
+  // "uniform" checkpoints the input of every N consecutive blocks and reruns the N together;
+  // "block" checkpoints the first N blocks, each alone, and the others keep their activations.
+  // uniform with N = 1 (every block its own checkpoint) needs no blocks_per_chunk.
+  std::string recompute_method = "uniform";
+  int recompute_num_layers = 1;
+  int blocks_per_chunk = 0;  // layers / (pipeline stages x chunks)
 
   double DtypeBytes() const { return precision == "fp32" ? 4 : 2; }
 };

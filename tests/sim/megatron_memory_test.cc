@@ -101,8 +101,8 @@ TEST(SimMegatronMemory, BlockRecomputationKeepsTheRestOfEachChunk) {
   // keeping its first block's input, rerun together: 5 blocks rebuilt at once.
   const auto five = testing::RunPipetwin(line + "uniform --recompute-num-layers 5");
   ASSERT_EQ(five.exit_code, 0) << five.err;
-  const MemoryCategories& segments =
-      SimulateScenario(five.out).devices[static_cast<int>(stage)].at_peak;
+  const Report five_report = SimulateScenario(five.out);
+  const MemoryCategories& segments = five_report.devices[static_cast<int>(stage)].at_peak;
   EXPECT_NEAR(segments.activations, (pp - stage) * 3 * 2 * s * b * h, 1e-6 * kept);
   EXPECT_NEAR(segments.recompute, 5 * layer, 1e-6 * layer);
 }

@@ -82,6 +82,7 @@ class WorkerActors {
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
+    int optimizer_shards = 1;               // a sharded optimizer: the stage's replicas
     const AllReduceTable* table = nullptr;  // measured all-reduce times, instead of the ring
     sg4::BarrierPtr joined;                 // with a table: the group's members meet first
     std::vector<GradientBucket> buckets;  // launched by the backward before an AllReduce
@@ -252,6 +253,7 @@ void WorkerActors::Prepare() {
     PrepareRing(group);
     for (int w : group) {
       if (!reduction_.Simulated(w)) continue;
+      if (setup_.sharded_optimizer) workers_[w].optimizer_shards = static_cast<int>(group.size());
       // Every model stage the worker holds has its gradients reduced (the executor: one
       // all-reduce per chunk, in chunk order; Megatron-LM: one DDP bucket set per model chunk).
       for (int g : s_.workers[w].model_stages) {
@@ -591,7 +593,8 @@ void WorkerActors::WorkerMain(int w) {
       // The optimizer step (Layer::update_ms: measured on CPUs, Megatron's kernels on GPUs; absent
       // for the papers' profiles) runs on the worker once its gradients are summed.
       double update_s = 0;
-      for (int g : s_.workers[w].model_stages) update_s += setup_.model_stages[g].update_ms * 1e-3;
+      for (int g : s_.workers[w].model_stages)
+        update_s += UpdateMs(setup_.model_stages[g], me.optimizer_shards) * 1e-3;
       if (update_s > 0) {
         WaitForJob(w, me.version_job[op.weight_version]);
         start = Now();

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "partition/cost/communication.h"
+#include "partition/cost/stage_costs.h"
 #include "partition/model/cluster.h"
 #include "partition/util/error.h"
 #include "workloads/megatron/layer_work.h"
@@ -356,6 +357,38 @@ TEST(MegatronDevice, OptimizerStepBytesAreMegatronsKernels) {
   EXPECT_DOUBLE_EQ(OptimizerStepBytes("fp32", false, 8), 44);
   EXPECT_DOUBLE_EQ(OptimizerStepBytes("bf16", true, 4), 38.0 / 4 + 12);
   EXPECT_DOUBLE_EQ(OptimizerStepBytes("bf16", true, 1), 50);
+  EXPECT_DOUBLE_EQ(OptimizerShardBytes("bf16"), 38);
+  EXPECT_DOUBLE_EQ(OptimizerShardBytes("fp32"), 32);
+}
+
+// A scenario's workload does not know its data parallelism (the plan's replicas do): its step
+// is a whole rank's, with the part the distributed optimizer shards said apart, so that the
+// simulator's charge on d replicas (UpdateMs) is the step the search charges a candidate with
+// d replicas: bytes per parameter 38 / d + 12, by hand above.
+TEST(MegatronDevice, ScenarioStepShardsAsTheSearchCharges) {
+  const MegatronModel m = GptModel(4, 1024, 16, 512, 51200);
+  const Cluster cluster = ClusterPreset("dgx-a100", 1);
+  MegatronParallel whole;
+  whole.tensor = 2;
+  MegatronParallel candidate = whole;
+  candidate.data_parallel = 4;
+  candidate.distributed_optimizer = true;
+  const Workload w = MegatronWorkload(m, whole, cluster);
+  const Workload c = MegatronWorkload(m, candidate, cluster);
+  ASSERT_EQ(w.layers.size(), c.layers.size());
+  const double bytes_per_s = 2039e9 * 0.88;  // the A100-80GB preset's HBM at its share
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const double parameters = w.layers[i].parameters;
+    EXPECT_NEAR(*w.layers[i].update_ms, 1e3 * parameters * 50 / bytes_per_s, 1e-9);
+    EXPECT_NEAR(*w.layers[i].update_sharded_ms, 1e3 * parameters * 38 / bytes_per_s, 1e-9);
+    EXPECT_NEAR(*c.layers[i].update_ms, 1e3 * parameters * (38.0 / 4 + 12) / bytes_per_s, 1e-9);
+    EXPECT_EQ(*c.layers[i].update_sharded_ms, 0);  // already a shard's step
+    StageCost stage;
+    stage.update_ms = *w.layers[i].update_ms;
+    stage.update_sharded_ms = *w.layers[i].update_sharded_ms;
+    EXPECT_NEAR(UpdateMs(stage, 4), *c.layers[i].update_ms, 1e-9);
+    EXPECT_NEAR(UpdateMs(stage, 1), *w.layers[i].update_ms, 1e-12);
+  }
 }
 
 // The backward's element-wise traffic, by hand for a GPT block (D = 2 bytes, N' = s b h): each

@@ -63,9 +63,12 @@ TEST(Workload, JsonRoundTripIsExact) {
   EXPECT_EQ(WorkloadToJson(LoadWorkloadFile(dir + "/saved.json")), WorkloadToJson(w));
   // What `pipetwin profile` adds: the optimizer step and the stash of each layer.
   w.layers[1].update_ms = 0.25;
+  w.layers[1].update_sharded_ms = 0.125;
   w.layers[1].stash_bytes = 4096;
   const Workload profiled = WorkloadFromJson(WorkloadToJson(w), "p.json");
   EXPECT_EQ(profiled.layers[1].update_ms, 0.25);
+  EXPECT_EQ(profiled.layers[1].update_sharded_ms, 0.125);
+  EXPECT_FALSE(profiled.layers[0].update_sharded_ms.has_value());
   EXPECT_EQ(profiled.StashBytes(1), 4096);
   EXPECT_FALSE(profiled.layers[0].update_ms.has_value());
 }
@@ -248,6 +251,14 @@ TEST(WorkloadBadInput, EachFaultNamesItsJsonPath) {
           "collectives": {"input_exposed_ms": 0.7}}]})",
        "w.json: layers[0].collectives.input_exposed_ms: expected at most the layer's "
        "backward_input_ms (0.6), got 0.7"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "update_ms": 0.5, "update_sharded_ms": 0.75}]})",
+       "w.json: layers[0].update_sharded_ms: expected at most the layer's update_ms (0.5), got "
+       "0.75"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "update_sharded_ms": 0.75}]})",
+       "w.json: layers[0].update_sharded_ms: expected at most the layer's update_ms (0), got "
+       "0.75"},
   };
   for (const Case& c : cases) {
     std::string e = ErrorOf(c.text);

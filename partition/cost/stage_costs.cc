@@ -51,6 +51,7 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
       cost.backward_weight_ms +=
           (split ? *layer.backward_weight_ms : (1 - share) * layer.backward_ms) * per_ms;
       cost.update_ms += layer.update_ms.value_or(0) * per_ms;
+      cost.update_sharded_ms += layer.update_sharded_ms.value_or(layer.update_ms.value_or(0)) * per_ms;
       if (layer.collectives) {
         GroupCollectives c = *layer.collectives;
         if (!split) c.SplitBackward(share);
@@ -96,5 +97,9 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
 }
 
 double BackwardInputShare(int stage_first_layer) { return stage_first_layer == 0 ? 0.0 : 0.5; }
+
+double UpdateMs(const StageCost& stage, int shards) {
+  return stage.update_ms - stage.update_sharded_ms * (1 - 1.0 / std::max(1, shards));
+}
 
 }  // namespace pipetwin

@@ -38,6 +38,7 @@ struct StageCost {
   // it gives one (Layer::backward_input_ms), else its backward_ms split by BackwardInputShare.
   double backward_input_ms = 0, backward_weight_ms = 0;
   double update_ms = 0;    // the optimizer step, once per weight update (Layer::update_ms)
+  double update_sharded_ms = 0;  // of it, what a sharded optimizer divides (Layer::update_sharded_ms)
   double parameters = 0;
   double weight_bytes = 0;      // one version: parameters x parameter dtype bytes
   double gradient_bytes = 0;    // parameters x gradient dtype bytes (as the weights)
@@ -74,6 +75,11 @@ struct StageCost {
 // first stage") run it. Analytic layers (workloads/megatron) give their split from their kernels
 // instead, as Megatron-LM's zero-bubble runtime runs them on every stage.
 double BackwardInputShare(int stage_first_layer);
+
+// A stage's optimizer step on each of its replicas when a sharded optimizer divides it among
+// `shards` of them (1: not sharded): each steps its 1 / shards of the sharded part and all of the
+// rest (StageCost::update_sharded_ms).
+double UpdateMs(const StageCost& stage, int shards);
 
 // The factor turning a layer's reference times into those of `samples` samples on a device
 // `speed` times as fast as the reference: samples / reference.batch_size / speed.

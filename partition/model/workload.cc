@@ -151,6 +151,14 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     if (l.weight_stash_bytes)
       CheckNumber(*l.weight_stash_bytes, file, at + ".weight_stash_bytes", false);
     if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
+    if (l.update_sharded_ms) {
+      CheckNumber(*l.update_sharded_ms, file, at + ".update_sharded_ms", false);
+      if (*l.update_sharded_ms > l.update_ms.value_or(0) * (1 + 1e-9))
+        throw InputError(file, at + ".update_sharded_ms",
+                         "expected at most the layer's update_ms (" +
+                             DescribeJson(l.update_ms.value_or(0)) + "), got " +
+                             DescribeJson(*l.update_sharded_ms));
+    }
     if (l.checkpoint_bytes) {
       CheckNumber(*l.checkpoint_bytes, file, at + ".checkpoint_bytes", false);
       if (!l.recomputed)
@@ -383,6 +391,7 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (l.checkpoint_bytes) j["checkpoint_bytes"] = *l.checkpoint_bytes;
     if (!l.recomputed) j["recomputed"] = false;
     if (l.update_ms) j["update_ms"] = *l.update_ms;
+    if (l.update_sharded_ms) j["update_sharded_ms"] = *l.update_sharded_ms;
     if (l.forward_ms_spread) j["forward_ms_spread"] = *l.forward_ms_spread;
     if (l.backward_ms_spread) j["backward_ms_spread"] = *l.backward_ms_spread;
     if (l.update_ms_spread) j["update_ms_spread"] = *l.update_ms_spread;
@@ -487,6 +496,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.checkpoint_bytes = e.MaybeNonNegativeNumber("checkpoint_bytes");
     l.recomputed = e.OptionalBool("recomputed", true);
     l.update_ms = e.MaybeNonNegativeNumber("update_ms");
+    l.update_sharded_ms = e.MaybeNonNegativeNumber("update_sharded_ms");
     l.forward_ms_spread = e.MaybeNonNegativeNumber("forward_ms_spread");
     l.backward_ms_spread = e.MaybeNonNegativeNumber("backward_ms_spread");
     l.update_ms_spread = e.MaybeNonNegativeNumber("update_ms_spread");

@@ -63,6 +63,11 @@ struct Layer {
   // The optimizer step of this layer's parameters, once per weight update (`pipetwin profile`
   // measures it for the scenario's optimizer on CPUs, where it is not negligible); absent: 0.
   std::optional<double> update_ms;
+  // Of update_ms, the part a sharded optimizer (training.distributed_optimizer) divides among
+  // the stage's d replicas, each stepping its 1 / d of the parameters; the rest every replica
+  // runs whole (Megatron-LM's distributed optimizer norms, steps and copies its shard but
+  // scales and zeroes its whole gradient buffer: OptimizerStepBytes). Absent: all of it.
+  std::optional<double> update_sharded_ms;
   // How far each time may move on a second profiling: the half-width of the 95% interval of
   // the mean of the profiler's rounds (util/spread.h), in ms; absent when not measured.
   std::optional<double> forward_ms_spread, backward_ms_spread, update_ms_spread;

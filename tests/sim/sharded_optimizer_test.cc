@@ -55,6 +55,29 @@ TEST(SimShardedOptimizer, ReduceScattersGradientsAndAllGathersWeights) {
 // starts at 33 (its first bucket): backward 43-63, reduce-scatters 53-55 and 63-65, gathers
 // 65-67. Without, it waits for the whole gather (one of 50 MB, 2 ms: 32-34) and starts at 34:
 // ... reduce-scatters 54-56, 64-66, gather 66-68.
+// The optimizer step between the gradients' reduction and the weights' gather: 6 ms a layer,
+// of which 4 ms (Layer::update_sharded_ms) is per parameter and runs on the replica's half
+// only. Not sharded: forward 0-10, backward 10-30, all-reduce 30-38, the whole step 38-50.
+// Sharded over the 2 replicas: reduce-scatter 30-34, step 34-42 (2 x (2 + 4 / 2)), gather
+// 42-44. A layer that does not say which part shards has all of it shard: step 34-40, gather
+// 40-42.
+TEST(SimShardedOptimizer, EachReplicaStepsItsShard) {
+  auto with_step = [](Scenario s, std::optional<double> sharded_ms) {
+    for (Layer& l : s.workload.layers) {
+      l.update_ms = 6;
+      l.update_sharded_ms = sharded_ms;
+    }
+    return s;
+  };
+  EXPECT_NEAR(simtest::Simulate(with_step(Replicated(2, false, false, 1, 1), 4)).makespan_s * 1e3,
+              50, 1e-6);
+  EXPECT_NEAR(simtest::Simulate(with_step(Replicated(2, true, false, 1, 1), 4)).makespan_s * 1e3,
+              44, 1e-6);
+  EXPECT_NEAR(
+      simtest::Simulate(with_step(Replicated(2, true, false, 1, 1), std::nullopt)).makespan_s * 1e3,
+      42, 1e-6);
+}
+
 TEST(SimShardedOptimizer, OverlappedWeightGatherLetsTheNextForwardStartOnItsFirstBucket) {
   EXPECT_NEAR(simtest::Simulate(Replicated(2, true, true, 2, 2)).makespan_s * 1e3, 67, 1e-6);
   EXPECT_NEAR(simtest::Simulate(Replicated(2, true, false, 2, 2)).makespan_s * 1e3, 68, 1e-6);

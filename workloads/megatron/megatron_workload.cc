@@ -62,12 +62,17 @@ double CollectiveBesideKernelMs(double collective_ms, double kernel_ms, int chan
   return std::max({collective_ms - kernel_ms, collective_ms * taken, 0.0});
 }
 
+double OptimizerShardBytes(const std::string& precision) {
+  const double norm = 4, adam = 28;
+  const double copy = precision == "fp32" ? 0 : 6;
+  return norm + adam + copy;
+}
+
 double OptimizerStepBytes(const std::string& precision, bool distributed_optimizer,
                           int data_parallel) {
-  const double scale = 8, norm = 4, adam = 28, zero = 4;
-  const double copy = precision == "fp32" ? 0 : 6;
+  const double scale = 8, zero = 4;
   const double shard = distributed_optimizer && data_parallel > 1 ? data_parallel : 1;
-  return (norm + adam + copy) / shard + scale + zero;
+  return OptimizerShardBytes(precision) / shard + scale + zero;
 }
 
 double KernelMs(const Kernel& k, const DeviceSpec& device, double launch_overhead_us) {
@@ -172,6 +177,12 @@ Layer ToLayer(const std::string& id, const std::string& description, const Layer
   layer.update_ms = 1e3 * w.parameters *
                     OptimizerStepBytes(p.precision, p.distributed_optimizer, p.data_parallel) /
                     MemoryBytesPerS(cluster.device);
+  // What a sharded optimizer (the simulator's training.distributed_optimizer) still divides
+  // among the replicas: the shard's part, unless this step is already a shard's (the planner's
+  // candidates; a scenario's workload has p.data_parallel 1).
+  const bool sharded = p.distributed_optimizer && p.data_parallel > 1;
+  layer.update_sharded_ms =
+      sharded ? 0 : 1e3 * w.parameters * OptimizerShardBytes(p.precision) / MemoryBytesPerS(cluster.device);
   if (input >= 0) layer.inputs = {input};
   return layer;
 }

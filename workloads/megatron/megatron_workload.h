@@ -52,6 +52,8 @@ double CollectiveBesideKernelMs(double collective_ms, double kernel_ms, int chan
 // limit) would also scale the gradients (8 more); taken as not clipped.
 double OptimizerStepBytes(const std::string& precision, bool distributed_optimizer,
                           int data_parallel);
+// Of those, the bytes per parameter a rank's shard moves (norm, Adam, copy): 38, 32 in fp32.
+double OptimizerShardBytes(const std::string& precision);
 double KernelMs(const Kernel& kernel, const DeviceSpec& device, double launch_overhead_us = 0);
 
 struct PassMs {

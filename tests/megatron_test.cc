@@ -2,6 +2,7 @@
 // the closed forms of its papers, and hand computations.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "partition/cost/communication.h"
@@ -86,6 +87,40 @@ TEST(MegatronWork, GemmFlopsAddUpToNarayanansFormula) {
              GemmFlops(output.forward) + GemmFlops(output.backward));
     EXPECT_NEAR(per_microbatch * 64 / NarayananModelFlops(gpt3, 64, RunVocabulary(gpt3, t)), 1,
                 1e-9) << "t " << t;
+  }
+}
+
+// The model FLOPs a report's tflops_per_gpu divides by are the ones Megatron-Core r0.8.0 logs
+// its TFLOP/s with (megatron/training/training.py, num_floating_point_operations, written here
+// from it): 12 B s l h^2 ((1 + g/a + s/h) a d / h + f/h x (3/2 if SwiGLU) + V / 2 l h), so that a
+// prediction compares with a published per-GPU rate directly (scripts/validate-published.sh's
+// H100 rows: GPT, untied). Llama-2 70B and Llama-3 8B check the grouped-query and SwiGLU terms
+// and the padded vocabulary.
+TEST(MegatronWork, ModelFlopsAreMegatronCoresCount) {
+  struct Case {
+    MegatronModel m;
+    int vocabulary;
+  };
+  MegatronModel gpt32b = GptModel(48, 7168, 56, 4096, 131072);
+  gpt32b.untied = true;
+  for (const Case& c : {Case{gpt32b, 131072}, Case{GptModel(96, 12288, 96, 2048, 51200), 51200},
+                        Case{LlamaModel(80, 8192, 28672, 64, 8, 4096, 32000), 32000},
+                        Case{LlamaModel(32, 4096, 14336, 32, 8, 8192, 128256), 128256}}) {
+    const MegatronModel& m = c.m;
+    const double s = m.sequence, l = m.layers, h = m.hidden, a = m.heads, g = m.QueryGroups(),
+                 d = m.HeadDim(), f = m.FfnHidden();
+    for (int t : {1, 8}) {
+      // padded_vocab_size: a multiple of --make-vocab-size-divisible-by (128) times t.
+      const double v = std::ceil(c.vocabulary / (128.0 * t)) * 128 * t;
+      const double megatron = 12 * s * l * h * h *
+                              ((1 + g / a + s / h) * a * d / h + f / h * (m.swiglu ? 1.5 : 1.0) +
+                               v / (2 * l * h));
+      MegatronParallel p;
+      p.tensor = t;
+      p.flash_attention = t == 8;  // counted in full either way: the formula has no causal half
+      const Workload w = MegatronWorkload(m, p, ClusterPreset("dgx-h100", 1));
+      EXPECT_NEAR(w.model_flops_per_sample / megatron, 1, 1e-9) << m.layers << " layers, t " << t;
+    }
   }
 }
 

@@ -341,7 +341,9 @@ TEST(MegatronWork, ZeroBubblePassesAgainstQiTable9) {
 
 // Megatron's --tp-comm-overlap: the forward's all-gathers and reduce-scatters cost what they take
 // beyond the GEMM beside them (qkv and MLP-in after a gather, projection and MLP-out before a
-// scatter), by hand from the same kernel and collective costs.
+// scatter), and so do the backward's all-gathers of the projection's and MLP-out's output
+// gradients beside their input-gradient GEMMs (Transformer Engine's proj_dgrad and fc2_dgrad
+// exchanges), by hand from the same kernel and collective costs.
 TEST(MegatronWork, TensorParallelOverlapHidesTheForwardsCollectivesBehindTheirGemms) {
   const MegatronModel gpt3 = GptModel(96, 12288, 96, 2048, 50257);
   const Cluster dgx = ClusterPreset("dgx-a100", 1);
@@ -364,6 +366,25 @@ TEST(MegatronWork, TensorParallelOverlapHidesTheForwardsCollectivesBehindTheirGe
   EXPECT_GT(hidden, 0);
   EXPECT_NEAR(LayerPassMs(plain, dgx, 8).forward - LayerPassMs(overlapped, dgx, 8).forward, hidden,
               1e-9);
+  double hidden_backward = 0;
+  int moved = 0;
+  for (size_t i = 0; i < plain.backward_collectives.size(); ++i) {
+    const Collective& before = plain.backward_collectives[i];
+    const Collective& c = overlapped.backward_collectives[i];
+    if (before.beside == c.beside) continue;
+    ++moved;
+    EXPECT_TRUE(before.beside.empty()) << c.name;
+    EXPECT_EQ(c.kind, CollectiveKind::kAllGather) << c.name;
+    const std::string gemm = c.name.rfind("attention", 0) == 0 ? "projection" : "mlp out";
+    EXPECT_EQ(c.beside, gemm + " input grad");
+    const double comm = TensorParallelCollectiveCost(dgx, 8, c.kind).Ms(c.bytes);
+    for (const Kernel& k : overlapped.backward)
+      if (k.name == c.beside)
+        hidden_backward += comm - std::max(comm - KernelMs(k, dgx.device), comm * 24.0 / 108.0);
+  }
+  EXPECT_EQ(moved, 2);
+  EXPECT_NEAR(LayerPassMs(plain, dgx, 8).backward - LayerPassMs(overlapped, dgx, 8).backward,
+              hidden_backward, 1e-9);
   p.sequence_parallel = false;
   EXPECT_THROW(ValidateMegatron(gpt3, p), InputError);
 }

@@ -116,7 +116,11 @@ void CloseRegion(LayerWork& w, const Sizes& z, const std::string& name, const st
   if (z.sp) {
     w.forward_collectives.push_back({name + " reduce-scatter", CollectiveKind::kReduceScatter,
                                      z.D * z.N, z.overlap ? gemm : ""});
-    w.backward_collectives.push_back({name + " all-gather", CollectiveKind::kAllGather, z.D * z.N, ""});
+    // Under --tp-comm-overlap Transformer Engine exchanges the output gradient beside the
+    // input-gradient GEMM that takes it (its proj_dgrad and fc2_dgrad ring exchanges,
+    // initialize_ub in transformer_engine/pytorch/module/base.py, v1.8); else it waits.
+    w.backward_collectives.push_back({name + " all-gather", CollectiveKind::kAllGather, z.D * z.N,
+                                      z.overlap ? gemm + " input grad" : ""});
   } else {
     w.forward_collectives.push_back({name + " all-reduce", CollectiveKind::kAllReduce, z.D * z.N, ""});
   }

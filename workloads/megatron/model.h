@@ -58,11 +58,14 @@ struct MegatronParallel {
   bool flash_attention = false;    // Dao et al. 2022: no s x s scores kept or moved
   // Megatron's --tp-comm-overlap (Transformer Engine's userbuffers, with sequence parallelism):
   // the forward's all-gather runs beside the GEMM that takes its output and the reduce-scatter
-  // beside the GEMM that makes its input, split in chunks; charged what they take beyond it.
+  // beside the GEMM that makes its input, split in chunks, and the backward's all-gather of a
+  // row-parallel layer's output gradient beside its input-gradient GEMM; charged what they take
+  // beyond it.
   bool tp_comm_overlap = false;
   int microbatch = 1;              // b: samples per micro-batch
   std::string precision = "bf16";  // "bf16", "fp16" (weights and activations) or "fp32"
-  // The data-parallel width, for what the distributed optimizer shards (memory only).
+  // The data-parallel width, for what the distributed optimizer shards (memory, and the step of
+  // the search's candidates; a scenario's workload leaves it 1: Layer::update_sharded_ms).
   int data_parallel = 1;
   bool distributed_optimizer = false;  // Megatron's --use-distributed-optimizer (ZeRO-1)
   // What a pipeline stage sends without sequence parallelism. Megatron-LM since January 2023

@@ -170,6 +170,58 @@ TEST(FromMegatron, NoGlobalBatchIsOneMicroBatchPerDataParallelRank) {
       << r.err;
 }
 
+// The gradient buffer's precision as Megatron-LM's validate_args sets it: fp32 under --bf16
+// unless --grad-reduce-in-bf16 (which wins over --accumulate-allreduce-grads-in-fp32), fp16
+// under --fp16 unless --accumulate-allreduce-grads-in-fp32. In 2 bytes a gradient halves the
+// buffer's memory, and the distributed optimizer's traffic, (gradient + weight) / 2 a
+// parameter, falls from 3 bytes to 2. A hand-written workload that pairs 16-bit gradients with
+// other weights is one line and exit 2.
+TEST(FromMegatron, GradientsReduceInTheirOwnPrecision) {
+  const std::string base =
+      "from-megatron --cluster dgx-h100 --nodes 2 -- --num-layers 4 --hidden-size 1024 "
+      "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
+      "--vocab-size 51200 --micro-batch-size 1 --global-batch-size 16 "
+      "--tensor-model-parallel-size 2 --use-distributed-optimizer ";
+  struct Row {
+    std::string flags, gradients, warning;
+  };
+  for (const Row& row :
+       {Row{"--bf16", "fp32", ""}, Row{"--bf16 --grad-reduce-in-bf16", "bf16", ""},
+        Row{"--bf16 --grad-reduce-in-bf16 --accumulate-allreduce-grads-in-fp32", "bf16",
+            "--grad-reduce-in-bf16 overrides --accumulate-allreduce-grads-in-fp32"},
+        Row{"--fp16", "fp16", ""}, Row{"--fp16 --accumulate-allreduce-grads-in-fp32", "fp32", ""},
+        Row{"--fp16 --grad-reduce-in-bf16", "fp16", "--grad-reduce-in-bf16 does nothing without"},
+        Row{"", "fp32", ""}}) {
+    const auto r = RunPipetwin(base + row.flags);
+    ASSERT_EQ(r.exit_code, 0) << row.flags << ": " << r.err;
+    const Scenario s = ScenarioFromJson(nlohmann::json::parse(r.out), "out.json", ".");
+    EXPECT_EQ(s.source["workload"].value("gradient_precision", "fp32"), row.gradients) << row.flags;
+    EXPECT_EQ(s.workload.gradient_dtype_bytes, row.gradients == "fp32" ? 4 : 2) << row.flags;
+    if (!row.warning.empty())
+      EXPECT_NE(r.err.find("warning: " + row.warning), std::string::npos) << r.err;
+    else
+      EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  }
+  // The memory line: 2 GPUs' worth of gradients per rank, 4 bytes against 2.
+  auto gradients_gib = [](const std::string& err) {
+    const auto at = err.find("gradients ");
+    return at == std::string::npos ? -1.0 : std::stod(err.substr(at + 10));
+  };
+  const double fp32 = gradients_gib(RunPipetwin(base + "--bf16").err);
+  const double bf16 = gradients_gib(RunPipetwin(base + "--bf16 --grad-reduce-in-bf16").err);
+  ASSERT_GT(fp32, 0);
+  EXPECT_NEAR(bf16, fp32 / 2, 0.051);
+
+  const std::string dir = testing::TemporaryDirectory();
+  nlohmann::json bad = nlohmann::json::parse(RunPipetwin(base + "--bf16").out);
+  bad["workload"]["gradient_precision"] = "fp16";
+  testing::WriteFile(dir + "/bad.json", bad.dump());
+  const auto refused = RunPipetwin("simulate " + dir + "/bad.json");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err, dir + "/bad.json: workload: gradient_precision must be fp32 or the "
+                               "precision (bf16), got \"fp16\"\n");
+}
+
 // Megatron-LM reads its launch line with argparse: a flag given again overrides the earlier
 // value, and --recompute-activations sets selective recomputation over any granularity
 // (megatron/training/arguments.py, validate_args). The launch line means here what it means

@@ -407,14 +407,31 @@ TEST(MegatronDevice, ACollectiveTakesItsChannelsSmsFromTheGemmBesideIt) {
 
 // Megatron-LM's optimizer step over fp32 main weights, in bytes per parameter (its kernels'
 // reads and writes): scale 8, norm 4, Adam 28, copy to bf16 6, zero 4 = 50; fp32 44; with the
-// distributed optimizer over d = 4 the norm, Adam and copy on a quarter: 38 / 4 + 12.
+// distributed optimizer over d = 4 the norm, Adam and copy on a quarter: 38 / 4 + 12. fp16 adds
+// the loss scale's unscaling of the fp32 gradient (8). A 16-bit gradient buffer
+// (--grad-reduce-in-bf16; fp16 without --accumulate-allreduce-grads-in-fp32) is scaled in 4 and
+// zeroed in 2, and each gradient copied to fp32 (read 2, write 4) before the norm: bf16
+// 4 + 6 + 4 + 28 + 6 + 2 = 50, over d = 4: (6 + 4 + 28 + 6) / 4 + 4 + 2.
 TEST(MegatronDevice, OptimizerStepBytesAreMegatronsKernels) {
-  EXPECT_DOUBLE_EQ(OptimizerStepBytes("bf16", false, 1), 50);
-  EXPECT_DOUBLE_EQ(OptimizerStepBytes("fp32", false, 8), 44);
-  EXPECT_DOUBLE_EQ(OptimizerStepBytes("bf16", true, 4), 38.0 / 4 + 12);
-  EXPECT_DOUBLE_EQ(OptimizerStepBytes("bf16", true, 1), 50);
-  EXPECT_DOUBLE_EQ(OptimizerShardBytes("bf16"), 38);
-  EXPECT_DOUBLE_EQ(OptimizerShardBytes("fp32"), 32);
+  auto parallel = [](const std::string& precision, bool distributed, int d,
+                     const std::string& gradients) {
+    MegatronParallel p;
+    p.precision = precision;
+    p.distributed_optimizer = distributed;
+    p.data_parallel = d;
+    p.gradient_precision = gradients;
+    return p;
+  };
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("bf16", false, 1, "fp32")), 50);
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("fp32", false, 8, "fp32")), 44);
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("bf16", true, 4, "fp32")), 38.0 / 4 + 12);
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("bf16", true, 1, "fp32")), 50);
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("fp16", false, 1, "fp32")), 58);
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("bf16", false, 1, "bf16")), 50);
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("bf16", true, 4, "bf16")), 44.0 / 4 + 6);
+  EXPECT_DOUBLE_EQ(OptimizerStepBytes(parallel("fp16", true, 4, "fp16")), 52.0 / 4 + 6);
+  EXPECT_DOUBLE_EQ(OptimizerShardBytes(parallel("bf16", false, 1, "fp32")), 38);
+  EXPECT_DOUBLE_EQ(OptimizerShardBytes(parallel("fp32", false, 1, "fp32")), 32);
 }
 
 // A scenario's workload does not know its data parallelism (the plan's replicas do): its step

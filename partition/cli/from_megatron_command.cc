@@ -68,6 +68,8 @@ po::options_description MegatronOptions() {
       ("use-distributed-optimizer", "")
       ("bf16", "")
       ("fp16", "")
+      ("grad-reduce-in-bf16", "")
+      ("accumulate-allreduce-grads-in-fp32", "")
       ("swiglu", "")
       ("normalization", po::value<std::string>(), "")
       ("position-embedding-type", po::value<std::string>(), "")
@@ -195,7 +197,8 @@ void PrintWarnings(const MegatronRun& run) {
 }
 
 // The model's arguments (sizes, architecture), precision and flash attention.
-void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& p) {
+void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& p,
+               std::vector<std::string>& warnings) {
   // Each flag sets what it sets in Megatron-LM, every other property keeps Megatron-LM's default
   // (LayerNorm, learned positions, biases, tied embeddings, dropout 0.1): --swiglu alone
   // changes the MLP only.
@@ -242,6 +245,22 @@ void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& 
   // Megatron-LM asserts the two apart (arguments.py, validate_args: "assert not args.bf16").
   if (mv.count("bf16") && mv.count("fp16")) Fail("--bf16 and --fp16 exclude each other, as in Megatron-LM");
   p.precision = mv.count("bf16") ? "bf16" : mv.count("fp16") ? "fp16" : "fp32";
+  // The gradient buffer as validate_args sets it: under --bf16 fp32 unless --grad-reduce-in-bf16
+  // (which overrides --accumulate-allreduce-grads-in-fp32), under --fp16 fp16 unless
+  // --accumulate-allreduce-grads-in-fp32; --grad-reduce-in-bf16 is read under --bf16 only.
+  const bool bf16_gradients = mv.count("grad-reduce-in-bf16") > 0;
+  const bool fp32_gradients = mv.count("accumulate-allreduce-grads-in-fp32") > 0;
+  if (p.precision == "bf16") {
+    p.gradient_precision = bf16_gradients ? "bf16" : "fp32";
+    if (bf16_gradients && fp32_gradients)
+      warnings.push_back("--grad-reduce-in-bf16 overrides --accumulate-allreduce-grads-in-fp32, "
+                             "as in Megatron-LM: gradients are reduced in bf16");
+  } else {
+    p.gradient_precision = p.precision == "fp16" && !fp32_gradients ? "fp16" : "fp32";
+    if (bf16_gradients)
+      warnings.push_back("--grad-reduce-in-bf16 does nothing without --bf16 (Megatron-LM reads "
+                             "it under --bf16 only)");
+  }
   p.flash_attention = mv.count("use-flash-attn") > 0;
 }
 
@@ -683,7 +702,7 @@ int RunFromMegatronCommand(const Args& args) {
   if (run.overlap_param_gather && !mv.count("use-distributed-optimizer"))
     Fail("--overlap-param-gather needs --use-distributed-optimizer (Megatron-LM asserts it: only a "
          "sharded optimizer all-gathers the weights)");
-  ReadModel(mv, run.spec.model, run.spec.parallel);
+  ReadModel(mv, run.spec.model, run.spec.parallel, run.warnings);
   run.spec.parallel.scatter_gather_pipeline = vm.count("scatter-gather-pipeline") > 0;
   if (vm.count("search")) return Search(vm, mv, run);
   ReadParallel(mv, run.spec.model, run);

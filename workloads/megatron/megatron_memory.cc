@@ -17,7 +17,7 @@ MegatronMemory FirstStageMemory(const MegatronModel& m, const MegatronParallel& 
   MegatronMemory out;
   const bool fp32 = p.precision == "fp32";
   out.weights = parameters * (fp32 ? 4 : 2);
-  out.gradients = parameters * 4;
+  out.gradients = parameters * p.GradientBytes();
   const double state = fp32 ? 8 : 12;
   out.optimizer = parameters * (p.distributed_optimizer ? state / p.data_parallel : state);
 

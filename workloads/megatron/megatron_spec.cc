@@ -38,6 +38,8 @@ MegatronSpec ReadMegatronSpec(JsonReader& r) {
   p.tp_comm_overlap = r.OptionalBool("tp_comm_overlap", p.tp_comm_overlap);
   p.microbatch = r.OptionalInteger("microbatch", 1, kMaxSamples, p.microbatch);
   p.precision = r.OptionalChoice("precision", {"bf16", "fp16", "fp32"}, p.precision);
+  p.gradient_precision =
+      r.OptionalChoice("gradient_precision", {"fp32", "bf16", "fp16"}, p.gradient_precision);
   p.scatter_gather_pipeline = r.OptionalBool("scatter_gather_pipeline", p.scatter_gather_pipeline);
   p.recompute_method = r.OptionalChoice("recompute_method", {"uniform", "block"}, p.recompute_method);
   p.recompute_num_layers =
@@ -73,6 +75,7 @@ nlohmann::json MegatronSpecToJson(const MegatronSpec& s) {
   j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["microbatch"] = p.microbatch;
   j["precision"] = p.precision;
+  if (p.gradient_precision != "fp32") j["gradient_precision"] = p.gradient_precision;
   if (p.scatter_gather_pipeline) j["scatter_gather_pipeline"] = true;
   if (p.recompute_method != "uniform" || p.recompute_num_layers != 1) {
     j["recompute_method"] = p.recompute_method;

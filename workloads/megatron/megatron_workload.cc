@@ -62,17 +62,20 @@ double CollectiveBesideKernelMs(double collective_ms, double kernel_ms, int chan
   return std::max({collective_ms - kernel_ms, collective_ms * taken, 0.0});
 }
 
-double OptimizerShardBytes(const std::string& precision) {
+double OptimizerShardBytes(const MegatronParallel& p) {
+  const double g = p.GradientBytes();
+  const double to_fp32 = g == 4 ? 0 : g + 4;               // .float() of a 16-bit gradient
+  const double unscale = p.precision == "fp16" ? 8 : 0;   // the loss scale's, fp16 only
   const double norm = 4, adam = 28;
-  const double copy = precision == "fp32" ? 0 : 6;
-  return norm + adam + copy;
+  const double copy = p.precision == "fp32" ? 0 : 6;
+  return to_fp32 + unscale + norm + adam + copy;
 }
 
-double OptimizerStepBytes(const std::string& precision, bool distributed_optimizer,
-                          int data_parallel) {
-  const double scale = 8, zero = 4;
-  const double shard = distributed_optimizer && data_parallel > 1 ? data_parallel : 1;
-  return OptimizerShardBytes(precision) / shard + scale + zero;
+double OptimizerStepBytes(const MegatronParallel& p) {
+  const double g = p.GradientBytes();
+  const double scale = 2 * g, zero = g;
+  const double shard = p.distributed_optimizer && p.data_parallel > 1 ? p.data_parallel : 1;
+  return OptimizerShardBytes(p) / shard + scale + zero;
 }
 
 double KernelMs(const Kernel& k, const DeviceSpec& device, double launch_overhead_us) {
@@ -174,15 +177,13 @@ Layer ToLayer(const std::string& id, const std::string& description, const Layer
   layer.activation_bytes = w.output_bytes;
   layer.stash_bytes = w.stash_bytes;
   layer.weight_stash_bytes = w.weight_stash_bytes;
-  layer.update_ms = 1e3 * w.parameters *
-                    OptimizerStepBytes(p.precision, p.distributed_optimizer, p.data_parallel) /
-                    MemoryBytesPerS(cluster.device);
+  layer.update_ms = 1e3 * w.parameters * OptimizerStepBytes(p) / MemoryBytesPerS(cluster.device);
   // What a sharded optimizer (the simulator's training.distributed_optimizer) still divides
   // among the replicas: the shard's part, unless this step is already a shard's (the planner's
   // candidates; a scenario's workload has p.data_parallel 1).
   const bool sharded = p.distributed_optimizer && p.data_parallel > 1;
   layer.update_sharded_ms =
-      sharded ? 0 : 1e3 * w.parameters * OptimizerShardBytes(p.precision) / MemoryBytesPerS(cluster.device);
+      sharded ? 0 : 1e3 * w.parameters * OptimizerShardBytes(p) / MemoryBytesPerS(cluster.device);
   if (input >= 0) layer.inputs = {input};
   return layer;
 }
@@ -198,7 +199,7 @@ Workload MegatronWorkload(const MegatronModel& m, const MegatronParallel& p, con
   w.reference.device = cluster.device.name;
   w.reference.source = "analytic";
   w.parameter_dtype_bytes = p.DtypeBytes();
-  w.gradient_dtype_bytes = 4;  // Megatron accumulates fp32 main gradients (bf16 and fp16 too)
+  w.gradient_dtype_bytes = p.GradientBytes();  // MegatronParallel::gradient_precision
   w.tensor_parallel = p.tensor;
   w.stash_holds_input = true;  // Korthikanti's stash: a block keeps its first norm's input
   const std::string split = p.tensor > 1 ? " (one of " + std::to_string(p.tensor) + " ranks)" : "";

@@ -39,21 +39,24 @@ double GemmEfficiency(const Kernel& gemm, const DeviceSpec& device);
 double CollectiveBesideKernelMs(double collective_ms, double kernel_ms, int channels, int sms);
 
 // Bytes the optimizer step moves per parameter of a rank, as Megatron-LM runs it over its fp32
-// main weights and main gradients (megatron/optimizer/optimizer.py, clip_grads.py and its
-// DistributedDataParallel, with apex's multi-tensor kernels):
-//   the gradient buffer scaled by 1 / d before its all-reduce (read, write)        8
-//   gradient norm for clipping (multi_tensor_l2norm: read the gradient)            4
+// main weights (megatron/optimizer/optimizer.py, clip_grads.py and its DistributedDataParallel,
+// with apex's multi-tensor kernels), for a gradient buffer of G bytes a value
+// (MegatronParallel::gradient_precision: 4 in fp32, 2 in 16 bits):
+//   the gradient buffer scaled by 1 / d before its all-reduce (read, write)        2 G
+//   a 16-bit gradient copied to fp32 for the step (.float(): read G, write 4)      G + 4, or 0
+//   fp16 only: unscaled by the loss scale, checked for inf (read, write fp32)      8
+//   gradient norm for clipping (multi_tensor_l2norm: read the fp32 gradient)       4
 //   Adam (FusedAdam: read gradient, weight and both moments, write the last three) 28
 //   main weights copied into the bf16 / fp16 model weights (read 4, write 2)       6
-//   the gradient buffer zeroed for the next iteration (write)                      4
-// 50 in bf16 / fp16; 44 in fp32 (the model weights are the main weights: no copy). With the
-// distributed optimizer (`data_parallel` > 1) a rank norms, steps and copies its 1 / d shard
-// and scales and zeroes its whole buffer: 38 / d + 12. A clipped step (the norm over the
+//   the gradient buffer zeroed for the next iteration (write)                      G
+// With fp32 gradients 50 in bf16, 58 in fp16, 44 in fp32 (the model weights are the main
+// weights: no copy); with bf16 gradients 50. With the distributed optimizer (`data_parallel`
+// > 1) a rank copies, unscales, norms, steps and copies back its 1 / d shard and scales and
+// zeroes its whole buffer: 38 / d + 12 (bf16, fp32 gradients). A clipped step (the norm over the
 // limit) would also scale the gradients (8 more); taken as not clipped.
-double OptimizerStepBytes(const std::string& precision, bool distributed_optimizer,
-                          int data_parallel);
-// Of those, the bytes per parameter a rank's shard moves (norm, Adam, copy): 38, 32 in fp32.
-double OptimizerShardBytes(const std::string& precision);
+double OptimizerStepBytes(const MegatronParallel& p);
+// Of those, the bytes per parameter a rank's shard moves: 38 in bf16 with fp32 gradients.
+double OptimizerShardBytes(const MegatronParallel& p);
 double KernelMs(const Kernel& kernel, const DeviceSpec& device, double launch_overhead_us = 0);
 
 struct PassMs {

@@ -64,6 +64,11 @@ struct MegatronParallel {
   bool tp_comm_overlap = false;
   int microbatch = 1;              // b: samples per micro-batch
   std::string precision = "bf16";  // "bf16", "fp16" (weights and activations) or "fp32"
+  // The gradient buffer's (main_grad's) precision, in which gradients accumulate over
+  // micro-batches and are reduced over data parallelism: "fp32", or the weights' own 16 bits.
+  // Megatron-LM (arguments.py, validate_args) keeps them in fp32 under --bf16 unless
+  // --grad-reduce-in-bf16, and in fp16 under --fp16 unless --accumulate-allreduce-grads-in-fp32.
+  std::string gradient_precision = "fp32";
   // The data-parallel width, for what the distributed optimizer shards (memory, and the step of
   // the search's candidates; a scenario's workload leaves it 1: Layer::update_sharded_ms).
   int data_parallel = 1;
@@ -85,6 +90,7 @@ struct MegatronParallel {
   int blocks_per_chunk = 0;  // layers / (pipeline stages x chunks)
 
   double DtypeBytes() const { return precision == "fp32" ? 4 : 2; }
+  double GradientBytes() const { return gradient_precision == "fp32" ? 4 : 2; }
 };
 
 // Megatron pads the vocabulary to a multiple of 128 x t (--make-vocab-size-divisible-by 128,

@@ -66,7 +66,7 @@ double IterationSeconds(const MegatronModel& m, const MegatronCandidate& c, cons
                                              p.distributed_optimizer));
   }
   const double update_ms =
-      1e3 * parameters * OptimizerStepBytes(p.precision, p.distributed_optimizer, p.data_parallel) /
+      1e3 * parameters * OptimizerStepBytes(p) /
       (server.device.memory_bandwidth_bytes_per_s * server.device.memory_bandwidth_efficiency);
   return (pipeline_ms + allreduce_ms + update_ms) / 1e3;
 }

@@ -606,6 +606,13 @@ TEST(MegatronSearch, FindsWhatAMegatronUserWouldRunAndOnlyWhatFits) {
   small.device.memory_bytes = 4.0 * (1 << 30);
   EXPECT_TRUE(SearchMegatron(gpt3, "bf16", false, small, 1024, 1536).fitting.empty());
   EXPECT_THROW(SearchMegatron(gpt3, "bf16", false, server, 1020, 1536), InputError);
+  // Gradients reduced in bf16 (--grad-reduce-in-bf16): every candidate's buffer in 2 bytes.
+  const MegatronSearch bf16 = SearchMegatron(gpt3, "bf16", false, server, 1024, 1536, "bf16");
+  ASSERT_FALSE(bf16.fitting.empty());
+  for (const MegatronCandidate& c : bf16.fitting) {
+    EXPECT_EQ(c.parallel.gradient_precision, "bf16");
+    EXPECT_NEAR(c.memory.gradients, c.memory.weights, 1e-6 * c.memory.weights);  // 2 bytes each
+  }
 }
 
 // Interleaving shortens the bubble from (p - 1) to (p - 1) / v micro-batch times (SC'21

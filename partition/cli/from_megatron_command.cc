@@ -527,7 +527,8 @@ nlohmann::json TwoBWScenarioOf(const MegatronRun& run, const TwoBWCandidate& c, 
 int Search2BW(const po::variables_map& vm, const MegatronRun& run, int gpus, int global) {
   const std::vector<TwoBWCandidate> found =
       Search2BWMegatron(run.spec.model, run.spec.parallel.precision,
-                        run.spec.parallel.flash_attention, run.server, gpus, global);
+                        run.spec.parallel.flash_attention, run.server, gpus, global,
+                        run.spec.parallel.gradient_precision);
   const int top = std::min<int>(vm["top"].as<int>(), static_cast<int>(found.size()));
   const int simulate = std::min(vm["simulate"].as<int>(), top);
   std::cerr << "pipetwin from-megatron --search --planner 2bw: PipeDream-2BW (asynchronous, "
@@ -592,7 +593,7 @@ int Search(const po::variables_map& vm, const po::variables_map& mv, MegatronRun
   PrintWarnings(run);
   const MegatronSearch found =
       SearchMegatron(m, run.spec.parallel.precision, run.spec.parallel.flash_attention,
-                     run.server, gpus, global);
+                     run.server, gpus, global, run.spec.parallel.gradient_precision);
   std::cerr << "pipetwin from-megatron --search: " << found.considered << " configurations of "
             << gpus << " GPUs divide evenly, " << found.over_memory << " do not fit "
             << GiB(run.server.device.memory_bytes) << ", " << found.fitting.size() << " fit\n";

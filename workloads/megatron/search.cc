@@ -75,7 +75,7 @@ double IterationSeconds(const MegatronModel& m, const MegatronCandidate& c, cons
 
 MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precision,
                               bool flash_attention, const Cluster& server, int gpus,
-                              int global_batch) {
+                              int global_batch, const std::string& gradient_precision) {
   const int per_server = server.levels.empty() ? 1 : server.levels[0].count;
   const Cluster cluster = WholeServers(server, gpus);
   MegatronSearch out;
@@ -100,6 +100,7 @@ MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precisi
             c.parallel.flash_attention = flash_attention;
             c.parallel.microbatch = b;
             c.parallel.precision = precision;
+            c.parallel.gradient_precision = gradient_precision;
             c.parallel.data_parallel = d;
             c.parallel.distributed_optimizer = d > 1;
             c.pipeline = p;
@@ -131,7 +132,8 @@ MegatronSearch SearchMegatron(const MegatronModel& m, const std::string& precisi
 
 std::vector<TwoBWCandidate> Search2BWMegatron(const MegatronModel& m, const std::string& precision,
                                               bool flash_attention, const Cluster& server,
-                                              int gpus, int global_batch) {
+                                              int gpus, int global_batch,
+                                              const std::string& gradient_precision) {
   const int per_server = server.levels.empty() ? 1 : server.levels[0].count;
   const Cluster cluster = WholeServers(server, gpus);
   std::vector<TwoBWCandidate> out;
@@ -143,6 +145,7 @@ std::vector<TwoBWCandidate> Search2BWMegatron(const MegatronModel& m, const std:
       c.parallel.sequence_parallel = t > 1;
       c.parallel.recompute = r;
       c.parallel.precision = precision;
+      c.parallel.gradient_precision = gradient_precision;
       c.parallel.flash_attention = flash_attention;
       try {
         ValidateMegatron(m, c.parallel);

@@ -46,10 +46,11 @@ struct MegatronSearch {
 };
 
 // `server` is one server of the cluster (its device, its links, its NIC); `gpus` a multiple of
-// its devices. Throws InputError when `gpus` is not.
+// its devices. Throws InputError when `gpus` is not. `gradient_precision`: every candidate's
+// (MegatronParallel::gradient_precision, as the launch line sets it).
 MegatronSearch SearchMegatron(const MegatronModel& model, const std::string& precision,
                               bool flash_attention, const Cluster& server, int gpus,
-                              int global_batch);
+                              int global_batch, const std::string& gradient_precision = "fp32");
 
 // PipeDream-2BW's planner (planners/two_bw.h: width, depth, micro-batch, full recomputation and
 // the split, under the device memory) for every tensor-parallel size too: for each t that
@@ -64,6 +65,7 @@ struct TwoBWCandidate {
 };
 std::vector<TwoBWCandidate> Search2BWMegatron(const MegatronModel& model,
                                               const std::string& precision, bool flash_attention,
-                                              const Cluster& server, int gpus, int global_batch);
+                                              const Cluster& server, int gpus, int global_batch,
+                                              const std::string& gradient_precision = "fp32");
 
 }  // namespace pipetwin

@@ -254,12 +254,12 @@ void ReadModel(const po::variables_map& mv, MegatronModel& m, MegatronParallel& 
     p.gradient_precision = bf16_gradients ? "bf16" : "fp32";
     if (bf16_gradients && fp32_gradients)
       warnings.push_back("--grad-reduce-in-bf16 overrides --accumulate-allreduce-grads-in-fp32, "
-                             "as in Megatron-LM: gradients are reduced in bf16");
+                         "as in Megatron-LM: gradients are reduced in bf16");
   } else {
     p.gradient_precision = p.precision == "fp16" && !fp32_gradients ? "fp16" : "fp32";
     if (bf16_gradients)
       warnings.push_back("--grad-reduce-in-bf16 does nothing without --bf16 (Megatron-LM reads "
-                             "it under --bf16 only)");
+                         "it under --bf16 only)");
   }
   p.flash_attention = mv.count("use-flash-attn") > 0;
 }

@@ -51,7 +51,8 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
       cost.backward_weight_ms +=
           (split ? *layer.backward_weight_ms : (1 - share) * layer.backward_ms) * per_ms;
       cost.update_ms += layer.update_ms.value_or(0) * per_ms;
-      cost.update_sharded_ms += layer.update_sharded_ms.value_or(layer.update_ms.value_or(0)) * per_ms;
+      cost.update_sharded_ms +=
+          layer.update_sharded_ms.value_or(layer.update_ms.value_or(0)) * per_ms;
       if (layer.collectives) {
         GroupCollectives c = *layer.collectives;
         if (!split) c.SplitBackward(share);

@@ -38,7 +38,7 @@ struct StageCost {
   // it gives one (Layer::backward_input_ms), else its backward_ms split by BackwardInputShare.
   double backward_input_ms = 0, backward_weight_ms = 0;
   double update_ms = 0;    // the optimizer step, once per weight update (Layer::update_ms)
-  double update_sharded_ms = 0;  // of it, what a sharded optimizer divides (Layer::update_sharded_ms)
+  double update_sharded_ms = 0;  // of it, what a sharded optimizer divides (Layer's own)
   double parameters = 0;
   double weight_bytes = 0;      // one version: parameters x parameter dtype bytes
   double gradient_bytes = 0;    // parameters x gradient dtype bytes (as the weights)

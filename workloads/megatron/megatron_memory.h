@@ -8,9 +8,10 @@
 // Model state per parameter (Megatron-LM, docs "Distributed Optimizer"): bf16 or fp16 weights
 // 2 bytes, fp32 main gradients 4 (2 in a 16-bit buffer: MegatronParallel::gradient_precision),
 // the optimizer's fp32 main weights and Adam's two moments 12 (18 in all); with the distributed
-// optimizer the 12 are sharded over the data-parallel ranks, 6 + 12 / d. fp32 training: 4 + 4 + 8. Activations: the schedule's micro-batches in flight on
-// stage 0 (StashedMicrobatches: p for 1F1B; interleaving its own count, each a chunk of 1 / v of
-// the stage's layers), times a layer's stash (layer_work.h, Korthikanti et al. 2022 section 4);
+// optimizer the 12 are sharded over the data-parallel ranks, 6 + 12 / d. fp32 training:
+// 4 + 4 + 8. Activations: the schedule's micro-batches in flight on stage 0
+// (StashedMicrobatches: p for 1F1B; interleaving its own count, each a chunk of 1 / v of the
+// stage's layers), times a layer's stash (layer_work.h, Korthikanti et al. 2022 section 4);
 // under full recomputation a layer keeps only its input, D N', and one micro-batch's layer
 // stash is rebuilt at a time.
 #pragma once

@@ -183,7 +183,8 @@ Layer ToLayer(const std::string& id, const std::string& description, const Layer
   // candidates; a scenario's workload has p.data_parallel 1).
   const bool sharded = p.distributed_optimizer && p.data_parallel > 1;
   layer.update_sharded_ms =
-      sharded ? 0 : 1e3 * w.parameters * OptimizerShardBytes(p) / MemoryBytesPerS(cluster.device);
+      sharded ? 0
+              : 1e3 * w.parameters * OptimizerShardBytes(p) / MemoryBytesPerS(cluster.device);
   if (input >= 0) layer.inputs = {input};
   return layer;
 }

@@ -80,8 +80,8 @@ void ValidateMegatron(const MegatronModel& m, const MegatronParallel& p) {
     throw InputError("tp_comm_overlap needs sequence_parallel (what Megatron-LM overlaps are "
                      "the all-gathers and reduce-scatters of sequence_parallel)");
   if (p.gradient_precision != "fp32" && p.gradient_precision != p.precision)
-    throw InputError("gradient_precision must be fp32 or the precision (" + p.precision + "), got \"" +
-                     p.gradient_precision + "\"");
+    throw InputError("gradient_precision must be fp32 or the precision (" + p.precision +
+                     "), got \"" + p.gradient_precision + "\"");
   if (m.learned_positions && m.Positions() < m.sequence)
     throw InputError("max_position_embeddings (" + std::to_string(m.Positions()) +
                      ") must be >= sequence (" + std::to_string(m.sequence) + ")");

@@ -219,6 +219,31 @@ TEST(MegatronDevice, MeasuredGemmsReplaceTheBestShapeShare) {
   }
 }
 
+// The Hopper presets' GEMMs (XLA's sm_90 table, cluster.cc) against a GEMM measured apart
+// from it: on an H100 DGX, torch.nn.Linear's forward over 8192 tokens of width 2048 in bf16
+// (8192 x 2048 x 2048) took 100.06 us of GPU time (NVIDIA/TransformerEngine issue #2053, August
+// 2025). The table's nearest shape, 4096 x 2048 x 2048 at 727.5 TFLOP/s, quantises as it does:
+// 94.5 us (-5.6%). The best-shape share alone, 0.801 x 512 / 528, said 89.5 us (-10.6%).
+TEST(MegatronDevice, HopperGemmsMeetALinearMeasuredApart) {
+  for (const char* name : {"H100-SXM-80GB", "H200"}) {
+    const DeviceSpec hopper = DevicePreset(name);
+    ASSERT_EQ(hopper.gemm_table.size(), 64u) << name;
+    const Kernel linear = Linear("linear", 8192, 2048, 2048, 2);
+    EXPECT_NEAR(KernelMs(linear, hopper) * 1e3, 100.06, 0.1 * 100.06) << name;
+    EXPECT_NEAR(KernelMs(linear, hopper) * 1e3, 1e6 * linear.flops / 727.5e12, 1e-6) << name;
+    // XLA's shapes run at their own rates; depth alone moves one by 29%.
+    EXPECT_NEAR(GemmEfficiency(Gemm("deep", 4096, 4096, 4096, 1, 2), hopper) * 989, 780.2, 1e-9);
+    EXPECT_NEAR(GemmEfficiency(Gemm("shallow", 4096, 4096, 512, 1, 2), hopper) * 989, 551.8, 1e-9);
+  }
+  // A cluster file may drop the table: the best-shape share is back.
+  nlohmann::json doc = ClusterToJson(ClusterPreset("dgx-h100", 1));
+  doc["device"]["gemm_table"] = nlohmann::json::array();
+  const DeviceSpec dropped = ClusterFromJson(doc, "dropped.json").device;
+  EXPECT_TRUE(dropped.gemm_table.empty());
+  EXPECT_NEAR(GemmEfficiency(Gemm("linear", 8192, 2048, 2048, 1, 2), dropped), 0.801 * 512 / 528,
+              1e-12);
+}
+
 // Qi et al. (ICLR 2024), Table 1, per transformer layer, matrix products only (GPT, 4h MLP):
 // F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh(24h). The block's backward kernels, split by
 // Kernel::weight_gradient into the zero-bubble passes I (the paper's B) and W, give them; the

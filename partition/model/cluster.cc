@@ -74,6 +74,39 @@ DeviceSpec Gpu(const std::string& name, double memory_bytes, double relative_spe
   return d;
 }
 
+// Hopper GEMMs as XLA's GPU cost model has them (openxla/xla, xla/service/gpu/model/
+// matmul_interpolator_data.h, its "sm_90" table as of commit 71feeddf7c, October
+// 2025, and unchanged since): bf16 in and out, one batch, each timed by
+// xla/tools/matmul_perf_table_gen as the kernel XLA's autotuner chose (cuBLAS or Triton) ran it,
+// CUPTI's kernel time over 5 runs after a warm-up. The entries with m, n and k in {512, 1024,
+// 2048, 4096}, rounded to 0.1 TFLOP/s; {m, n, k, TFLOP/s}. The table's previous measurement
+// (commit b2766086, August 2025) is within 3% of it for every shape of 2048^3 FLOP and more.
+// A GEMM's share of peak grows with its depth k (4096 x 4096 runs at 552 TFLOP/s with k = 512,
+// 780 with k = 4096), which a best-shape share times tile and wave quantisation (GemmEfficiency
+// without a table) cannot say. XLA keys the table by compute capability, so H200 takes it too.
+std::vector<MeasuredGemm> HopperGemms() {
+  static const double kTable[][4] = {
+      {512, 512, 512, 43.6}, {512, 512, 1024, 73.4}, {512, 512, 2048, 116.3}, {512, 512, 4096, 187.5},
+      {512, 1024, 512, 85.4}, {512, 1024, 1024, 146.5}, {512, 1024, 2048, 231.0}, {512, 1024, 4096, 300.9},
+      {512, 2048, 512, 147.5}, {512, 2048, 1024, 241.8}, {512, 2048, 2048, 342.8}, {512, 2048, 4096, 460.4},
+      {512, 4096, 512, 243.6}, {512, 4096, 1024, 381.3}, {512, 4096, 2048, 530.0}, {512, 4096, 4096, 661.6},
+      {1024, 512, 512, 84.3}, {1024, 512, 1024, 144.0}, {1024, 512, 2048, 235.5}, {1024, 512, 4096, 312.1},
+      {1024, 1024, 512, 149.1}, {1024, 1024, 1024, 252.8}, {1024, 1024, 2048, 359.8}, {1024, 1024, 4096, 472.6},
+      {1024, 2048, 512, 244.0}, {1024, 2048, 1024, 384.0}, {1024, 2048, 2048, 529.5}, {1024, 2048, 4096, 665.7},
+      {1024, 4096, 512, 347.7}, {1024, 4096, 1024, 494.4}, {1024, 4096, 2048, 639.1}, {1024, 4096, 4096, 751.9},
+      {2048, 512, 512, 150.1}, {2048, 512, 1024, 257.6}, {2048, 512, 2048, 354.1}, {2048, 512, 4096, 458.1},
+      {2048, 1024, 512, 244.9}, {2048, 1024, 1024, 386.8}, {2048, 1024, 2048, 535.3}, {2048, 1024, 4096, 663.6},
+      {2048, 2048, 512, 348.6}, {2048, 2048, 1024, 498.0}, {2048, 2048, 2048, 641.0}, {2048, 2048, 4096, 752.2},
+      {2048, 4096, 512, 449.3}, {2048, 4096, 1024, 596.5}, {2048, 4096, 2048, 725.5}, {2048, 4096, 4096, 752.3},
+      {4096, 512, 512, 240.1}, {4096, 512, 1024, 377.5}, {4096, 512, 2048, 531.0}, {4096, 512, 4096, 662.0},
+      {4096, 1024, 512, 354.6}, {4096, 1024, 1024, 497.6}, {4096, 1024, 2048, 643.7}, {4096, 1024, 4096, 751.7},
+      {4096, 2048, 512, 449.6}, {4096, 2048, 1024, 604.6}, {4096, 2048, 2048, 727.5}, {4096, 2048, 4096, 759.4},
+      {4096, 4096, 512, 551.8}, {4096, 4096, 1024, 685.2}, {4096, 4096, 2048, 735.6}, {4096, 4096, 4096, 780.2}};
+  std::vector<MeasuredGemm> gemms;
+  for (const auto& e : kTable) gemms.push_back({e[0], e[1], e[2], 1, e[3]});
+  return gemms;
+}
+
 // The GEMM shares: the largest bf16 matmul throughput `mamf-finder.py` found over shapes
 // (S. Bekman, "Machine Learning Engineering", compute/accelerator, "Maximum Achievable Matmul
 // FLOPS comparison table"): A100 SXM 267.9 of 312 TFLOP/s (85.9%), H100 SXM 792.1 of 989
@@ -96,10 +129,15 @@ DeviceSpec GpuPreset(const std::string& name) {
   if (name == "A100-80GB") return Gpu(name, 80 * kGiB, 2.5, 312e12, 0, 2039e9, 108, 0.859, 0.88);
   // H100 SXM5: 989 TFLOP/s dense bf16/fp16, 1,979 dense fp8, 80 GB HBM3 at 3.35 TB/s, 132 SMs;
   // H200 SXM: the same compute, 141 GB HBM3e at 4.8 TB/s (NVIDIA H100 and H200 datasheets).
-  if (name == "H100-SXM-80GB")
-    return Gpu(name, 80 * kGiB, 6.0, 989e12, 1979e12, 3350e9, 132, 0.801, 0.88);
-  if (name == "H200")
-    return Gpu(name, 141 * kGiB, 6.0, 989e12, 1979e12, 4800e9, 132, 0.801, 0.88);
+  // Their GEMMs run at the rates of HopperGemms (above), the best-shape share staying for a
+  // cluster file that drops the table.
+  if (name == "H100-SXM-80GB" || name == "H200") {
+    const bool h100 = name == "H100-SXM-80GB";
+    DeviceSpec d = Gpu(name, (h100 ? 80 : 141) * kGiB, 6.0, 989e12, 1979e12,
+                       h100 ? 3350e9 : 4800e9, 132, 0.801, 0.88);
+    d.gemm_table = HopperGemms();
+    return d;
+  }
   std::string names;
   for (const auto& n : DevicePresetNames()) names += (names.empty() ? "" : ", ") + n;
   throw InputError("unknown device preset \"" + name + "\" (expected one of " + names + ")");

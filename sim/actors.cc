@@ -458,8 +458,8 @@ bool WorkerActors::ChargeMessageCpu(const Worker& me) {
 // flows that share the link with whatever else crosses it: a ring step sends to the next rank
 // and receives from the previous one, so a collective is a flow up the link and one down it,
 // side by side. Each is sized to take `seconds` alone (at the link's bandwidth), the time the
-// collective takes at the level's bus bandwidth (TensorParallelCollectiveCost), so on an idle
-// link the op lasts what the planners charge. Returns the flows, started.
+// collective takes alone (TensorParallelCollectiveMs), so on an idle link the op lasts what the
+// planners charge. Returns the flows, started.
 std::vector<sg4::CommPtr> WorkerActors::StartGroupCollectives(const Worker& me, double seconds) {
   if (seconds <= 0 || !me.nvswitch) return {};
   const ClusterLevel& level = setup_.cluster.levels[0];

@@ -65,6 +65,15 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   EXPECT_EQ(with_both.levels[0].allreduce_round_robin.seconds,
             c.levels[0].allreduce_round_robin.seconds);
   EXPECT_EQ(with_both.levels[0].allreduce.seconds, c.levels[0].allreduce.seconds);
+  // So do measured collectives of other kinds, each with its group size.
+  c.levels[0].collective_tables = {{"all-gather", {2, {1 << 20, 1 << 24}, {2e-5, 6e-5}}},
+                                   {"all-reduce", {2, {1 << 20, 1 << 24}, {3e-5, 1e-4}}}};
+  const Cluster with_collectives = ClusterFromJson(ClusterToJson(c), "x");
+  ASSERT_EQ(with_collectives.levels[0].collective_tables.size(), 2u);
+  EXPECT_EQ(with_collectives.levels[0].collective_tables[1].kind, "all-reduce");
+  EXPECT_EQ(with_collectives.levels[0].collective_tables[1].times.seconds,
+            c.levels[0].collective_tables[1].times.seconds);
+  EXPECT_EQ(ClusterToJson(with_collectives), ClusterToJson(c));
 }
 
 // The calibrated figures' spread travels with the file, and each edge moves every calibrated
@@ -165,6 +174,19 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
             "sizes, got 2.0 after 4.0");
   EXPECT_EQ(ErrorOf(level + R"({"ranks": 2, "bytes": [1, 2], "seconds": [1, -2]}}]})"),
             "scenario.json: cluster.levels[0].allreduce.seconds[1]: expected a number > 0, got -2");
+  const std::string tables = R"({"levels": [{"count": 2, "bandwidth_gbps": 10, "collective_tables": )";
+  EXPECT_EQ(ErrorOf(tables + R"([{"kind": "all-to-all", "ranks": 2, "bytes": [1, 2], "seconds": [1, 2]}]}]})"),
+            "scenario.json: cluster.levels[0].collective_tables[0].kind: expected one of all-reduce, "
+            "all-gather, reduce-scatter, got \"all-to-all\"");
+  EXPECT_EQ(ErrorOf(tables + R"([{"kind": "all-gather", "ranks": 4, "bytes": [1, 2], "seconds": [1, 2]}]}]})"),
+            "scenario.json: cluster.levels[0].collective_tables[0].ranks: expected at most the "
+            "level's 2 devices, got 4");
+  EXPECT_EQ(ErrorOf(tables + R"([{"kind": "all-gather", "ranks": 2, "bytes": [1, 2], "seconds": [1, 2]},
+                                  {"kind": "all-gather", "ranks": 2, "bytes": [1, 3], "seconds": [1, 2]}]}]})"),
+            "scenario.json: cluster.levels[0].collective_tables[1].ranks: expected one all-gather "
+            "table per group size, got a second of 2 ranks");
+  EXPECT_EQ(ErrorOf(tables + R"([{"kind": "all-gather", "ranks": 2, "bytes": [1, 2]}]}]})"),
+            "scenario.json: cluster.levels[0].collective_tables[0].seconds: missing (required)");
 }
 
 }  // namespace

@@ -181,6 +181,17 @@ LinearCost TensorParallelCollectiveCost(const Cluster& cluster, int group, Colle
           RingBytesPerRank(group, kind, 1) * 1e3 / busbw_bytes_per_s};
 }
 
+double TensorParallelCollectiveMs(const Cluster& cluster, int group, CollectiveKind kind,
+                                  double bytes) {
+  if (group <= 1 || cluster.levels.empty()) return 0;
+  const char* name = kind == CollectiveKind::kAllReduce   ? "all-reduce"
+                     : kind == CollectiveKind::kAllGather ? "all-gather"
+                                                          : "reduce-scatter";
+  for (const CollectiveTable& t : cluster.levels[0].collective_tables)
+    if (t.kind == name && t.times.ranks == group) return 1e3 * t.times.Seconds(bytes);
+  return TensorParallelCollectiveCost(cluster, group, kind).Ms(bytes);
+}
+
 LinearCost RingAllReduceCost(const Cluster& cluster, const std::vector<int>& devices) {
   return SharedRingCost(cluster, PlanAllReduce(cluster, devices), {});
 }

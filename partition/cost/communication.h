@@ -107,6 +107,12 @@ std::vector<LinearCost> ConcurrentRingAllReduceCosts(const Cluster& cluster,
 // overhead. Free for a group of one.
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter };
 LinearCost TensorParallelCollectiveCost(const Cluster& cluster, int group, CollectiveKind kind);
+// The time in ms of a tensor-parallel collective over `bytes` (the whole tensor, as above) among
+// `group` devices of a server: the level's measured table of that kind and group size where it
+// has one (ClusterLevel::collective_tables, piecewise linear in the bytes), else
+// TensorParallelCollectiveCost's ring. The one rule the planners and the simulator charge.
+double TensorParallelCollectiveMs(const Cluster& cluster, int group, CollectiveKind kind,
+                                  double bytes);
 // The bytes each rank of a ring of `group` sends for a collective over S bytes (the ring's steps
 // x S / group): 2(g-1)/g S for an all-reduce, (g-1)/g S otherwise; 0 for a group of one.
 double RingBytesPerRank(int group, CollectiveKind kind, double bytes);

@@ -1,6 +1,7 @@
 #include "partition/model/cluster.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
@@ -143,10 +144,53 @@ DeviceSpec GpuPreset(const std::string& name) {
   throw InputError("unknown device preset \"" + name + "\" (expected one of " + names + ")");
 }
 
+// Tensor-parallel collectives among an HGX H100's 8 GPUs on NVSwitch as XLA's GPU cost model
+// has them (openxla/xla, xla/service/gpu/model/collective_interpolator_data.h, its "sm_90"
+// table since commit 355ea80fdd, June 2025; its April 2025 version was within 0.3% at the one
+// size compared): each collective timed by xla/tools/collective_perf_table_gen on one H100
+// server, all 8 GPUs at once in groups of 2, 4 or 8, on f32 tensors of 2^20 to 2^31 bytes (the
+// whole tensor: an all-gather's output, a reduce-scatter's input), rounded to 0.1 us. At 16 MiB
+// and below they take 1.5 to 3 times what a ring at a fixed 300 GB/s of bus bandwidth would
+// (some 20-50 us of fixed cost); from 256 MiB the groups of 8 reach 300-350 GB/s of bus bandwidth
+// gathering and scattering and 370-400 all-reducing (NCCL all-reduces by NVLink SHARP there,
+// NVIDIA/nccl-tests issue #212). XLA keys the table by compute capability, so the H200's servers
+// take it too. {kind, ranks, us at 2^20 ... 2^31 bytes}.
+std::vector<CollectiveTable> HopperCollectives() {
+  struct Row {
+    const char* kind;
+    int ranks;
+    double us[12];
+  };
+  static const Row kRows[] = {
+      {"all-reduce", 2, {21.0, 44.1, 43.1, 72.9, 101.1, 187.8, 330.3, 620.8, 1181.5, 2309.4, 4432.5, 8580.0}},
+      {"all-gather", 2, {17.5, 25.6, 30.7, 40.2, 60.4, 96.4, 161.1, 295.4, 549.3, 1049.4, 1996.6, 3904.8}},
+      {"reduce-scatter", 2, {15.7, 30.7, 31.7, 42.7, 68.0, 126.1, 220.9, 406.3, 772.7, 1467.6, 2756.3, 5232.3}},
+      {"all-reduce", 4, {43.5, 59.1, 59.2, 85.0, 152.8, 218.2, 394.7, 738.2, 1419.6, 2777.1, 5415.0, 10654.0}},
+      {"all-gather", 4, {20.5, 28.6, 42.2, 56.7, 70.0, 113.3, 195.8, 350.1, 666.3, 1268.0, 2473.0, 4846.6}},
+      {"reduce-scatter", 4, {29.1, 22.5, 42.4, 54.8, 69.8, 123.6, 224.4, 404.4, 774.1, 1489.9, 2892.4, 5604.3}},
+      {"all-reduce", 8, {51.9, 57.3, 68.7, 104.7, 145.3, 225.9, 379.8, 670.1, 1262.2, 2431.6, 4720.9, 9338.2}},
+      {"all-gather", 8, {31.1, 31.6, 47.1, 65.1, 82.2, 129.4, 213.6, 390.2, 729.3, 1392.3, 2730.3, 5343.4}},
+      {"reduce-scatter", 8, {20.4, 34.4, 35.6, 59.3, 86.6, 133.5, 218.6, 411.5, 771.1, 1496.2, 2920.9, 5710.0}},
+  };
+  std::vector<CollectiveTable> tables;
+  for (const Row& row : kRows) {
+    CollectiveTable t;
+    t.kind = row.kind;
+    t.times.ranks = row.ranks;
+    for (int i = 0; i < 12; ++i) {
+      t.times.bytes.push_back(std::ldexp(1.0, 20 + i));
+      t.times.seconds.push_back(row.us[i] * 1e-6);
+    }
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
 // A DGX server: 8 GPUs on NVSwitch, each with its own NIC (rail-optimised, as Selene). The
 // level-0 collective bandwidth: nccl-tests' all_reduce busbw on 8 A100 SXM over NVSwitch, about
 // 200 GB/s of the links' 300 (NVIDIA/nccl-tests issues #149 and #178); the same two-thirds of
-// NVLink 4's 450 GB/s is assumed for the H100 and H200 (not measured here). The channels a
+// NVLink 4's 450 GB/s is assumed for the H100 and H200, whose servers' tensor-parallel
+// collectives are charged by HopperCollectives' measured times instead. The channels a
 // collective holds: NCCL 2.11 built 24 ring channels among 8 A100 SXM on NVSwitch (its log in
 // NVIDIA/nccl-tests issue #100, "Channel 23/24"); for the H100 and H200, NCCL's maximum of 32
 // channels (MAXCHANNELS) is assumed, not seen in a log.
@@ -156,6 +200,7 @@ Cluster Dgx(const std::string& name, const std::string& gpu, double nvlink_gbps,
                        "infiniband");
   c.levels[0].collective_bandwidth_gbps = nvlink_gbps * 2 / 3;
   c.levels[0].collective_channels = channels;
+  if (gpu == "H100-SXM-80GB" || gpu == "H200") c.levels[0].collective_tables = HopperCollectives();
   return c;
 }
 
@@ -272,6 +317,22 @@ void ReadLevel(JsonReader& r, ClusterLevel& l) {
   if (auto a = r.OptionalMember("allreduce")) ReadAllReduceTable(*a, l.allreduce);
   if (auto a = r.OptionalMember("allreduce_round_robin"))
     ReadAllReduceTable(*a, l.allreduce_round_robin);
+  if (r.Has("collective_tables")) {
+    l.collective_tables.clear();
+    for (JsonReader& e : r.Array("collective_tables")) {
+      CollectiveTable t;
+      t.kind = e.Choice("kind", {"all-reduce", "all-gather", "reduce-scatter"});
+      ReadAllReduceTable(e, t.times);
+      if (t.times.ranks > l.count)
+        e.FailAt("ranks", "expected at most the level's " + std::to_string(l.count) +
+                              " devices, got " + std::to_string(t.times.ranks));
+      for (const CollectiveTable& other : l.collective_tables)
+        if (other.kind == t.kind && other.times.ranks == t.times.ranks)
+          e.FailAt("ranks", "expected one " + t.kind + " table per group size, got a second of " +
+                                std::to_string(t.times.ranks) + " ranks");
+      l.collective_tables.push_back(std::move(t));
+    }
+  }
   r.Finish();
 }
 
@@ -358,6 +419,13 @@ nlohmann::json ClusterToJson(const Cluster& c) {
     if (!l.allreduce.empty()) levels.back()["allreduce"] = table(l.allreduce);
     if (!l.allreduce_round_robin.empty())
       levels.back()["allreduce_round_robin"] = table(l.allreduce_round_robin);
+    if (!l.collective_tables.empty()) {
+      nlohmann::json& tables = levels.back()["collective_tables"] = nlohmann::json::array();
+      for (const CollectiveTable& t : l.collective_tables) {
+        tables.push_back({{"kind", t.kind}});
+        tables.back().update(table(t.times));
+      }
+    }
   }
   nlohmann::json out = {{"name", c.name},
           {"device",

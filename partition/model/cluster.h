@@ -17,8 +17,9 @@
 
 namespace pipetwin {
 
-// Measured all-reduce times of a group of `ranks` devices inside one unit of a level: what
-// `pipetwin calibrate` probes of c10d Gloo on the machine it runs on. The simulator charges an
+// Measured all-reduce times of a group of `ranks` devices inside one unit of a level (or another
+// collective's, CollectiveTable): what `pipetwin calibrate` probes of c10d Gloo on the machine it
+// runs on. The simulator charges an
 // all-reduce over such a group by this table instead of a ring of messages over the links (on a
 // CPU the ring's transfers, copies and sums share the cores, so Gloo's all-reduce takes several
 // times what the ping-pong's bandwidth gives a ring). Piecewise linear in
@@ -30,6 +31,17 @@ struct AllReduceTable {
 
   bool empty() const { return bytes.empty(); }
   double Seconds(double b) const;
+};
+
+// A collective's measured times among `ranks` devices of one unit of a level, the unit's other
+// devices running the same in groups of that size at once (as a server's tensor-parallel groups
+// do): `kind` is "all-reduce", "all-gather" or "reduce-scatter", `times.bytes` the whole tensor
+// (an all-gather's output, a reduce-scatter's input). A tensor-parallel collective of that kind
+// and group is charged by it instead of a ring at the level's bus bandwidth
+// (TensorParallelCollectiveMs).
+struct CollectiveTable {
+  std::string kind;
+  AllReduceTable times;
 };
 
 struct ClusterLevel {
@@ -45,14 +57,16 @@ struct ClusterLevel {
   AllReduceTable allreduce_round_robin;
   // The bus bandwidth a collective reaches among the devices of one unit of this level, in
   // Gbit/s (nccl-tests' busbw: an all-reduce of S bytes over g ranks takes 2(g-1)/g S / busbw);
-  // 0: the link's bandwidth. Tensor-parallel collectives are charged at it
-  // (TensorParallelCollectiveCost).
+  // 0: the link's bandwidth. Tensor-parallel collectives of no measured table are charged at it
+  // (TensorParallelCollectiveMs).
   double collective_bandwidth_gbps = 0;
   // The SMs a collective among the devices of one unit of this level holds while it runs: NCCL
   // runs one thread block per channel, each on an SM of its own, so a GEMM running beside a
   // collective has the device's other SMs (device.multiprocessors) until it ends. 0: a
   // collective takes nothing from the kernels beside it.
   int collective_channels = 0;
+  // Measured collectives among this level's devices, at most one per kind and group size.
+  std::vector<CollectiveTable> collective_tables;
 
   double bandwidth_bytes_per_s() const { return bandwidth_gbps * 1e9 / 8; }
 };

@@ -106,7 +106,7 @@ PassMs LayerPassMs(const LayerWork& w, const Cluster& cluster, int tensor) {
                  const std::map<std::string, double>& kernels, double& pass, double& exposed,
                  double& overlapped, double& bytes) {
     for (const Collective& c : collectives) {
-      const double alone = TensorParallelCollectiveCost(cluster, tensor, c.kind).Ms(c.bytes);
+      const double alone = TensorParallelCollectiveMs(cluster, tensor, c.kind, c.bytes);
       bytes += RingBytesPerRank(tensor, c.kind, c.bytes);
       const auto k = c.beside.empty() ? kernels.end() : kernels.find(c.beside);
       if (k == kernels.end()) {

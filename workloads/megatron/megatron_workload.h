@@ -17,7 +17,7 @@
 //          section 4.1, A100), causal masking halving the work
 //   memory bytes / (HBM x memory_bandwidth_efficiency)
 // plus the cluster's launch_overhead_us per kernel. Collectives of the tensor-parallel group:
-// TensorParallelCollectiveCost on the server's links; in the forward they run alone (Megatron's
+// TensorParallelCollectiveMs on the server's links; in the forward they run alone (Megatron's
 // forward waits for them), in the backward beside the GEMM they name, costing what the pair
 // takes beyond that GEMM (CollectiveBesideKernelMs). Optimizer step: OptimizerStepBytes.
 #pragma once

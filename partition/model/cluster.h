@@ -19,11 +19,11 @@ namespace pipetwin {
 
 // Measured all-reduce times of a group of `ranks` devices inside one unit of a level (or another
 // collective's, CollectiveTable): what `pipetwin calibrate` probes of c10d Gloo on the machine it
-// runs on. The simulator charges an
-// all-reduce over such a group by this table instead of a ring of messages over the links (on a
-// CPU the ring's transfers, copies and sums share the cores, so Gloo's all-reduce takes several
-// times what the ping-pong's bandwidth gives a ring). Piecewise linear in
-// bytes; below the smallest size the smallest time, beyond the largest the last segment's slope.
+// runs on. The simulator charges an all-reduce over such a group by this table instead of a ring
+// of messages over the links (on a CPU the ring's transfers, copies and sums share the cores, so
+// Gloo's all-reduce takes several times what the ping-pong's bandwidth gives a ring). Piecewise
+// linear in bytes; below the smallest size the smallest time, beyond the largest the last
+// segment's slope.
 struct AllReduceTable {
   int ranks = 0;
   std::vector<double> bytes;    // strictly increasing, > 0

@@ -5,6 +5,7 @@ torch.distributed.pipelining (PipelineStage and its schedule classes) on CPUs wi
   torchrun --nproc-per-node P scripts/bench_vs_torch.py SCENARIO [--iterations N] [--warmup W]
                                                         [--report FILE] [--pin]
                                                         [--profile FILE --like WORKLOAD]
+                                                        [--timeline FILE]
 
 It builds the model pipetwin's executor builds for the scenario's generator (exec/model/
 modules.cc: the MLP's Linear + ReLU layers; GPT's embedding, pre-LN blocks with causal attention
@@ -24,7 +25,9 @@ fields from WORKLOAD (pipetwin's profile of the same model), for `pipetwin compa
 to predict the run from torch's own compute and runtime.
 The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
 own milliseconds per action beyond the compute inside it; per iteration the compute (the loss
-also apart), the point-to-point waits, the optimizer and the rest of the step. --pin: each rank on one core, as `pipetwin run` pins its workers.
+also apart), the point-to-point waits, the optimizer and the rest of the step. --timeline FILE:
+rank 0 also writes those timed calls one by one, every rank's, on one clock (write_timeline).
+--pin: each rank on one core, as `pipetwin run` pins its workers.
 """
 import argparse
 import json
@@ -149,6 +152,10 @@ class ActionTimes:
     def reset(self):
         self.actions = 0
         self.action_s = self.compute_s = self.loss_s = self.wait_s = self.optimizer_s = 0.0
+        # (field, function, start, end) of every timed call while `on`, for --timeline: the
+        # sums above, call by call, on the clock all ranks share (time.perf_counter:
+        # CLOCK_MONOTONIC on Linux).
+        self.events = []
 
     def timed(self, function, field, action=False):
         def wrapper(*args, **kwargs):
@@ -158,8 +165,10 @@ class ActionTimes:
             try:
                 return function(*args, **kwargs)
             finally:
-                setattr(self, field, getattr(self, field) + time.perf_counter() - start)
+                end = time.perf_counter()
+                setattr(self, field, getattr(self, field) + end - start)
                 self.actions += action
+                self.events.append((field, function.__name__, start, end))
         return wrapper
 
     def install(self):
@@ -394,6 +403,19 @@ def write_profile(path, workload, samples, stages, runtime, runtime_ms):
         json.dump(workload, f, indent=1)
 
 
+def write_timeline(path, schedule_name, m, timelines, origin):
+    """--timeline: per rank its steady state's step times and every call ActionTimes timed,
+    [field, function, start s, end s] from `origin` (the earliest rank's start), so that one
+    rank's compute can be set against what the other did meanwhile. The fields nest as they
+    run: compute_s (a stage's module forward, autograd's backward) inside action_s."""
+    with open(path, "w") as f:
+        json.dump({"schedule": schedule_name, "microbatches": m,
+                   "ranks": [{"start_s": start - origin, "step_s": steps,
+                              "events": [[field, name, a - origin, b - origin]
+                                         for field, name, a, b in events]}
+                             for start, steps, events in timelines]}, f)
+
+
 def write_report(path, scenario, schedule_name, depth, world, m, b, iterations, warmup,
                  elapsed, step_s):
     """The run as a measured report in pipetwin's format (partition/report/report.h); what torch's
@@ -429,6 +451,10 @@ def main():
     parser.add_argument("--like",
                         help="pipetwin's profile of the same model (pipetwin profile --output): "
                              "the fields --profile does not measure come from it")
+    parser.add_argument("--timeline",
+                        help="write every rank's timed calls in the steady state (actions, the "
+                             "compute inside them, the loss, the exchanges' waits, the "
+                             "optimizer) to this JSON file, in seconds from its start")
     parser.add_argument("--pin", action="store_true",
                         help="pin each rank to one core (LOCAL_RANK mod cores), as pipetwin run "
                              "pins its workers")
@@ -529,6 +555,12 @@ def main():
     steady = iterations - warmup
     per_rank = [None] * world
     dist.all_gather_object(per_rank, times.summary(steady, elapsed))
+    if args.timeline:
+        timelines = [None] * world
+        dist.all_gather_object(timelines, (start, step_s, times.events))
+        if rank == 0:
+            origin = min(t[0] for t in timelines)
+            write_timeline(args.timeline, schedule_name, m, timelines, origin)
     if rank == 0:
         print(json.dumps({"samples_per_s": m * b * steady / elapsed,
                           "iteration_s": elapsed / steady, "iterations": steady,

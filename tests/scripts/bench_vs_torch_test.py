@@ -12,7 +12,7 @@ actions would make it so); the loss is counted apart, on the rank that holds the
 only; the rest of the step is not negative; the report holds one step time per timed iteration.
 The 1F1B run also profiles its layers (--profile): every layer's times measured, the other fields
 kept from --like, each rank's profiled compute and runtime per action of the order of its
-run's. Exits 77 (skipped)
+run's; and its --timeline holds the calls the JSON line sums, one by one. Exits 77 (skipped)
 where torch cannot be imported.
 """
 import json
@@ -51,7 +51,9 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
                         "activation_bytes": 4096.0 * (i + 1), "parameters": 1.0}
                        for i in range(4)]
         json.dump({"name": "like", "layers": like_layers}, open(like, "w"))
-        profiling = ["--profile", profile, "--like", like] if stages_per_rank == 1 else []
+        timeline = os.path.join(tmp, "timeline.json")
+        profiling = (["--profile", profile, "--like", like, "--timeline", timeline]
+                     if stages_per_rank == 1 else [])
         run = subprocess.run(
             [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
              "--master-port", str(29500 + random.randrange(2000)),
@@ -85,6 +87,27 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
               f"{name}: {len(steps)} step times for {line['iterations']} timed iterations")
         if not profiling:
             continue
+        # --timeline: the same calls the sums above count, one by one: per rank as many
+        # actions, the same compute (the loss included) to the microsecond, each compute call
+        # inside an action, and every call inside the steady state.
+        ranks = json.load(open(timeline))["ranks"]
+        check(len(ranks) == 2, f"{name}: the timeline has {len(ranks)} ranks")
+        for rank, (t, r) in enumerate(zip(ranks, line["per_rank"])):
+            events = t["events"]
+            actions = [e for e in events if e[0] == "action_s"]
+            check(len(actions) == r["actions_per_iteration"] * line["iterations"],
+                  f"{name} rank {rank}: {len(actions)} actions in the timeline")
+            compute = sum(e[3] - e[2] for e in events if e[0] in ("compute_s", "loss_s"))
+            check(abs(1e3 * compute / line["iterations"] - r["compute_ms_per_iteration"]) < 1e-3,
+                  f"{name} rank {rank}: the timeline's compute {compute} s against "
+                  f"{r['compute_ms_per_iteration']} ms an iteration")
+            outside = [e for e in events if e[0] == "compute_s"
+                       and not any(a[2] <= e[2] and e[3] <= a[3] for a in actions)]
+            check(not outside, f"{name} rank {rank}: compute outside every action: {outside[:2]}")
+            end = t["start_s"] + sum(t["step_s"])
+            check(len(t["step_s"]) == line["iterations"] and
+                  all(t["start_s"] <= e[2] <= e[3] <= end + 1e-3 for e in events),
+                  f"{name} rank {rank}: calls outside the steady state {t['start_s']}..{end}")
         layers = json.load(open(profile))["layers"]
         check([l["id"] for l in layers] == [l["id"] for l in like_layers],
               f"{name}: the profile's layers {[l['id'] for l in layers]}")

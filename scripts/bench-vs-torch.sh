@@ -30,7 +30,9 @@
 # and writes its measured report (--report); `pipetwin compare --profile THAT --measured THIS`
 # predicts the run from the profile on the same calibration. DIR/predict.md has, per scenario,
 # pipetwin's prediction and error, and for torch in each setup the median of its runs'
-# predictions against the median of their measurements.
+# predictions against the median of their measurements; and each torch run predicted again from
+# its own timers (bench_vs_torch.py --replay: its compute, runtime and optimizer as it measured
+# them), which leaves the simulator's own error, run by run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
@@ -76,9 +78,9 @@ run_pipetwin() {  # prints samples/s, or "-" and the reason on stderr
   fi
 }
 
-run_torch() {  # SCENARIO RANKS SETUP [REPORT PROFILE LIKE]: prints samples/s and ms per action, or "- -"
+run_torch() {  # SCENARIO RANKS SETUP [REPORT PROFILE LIKE REPLAY]: prints samples/s and ms per action, or "- -"
   local port=$((29500 + RANDOM % 2000)) line report=() setup=(env) pin=()
-  [ -n "${4:-}" ] && report=(--report "$4" --profile "$5" --like "$6")
+  [ -n "${4:-}" ] && report=(--report "$4" --profile "$5" --like "$6" --replay "$7")
   if [ "$3" = pinned ]; then
     setup=(env MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456)
     pin=(--pin)
@@ -112,7 +114,8 @@ for s in "${scenarios[@]}"; do
       else
         report=()
         [ "$predict" = 1 ] && [ -f "$out/$name.compare.json" ] &&
-          report=("$out/$name.$who-$r.json" "$out/$name.$who-$r.profile.json" "$out/$name/profile.json")
+          report=("$out/$name.$who-$r.json" "$out/$name.$who-$r.profile.json" "$out/$name/profile.json"
+                  "$out/$name.$who-$r.replay.json")
         setup=default
         [ "$who" = torch-pinned ] && setup=pinned
         read -r v per_action < <(run_torch "$s" "$ranks" "$setup" "${report[@]}")
@@ -137,6 +140,10 @@ if [ "$predict" = 1 ]; then
         [ -f "$base.json" ] && [ -f "$base.profile.json" ] || continue
         "$pipetwin" compare "$s" --profile "$base.profile.json" --calibration "$out/$name/cluster.json" \
           --measured "$base.json" --json >"$base.compare.json" || rm -f "$base.compare.json"
+        if [ -f "$base.replay.json" ]; then
+          "$pipetwin" compare "$s" --profile "$base.replay.json" --calibration "$out/$name/cluster.json" \
+            --measured "$base.json" --json >"$base.replay.compare.json" || rm -f "$base.replay.compare.json"
+        fi
       done
     done
   done
@@ -156,20 +163,24 @@ for s in scenarios:
            "pipetwin_error": own["relative_error"]["samples_per_s"]}
     for who in setups:
         # {who}-[0-9]*: "torch-*" would also take torch-pinned's runs.
-        runs = [json.load(open(f))
-                for f in sorted(glob.glob(f"{out}/{name}.{who}-[0-9]*.compare.json"))]
+        files = sorted(glob.glob(f"{out}/{name}.{who}-[0-9]*.compare.json"))
+        runs = [json.load(open(f)) for f in files if not f.endswith(".replay.compare.json")]
         if not runs:
             break
         predicted = statistics.median(r["predicted"]["samples_per_s"] for r in runs)
         measured = statistics.median(r["measured"]["samples_per_s"] for r in runs)
         row.update({f"{who}_predicted": predicted, who: measured,
                     f"{who}_error": (predicted - measured) / measured, f"{who}_runs": len(runs)})
+        # Each run predicted again from its own timers (bench_vs_torch.py --replay): the
+        # simulator's error alone, run by run.
+        replays = [json.load(open(f)) for f in files if f.endswith(".replay.compare.json")]
+        row[f"{who}_replay_errors"] = [r["relative_error"]["samples_per_s"] for r in replays]
     else:
         rows.append(row)
 fields = ["scenario", "predicted", "pipetwin", "pipetwin_error"] + [
     f"{who}{x}" for who in setups for x in ("_predicted", "", "_error", "_runs")]
 with open(csv_path, "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=fields)
+    w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
     w.writeheader()
     w.writerows(rows)
 lines = ["| scenario | pipetwin predicted | measured | error | torch predicted (median) | measured "
@@ -185,6 +196,19 @@ if rows:
         errors = [abs(r[who + "_error"]) for r in rows]
         lines.append(f"\n{who}: MAPE {100 * sum(errors) / len(errors):.1f}%, worst "
                      f"{100 * max(errors):.1f}%")
+    lines += ["", "Each torch run predicted from its own timers (--replay: its compute, runtime "
+              "and optimizer as it measured them; what is left is the simulator's): per run",
+              "", "| scenario | torch: errors | torch pinned, malloc kept: errors |",
+              "|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['scenario']} | " + " | ".join(
+            ", ".join(f"{100 * e:+.1f}%" for e in r.get(who + "_replay_errors", [])) or "-"
+            for who in setups) + " |")
+    for who in setups:
+        errors = [abs(e) for r in rows for e in r.get(who + "_replay_errors", [])]
+        if errors:
+            lines.append(f"\n{who} from its own timers: {len(errors)} runs, mean |error| "
+                         f"{100 * sum(errors) / len(errors):.1f}%, worst {100 * max(errors):.1f}%")
 open(md_path, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

@@ -5,7 +5,7 @@ torch.distributed.pipelining (PipelineStage and its schedule classes) on CPUs wi
   torchrun --nproc-per-node P scripts/bench_vs_torch.py SCENARIO [--iterations N] [--warmup W]
                                                         [--report FILE] [--pin]
                                                         [--profile FILE --like WORKLOAD]
-                                                        [--timeline FILE]
+                                                        [--timeline FILE] [--replay FILE]
 
 It builds the model pipetwin's executor builds for the scenario's generator (exec/model/
 modules.cc: the MLP's Linear + ReLU layers; GPT's embedding, pre-LN blocks with causal attention
@@ -27,9 +27,12 @@ The JSON line's per_rank says where each rank's steady state went (ActionTimes):
 own milliseconds per action beyond the compute inside it; per iteration the compute (the loss
 also apart), the point-to-point waits, the optimizer and the rest of the step. --timeline FILE:
 rank 0 also writes those timed calls one by one, every rank's, on one clock (write_timeline).
+--replay FILE (with --profile): rank 0 also writes the profile again with the run's own times
+(replay_samples), so that a prediction from it measures the simulator apart from the profile.
 --pin: each rank on one core, as `pipetwin run` pins its workers.
 """
 import argparse
+import copy
 import json
 import math
 import os
@@ -191,7 +194,12 @@ class ActionTimes:
 
     def summary(self, iterations, elapsed_s):
         accounted = self.action_s + self.loss_s + self.wait_s + self.optimizer_s
+        forward_s = sum(b - a for field, name, a, b in self.events
+                        if field == "compute_s" and name == "forward")
         return {"actions_per_iteration": self.actions / iterations,
+                # The stages' module forwards alone (the rest of compute_ms is autograd's
+                # backwards; the loss is apart): for --replay.
+                "forward_ms_per_iteration": 1e3 * forward_s / iterations,
                 "runtime_ms_per_action": 1e3 * (self.action_s - self.compute_s)
                 / max(1, self.actions),
                 "compute_ms_per_iteration": 1e3 * (self.compute_s + self.loss_s) / iterations,
@@ -403,6 +411,33 @@ def write_profile(path, workload, samples, stages, runtime, runtime_ms):
         json.dump(workload, f, indent=1)
 
 
+def replay_samples(samples, per_rank, world, m):
+    """--replay: profile_stages' samples with each rank's times replaced by what the run's own
+    timers measured on it (ActionTimes.summary): its forwards (the loss included), its backwards
+    and its optimizer per iteration, shared among its layers as the profile shares them; and, per
+    stage, its rank's runtime per action as the run saw it (runtime_ms_per_action_all: all the
+    rank did besides compute, waits and the optimizer, over its actions) in place of the probe's.
+    A prediction from these holds only what the simulator adds to the run's own times: the
+    schedule's dependencies, the waits and the messages. Stage i is on rank i mod world."""
+    replayed, runtime = {}, {}
+    for rank in range(world):
+        indices = [i for i in samples if i % world == rank]
+        run = per_rank[rank]
+        mean = statistics.mean
+        profiled_f = m * sum(mean(f) for i in indices for f, _, _ in samples[i])
+        profiled_b = m * sum(mean(g) for i in indices for _, g, _ in samples[i])
+        profiled_u = sum(mean(u) for i in indices for _, _, u in samples[i])
+        run_f = run["forward_ms_per_iteration"] + run["loss_ms_per_iteration"]
+        run_b = run["compute_ms_per_iteration"] - run_f
+        ff, fb = run_f / max(profiled_f, 1e-9), run_b / max(profiled_b, 1e-9)
+        fu = run["optimizer_ms_per_iteration"] / max(profiled_u, 1e-9)
+        for i in indices:
+            replayed[i] = [[[mean(f) * ff], [mean(g) * fb], [mean(u) * fu]]
+                           for f, g, u in samples[i]]
+            runtime[i] = run["runtime_ms_per_action_all"]
+    return replayed, runtime
+
+
 def write_timeline(path, schedule_name, m, timelines, origin):
     """--timeline: per rank its steady state's step times and every call ActionTimes timed,
     [field, function, start s, end s] from `origin` (the earliest rank's start), so that one
@@ -455,12 +490,17 @@ def main():
                         help="write every rank's timed calls in the steady state (actions, the "
                              "compute inside them, the loss, the exchanges' waits, the "
                              "optimizer) to this JSON file, in seconds from its start")
+    parser.add_argument("--replay",
+                        help="after the run, write the --profile workload again with the run's "
+                             "own times in place of the profiled ones (needs --profile)")
     parser.add_argument("--pin", action="store_true",
                         help="pin each rank to one core (LOCAL_RANK mod cores), as pipetwin run "
                              "pins its workers")
     args = parser.parse_args()
     if bool(args.profile) != bool(args.like):
         fail("bench_vs_torch: --profile and --like go together")
+    if args.replay and not args.profile:
+        fail("bench_vs_torch: --replay needs --profile (the times it replaces)")
     if args.like:
         try:
             with open(args.like) as f:
@@ -525,6 +565,7 @@ def main():
         gathered = [None] * world
         dist.all_gather_object(gathered, (samples, {i: runtime_ms for i in mine}))
         if rank == 0:
+            replay_like = copy.deepcopy(like)  # write_profile fills in the one it is given
             merged = {k: v for part, _ in gathered for k, v in part.items()}
             runtime_of = {k: v for _, part in gathered for k, v in part.items()}
             runtime = (f"torch.distributed.pipelining {torch.__version__}, "
@@ -555,6 +596,11 @@ def main():
     steady = iterations - warmup
     per_rank = [None] * world
     dist.all_gather_object(per_rank, times.summary(steady, elapsed))
+    if args.replay and rank == 0:
+        replayed, runtime_all = replay_samples(merged, per_rank, world, m)
+        write_profile(args.replay, replay_like, replayed, stages,
+                      f"torch.distributed.pipelining {torch.__version__}: this run's own timers "
+                      "(--replay), not a profile", runtime_all)
     if args.timeline:
         timelines = [None] * world
         dist.all_gather_object(timelines, (start, step_s, times.events))

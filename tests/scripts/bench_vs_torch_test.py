@@ -12,7 +12,8 @@ actions would make it so); the loss is counted apart, on the rank that holds the
 only; the rest of the step is not negative; the report holds one step time per timed iteration.
 The 1F1B run also profiles its layers (--profile): every layer's times measured, the other fields
 kept from --like, each rank's profiled compute and runtime per action of the order of its
-run's; and its --timeline holds the calls the JSON line sums, one by one. Exits 77 (skipped)
+run's; its --timeline holds the calls the JSON line sums, one by one; and its --replay holds
+the run's own times. Exits 77 (skipped)
 where torch cannot be imported.
 """
 import json
@@ -51,9 +52,9 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
                         "activation_bytes": 4096.0 * (i + 1), "parameters": 1.0}
                        for i in range(4)]
         json.dump({"name": "like", "layers": like_layers}, open(like, "w"))
-        timeline = os.path.join(tmp, "timeline.json")
-        profiling = (["--profile", profile, "--like", like, "--timeline", timeline]
-                     if stages_per_rank == 1 else [])
+        timeline, replay = os.path.join(tmp, "timeline.json"), os.path.join(tmp, "replay.json")
+        profiling = (["--profile", profile, "--like", like, "--timeline", timeline,
+                      "--replay", replay] if stages_per_rank == 1 else [])
         run = subprocess.run(
             [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
              "--master-port", str(29500 + random.randrange(2000)),
@@ -108,6 +109,23 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
             check(len(t["step_s"]) == line["iterations"] and
                   all(t["start_s"] <= e[2] <= e[3] <= end + 1e-3 for e in events),
                   f"{name} rank {rank}: calls outside the steady state {t['start_s']}..{end}")
+        # --replay: the profile again with the run's own times: per rank and iteration its m
+        # forwards (the loss included) and m backwards, each with the run's runtime per action,
+        # and its optimizer, to the microsecond.
+        replayed = json.load(open(replay))["layers"]
+        for rank, r in enumerate(line["per_rank"]):
+            mine = replayed[2 * rank:2 * rank + 2]
+            runtime = m * r["runtime_ms_per_action_all"]
+            forward = r["forward_ms_per_iteration"] + r["loss_ms_per_iteration"]
+            for what, got, want in (
+                    ("forwards", m * sum(l["forward_ms"] for l in mine), forward + runtime),
+                    ("backwards", m * sum(l["backward_ms"] for l in mine),
+                     r["compute_ms_per_iteration"] - forward + runtime),
+                    ("optimizer", sum(l["update_ms"] for l in mine),
+                     r["optimizer_ms_per_iteration"])):
+                check(abs(got - want) < 1e-3 * max(1.0, want),
+                      f"{name} rank {rank}: the replay's {what} {got:.4f} ms an iteration, the "
+                      f"run's {want:.4f}")
         layers = json.load(open(profile))["layers"]
         check([l["id"] for l in layers] == [l["id"] for l in like_layers],
               f"{name}: the profile's layers {[l['id'] for l in layers]}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pipetwin's executor against torch.distributed.pipelining's runtime on the same work.
 #
-#   scripts/bench-vs-torch.sh [--runs K] [--out DIR] [--predict] [SCENARIO.json ...]
+#   scripts/bench-vs-torch.sh [--runs K] [--out DIR] [--predict [--profile-during]] [SCENARIO.json ...]
 #
 # For each scenario (default: scenarios/bench-vs-torch/*.json: the validation matrix's MLP and
 # small GPT, two stages, under GPipe, 1F1B and interleaved 1F1B) it runs, K times each (default
@@ -32,7 +32,11 @@
 # pipetwin's prediction and error, and for torch in each setup the median of its runs'
 # predictions against the median of their measurements; and each torch run predicted again from
 # its own timers (bench_vs_torch.py --replay: its compute, runtime and optimizer as it measured
-# them), which leaves the simulator's own error, run by run.
+# them), which leaves the simulator's own error, run by run. --profile-during: each torch run
+# times its layers one round before each of its steps instead of all before the run
+# (bench_vs_torch.py --profile-during), so that the profile follows the machine's speed through
+# the run; its steps are then timed from one barrier to the next, which changes the torch runs
+# the benchmark's table counts (a table from such a run is not the plain benchmark's).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PIPETWIN_BUILD_DIR:-$root/build}
@@ -40,17 +44,20 @@ venv=${PIPETWIN_VENV:-$root/.venv}
 runs=5
 out=bench-vs-torch
 predict=0
+during=()
 scenarios=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
     --out) out=${2:?--out needs a folder}; shift 2 ;;
     --predict) predict=1; shift ;;
+    --profile-during) during=(--profile-during); shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench-vs-torch.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac
 done
+[ ${#during[@]} = 0 ] || [ "$predict" = 1 ] || { echo "bench-vs-torch.sh: --profile-during goes with --predict" >&2; exit 2; }
 [ ${#scenarios[@]} -gt 0 ] || scenarios=("$root"/scenarios/bench-vs-torch/*.json)
 "$root/scripts/build.sh"
 pipetwin="$build/bin/pipetwin"
@@ -80,7 +87,7 @@ run_pipetwin() {  # prints samples/s, or "-" and the reason on stderr
 
 run_torch() {  # SCENARIO RANKS SETUP [REPORT PROFILE LIKE REPLAY]: prints samples/s and ms per action, or "- -"
   local port=$((29500 + RANDOM % 2000)) line report=() setup=(env) pin=()
-  [ -n "${4:-}" ] && report=(--report "$4" --profile "$5" --like "$6" --replay "$7")
+  [ -n "${4:-}" ] && report=(--report "$4" --profile "$5" --like "$6" --replay "$7" "${during[@]}")
   if [ "$3" = pinned ]; then
     setup=(env MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456)
     pin=(--pin)
@@ -147,9 +154,12 @@ if [ "$predict" = 1 ]; then
       done
     done
   done
-  python3 - "$out" "$out/predict.csv" "$out/predict.md" "${scenarios[@]}" <<'PY'
+  BENCH_PROFILING="${during[*]:-}" python3 - "$out" "$out/predict.csv" "$out/predict.md" "${scenarios[@]}" <<'PY'
 import csv, glob, json, os, statistics, sys
 out, csv_path, md_path, scenarios = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+profiled = ("each torch run's layers profiled one round before each of its steps "
+            "(--profile-during)" if os.environ.get("BENCH_PROFILING")
+            else "each torch run's layers profiled before the run")
 setups = ("torch", "torch-pinned")
 rows = []
 for s in scenarios:
@@ -183,7 +193,8 @@ with open(csv_path, "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
     w.writeheader()
     w.writerows(rows)
-lines = ["| scenario | pipetwin predicted | measured | error | torch predicted (median) | measured "
+lines = [f"Predictions: {profiled}.", "",
+         "| scenario | pipetwin predicted | measured | error | torch predicted (median) | measured "
          "(median) | error | torch pinned, malloc kept: predicted | measured | error |",
          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:

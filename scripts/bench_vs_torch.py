@@ -4,7 +4,8 @@ torch.distributed.pipelining (PipelineStage and its schedule classes) on CPUs wi
 
   torchrun --nproc-per-node P scripts/bench_vs_torch.py SCENARIO [--iterations N] [--warmup W]
                                                         [--report FILE] [--pin]
-                                                        [--profile FILE --like WORKLOAD]
+                                                        [--profile FILE --like WORKLOAD
+                                                         [--profile-during]]
                                                         [--timeline FILE] [--replay FILE]
 
 It builds the model pipetwin's executor builds for the scenario's generator (exec/model/
@@ -19,10 +20,13 @@ measured report (the fields `pipetwin run --json` has that this run knows: throu
 iteration's time, the scenario's shape, and each timed step's seconds on rank 0 in
 details.step_s), which `pipetwin compare SCENARIO --measured FILE` compares with a prediction.
 --profile FILE --like WORKLOAD: before the run, every rank times its own stages' layers under
-torch's runtime (profile_stages) and the runtime's own cost per action on the same schedule with
+torch's runtime (StageProfiler) and the runtime's own cost per action on the same schedule with
 stand-in stages that compute next to nothing (probe_runtime); rank 0 writes them as a pipetwin workload file, its other
 fields from WORKLOAD (pipetwin's profile of the same model), for `pipetwin compare --profile FILE`
-to predict the run from torch's own compute and runtime.
+to predict the run from torch's own compute and runtime. --profile-during: the layers are timed
+one round (an iteration of each of the rank's stages) before each timed step instead of all
+before the run, so that the profile and the run sample the machine over the same seconds; each
+step then runs from one barrier to the next and the throughput counts the steps alone.
 The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
 own milliseconds per action beyond the compute inside it; per iteration the compute (the loss
 also apart), the point-to-point waits, the optimizer and the rest of the step. --timeline FILE:
@@ -289,39 +293,50 @@ def half_width(samples):
     return t * statistics.stdev(samples) / math.sqrt(n)
 
 
-def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iterations, generator,
-                   all_forwards_first):
+class StageProfiler:
     """Each layer's times on this rank under torch's runtime, as pipetwin profile measures its
     own (exec/measure/profiler.cc): per micro-batch each layer's forward (the last stage's last
     layer ending in the loss) and backward, the gradients accumulated in the parameters' .grad as
     the schedule leaves them (all_forwards_first: in GPipe's order, the m forwards and then the m
     backwards; else each micro-batch's backward after its forward, as 1F1B's steady state runs
-    them); per iteration the stage's update as torch's step makes it: the
-    gradients scaled by 1 / m (PipelineStage.scale_grads), the optimizer's step and zero_grad.
-    The ranks profile at once, each its own stages, as they compute at once in the run. A
-    layer's backward runs from the gradient of its output (a tensor hook) to that of its input;
-    the stage's first layer's ends with autograd's call, its weight gradients included. The
-    update is shared among a stage's layers by their parameter counts (the step is one pass over
-    each parameter and its state). Returns {stage index: [[forward ms], [backward ms],
-    [update ms]] per layer, one sample per iteration}."""
-    samples = {}
-    for index, stage in stages:
-        first, last = stage["first_layer"], stage["last_layer"]
-        mine = layers[first:last + 1]
-        x, y = batch_of(workload, b, generator)
-        with torch.no_grad():
-            for layer in layers[:first]:
-                x = layer(x)
-        if first > 0:
-            x = x.detach().requires_grad_(x.is_floating_point())
-        is_last = last == len(layers) - 1
-        parameters = [p for layer in mine for p in layer.parameters()]
-        optimizer = optimizer_of(parameters)
-        counts = [sum(p.numel() for p in layer.parameters()) for layer in mine]
-        share = [c / max(1, sum(counts)) for c in counts]
+    them); per iteration the stage's update as torch's step makes it: the gradients scaled by
+    1 / m (PipelineStage.scale_grads), the optimizer's step and zero_grad. The ranks profile at
+    once, each its own stages, as they compute at once in the run. A layer's backward runs from
+    the gradient of its output (a tensor hook) to that of its input; the stage's first layer's
+    ends with autograd's call, its weight gradients included. The update is shared among a
+    stage's layers by their parameter counts (the step is one pass over each parameter and its
+    state). round() is one iteration of each of the rank's stages; `samples` is {stage index:
+    [[forward ms], [backward ms], [update ms]] per layer, one sample per recorded round}."""
+
+    def __init__(self, stages, layers, workload, m, b, optimizer_of, loss, generator,
+                 all_forwards_first):
+        self.m, self.loss, self.all_forwards_first = m, loss, all_forwards_first
+        self.stages, self.samples = [], {}
+        for index, stage in stages:
+            first, last = stage["first_layer"], stage["last_layer"]
+            mine = layers[first:last + 1]
+            x, y = batch_of(workload, b, generator)
+            with torch.no_grad():
+                for layer in layers[:first]:
+                    x = layer(x)
+            if first > 0:
+                x = x.detach().requires_grad_(x.is_floating_point())
+            parameters = [p for layer in mine for p in layer.parameters()]
+            counts = [sum(p.numel() for p in layer.parameters()) for layer in mine]
+            self.stages.append({
+                "index": index, "layers": mine, "x": x, "y": y,
+                "is_last": last == len(layers) - 1, "parameters": parameters,
+                "optimizer": optimizer_of(parameters),
+                "share": [c / max(1, sum(counts)) for c in counts], "grad_out": None})
+            self.samples[index] = [[[], [], []] for _ in mine]
+
+    def round(self, record=True):
+        for stage in self.stages:
+            self._round_of(stage, record)
+
+    def _round_of(self, st, record):
+        mine, x, y, is_last, m = st["layers"], st["x"], st["y"], st["is_last"], self.m
         n = len(mine)
-        times = [[[], [], []] for _ in range(n)]
-        grad_out = None
         forward, backward = [0.0] * n, [0.0] * n
 
         def run_forward():
@@ -330,56 +345,48 @@ def profile_stages(stages, layers, workload, m, b, optimizer_of, loss, iteration
             for i, layer in enumerate(mine):
                 h = layer(h)
                 if is_last and i == n - 1:
-                    h = loss(h, y)
+                    h = self.loss(h, y)
                 outputs.append(h)
                 marks.append(time.perf_counter())
             for i in range(n):
                 forward[i] += 1e3 * (marks[i + 1] - marks[i])
             return outputs
 
-        def run_backward(outputs, grad_out):
+        def run_backward(outputs):
+            if st["grad_out"] is None and not is_last:
+                st["grad_out"] = torch.randn_like(outputs[-1])
             seen = [None] * n
             for i in range(n - 1):
                 outputs[i].register_hook(lambda g, i=i: seen.__setitem__(i, time.perf_counter()))
             begin = time.perf_counter()
-            torch.autograd.backward(outputs[-1], grad_out)
+            torch.autograd.backward(outputs[-1], st["grad_out"])
             end = time.perf_counter()
             for i in range(n):
                 after = seen[i - 1] if i > 0 else end
                 before = seen[i] if i < n - 1 else begin
                 backward[i] += 1e3 * (after - before)
 
-        for it in range(iterations + 2):  # two warm-up iterations left out
-            forward[:], backward[:] = [0.0] * n, [0.0] * n
-            if all_forwards_first:  # GPipe: the m micro-batches' activations all held at once
-                held = [run_forward() for _ in range(m)]
-                for outputs in held:
-                    if grad_out is None and not is_last:
-                        grad_out = torch.randn_like(outputs[-1])
-                    run_backward(outputs, grad_out)
-                del held
-            else:
-                for _ in range(m):
-                    outputs = run_forward()
-                    if grad_out is None and not is_last:
-                        grad_out = torch.randn_like(outputs[-1])
-                    run_backward(outputs, grad_out)
-            begin = time.perf_counter()
-            with torch.no_grad():
-                for p in parameters:
-                    if p.grad is not None:
-                        p.grad.div_(m)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            update = 1e3 * (time.perf_counter() - begin)
-            if it < 2:
-                continue
-            for i in range(n):
-                times[i][0].append(forward[i] / m)
-                times[i][1].append(backward[i] / m)
-                times[i][2].append(update * share[i])
-        samples[index] = times
-    return samples
+        if self.all_forwards_first:  # GPipe: the m micro-batches' activations all held at once
+            held = [run_forward() for _ in range(m)]
+            for outputs in held:
+                run_backward(outputs)
+            del held
+        else:
+            for _ in range(m):
+                run_backward(run_forward())
+        begin = time.perf_counter()
+        with torch.no_grad():
+            for p in st["parameters"]:
+                if p.grad is not None:
+                    p.grad.div_(m)
+        st["optimizer"].step()
+        st["optimizer"].zero_grad(set_to_none=True)
+        update = 1e3 * (time.perf_counter() - begin)
+        if record:
+            for i, times in enumerate(self.samples[st["index"]]):
+                times[0].append(forward[i] / m)
+                times[1].append(backward[i] / m)
+                times[2].append(update * st["share"][i])
 
 
 def write_profile(path, workload, samples, stages, runtime, runtime_ms):
@@ -412,7 +419,7 @@ def write_profile(path, workload, samples, stages, runtime, runtime_ms):
 
 
 def replay_samples(samples, per_rank, world, m):
-    """--replay: profile_stages' samples with each rank's times replaced by what the run's own
+    """--replay: StageProfiler's samples with each rank's times replaced by what the run's own
     timers measured on it (ActionTimes.summary): its forwards (the loss included), its backwards
     and its optimizer per iteration, shared among its layers as the profile shares them; and, per
     stage, its rank's runtime per action as the run saw it (runtime_ms_per_action_all: all the
@@ -493,12 +500,18 @@ def main():
     parser.add_argument("--replay",
                         help="after the run, write the --profile workload again with the run's "
                              "own times in place of the profiled ones (needs --profile)")
+    parser.add_argument("--profile-during", action="store_true",
+                        help="with --profile: profile one round of the layers before each timed "
+                             "step instead of all of them before the run, each step then timed "
+                             "from one barrier to the next (the steps alone are counted)")
     parser.add_argument("--pin", action="store_true",
                         help="pin each rank to one core (LOCAL_RANK mod cores), as pipetwin run "
                              "pins its workers")
     args = parser.parse_args()
     if bool(args.profile) != bool(args.like):
         fail("bench_vs_torch: --profile and --like go together")
+    if args.profile_during and not args.profile:
+        fail("bench_vs_torch: --profile-during needs --profile")
     if args.replay and not args.profile:
         fail("bench_vs_torch: --replay needs --profile (the times it replaces)")
     if args.like:
@@ -557,20 +570,13 @@ def main():
     holds_last = len(stages) - 1 in mine
     generator = torch.Generator().manual_seed(2)
     if args.profile:
-        samples = profile_stages([(i, stages[i]) for i in mine], layers, workload, m, b,
-                                 optimizer_of, loss_fn, iterations, torch.Generator().manual_seed(3),
+        profiler = StageProfiler([(i, stages[i]) for i in mine], layers, workload, m, b,
+                                 optimizer_of, loss_fn, torch.Generator().manual_seed(3),
                                  all_forwards_first=schedule_name == "gpipe")
+        for it in range(2 if args.profile_during else iterations + 2):
+            profiler.round(record=it >= 2)  # two warm-up rounds left out
         runtime_ms = probe_runtime(times, schedule_name, stages, mine, layers, workload, m, b,
                                    iterations)
-        gathered = [None] * world
-        dist.all_gather_object(gathered, (samples, {i: runtime_ms for i in mine}))
-        if rank == 0:
-            replay_like = copy.deepcopy(like)  # write_profile fills in the one it is given
-            merged = {k: v for part, _ in gathered for k, v in part.items()}
-            runtime_of = {k: v for _, part in gathered for k, v in part.items()}
-            runtime = (f"torch.distributed.pipelining {torch.__version__}, "
-                       + ("each rank pinned to a core" if args.pin else "ranks unpinned"))
-            write_profile(args.profile, like, merged, stages, runtime, runtime_of)
     batches = [batch_of(workload, m * b, generator) for _ in range(2)]
 
     def step(it):
@@ -586,19 +592,52 @@ def main():
     times.on = True
     start = time.perf_counter()
     step_s = []
-    for it in range(warmup, iterations):
-        began = time.perf_counter()
-        step(it)
-        step_s.append(time.perf_counter() - began)
-    dist.barrier()
-    elapsed = time.perf_counter() - start
+    if not args.profile_during:
+        for it in range(warmup, iterations):
+            began = time.perf_counter()
+            step(it)
+            step_s.append(time.perf_counter() - began)
+        dist.barrier()
+        elapsed = accounted_s = time.perf_counter() - start
+    else:
+        # One profiling round of every stage of the rank before each step, so that the profile
+        # samples the machine's speed over the same seconds as the run (it moves within seconds
+        # on a time-shared guest: docs/validation.md, "The simulator's prediction of torch's
+        # run"). Each step then runs from one barrier to the next, all ranks starting it
+        # together; the throughput counts those steps alone, and each rank's account
+        # (ActionTimes.summary) its step up to its own end, without the barrier's wait.
+        accounted_s = 0.0
+        for it in range(warmup, iterations):
+            times.on = False
+            profiler.round()
+            dist.barrier()
+            times.on = True
+            began = time.perf_counter()
+            step(it)
+            accounted_s += time.perf_counter() - began
+            times.on = False
+            dist.barrier()
+            step_s.append(time.perf_counter() - began)
+        elapsed = sum(step_s)
     times.on = False
     steady = iterations - warmup
     per_rank = [None] * world
-    dist.all_gather_object(per_rank, times.summary(steady, elapsed))
+    dist.all_gather_object(per_rank, times.summary(steady, accounted_s))
+    if args.profile:  # written after the run, which --profile-during profiles along
+        gathered = [None] * world
+        dist.all_gather_object(gathered, (profiler.samples, {i: runtime_ms for i in mine}))
+        if rank == 0:
+            merged = {k: v for part, _ in gathered for k, v in part.items()}
+            runtime_of = {k: v for _, part in gathered for k, v in part.items()}
+            runtime = (f"torch.distributed.pipelining {torch.__version__}, "
+                       + ("each rank pinned to a core" if args.pin else "ranks unpinned")
+                       + (", profiled between the run's steps" if args.profile_during
+                          else ", profiled before the run"))
+            write_profile(args.profile, copy.deepcopy(like), merged, stages, runtime,
+                          runtime_of)
     if args.replay and rank == 0:
         replayed, runtime_all = replay_samples(merged, per_rank, world, m)
-        write_profile(args.replay, replay_like, replayed, stages,
+        write_profile(args.replay, copy.deepcopy(like), replayed, stages,
                       f"torch.distributed.pipelining {torch.__version__}: this run's own timers "
                       "(--replay), not a profile", runtime_all)
     if args.timeline:

@@ -10,10 +10,11 @@ chunk: 2 m per stage it holds) and no more; the compute inside the actions is le
 actions (the runtime's own share is not negative: a wrapped function that is not nested in the
 actions would make it so); the loss is counted apart, on the rank that holds the last stage
 only; the rest of the step is not negative; the report holds one step time per timed iteration.
-The 1F1B run also profiles its layers (--profile): every layer's times measured, the other fields
+Both runs also profile their layers (--profile): every layer's times measured, the other fields
 kept from --like, each rank's profiled compute and runtime per action of the order of its
-run's; its --timeline holds the calls the JSON line sums, one by one; and its --replay holds
-the run's own times. Exits 77 (skipped)
+run's, and --replay holds the run's own times. The 1F1B run profiles before the run and its
+--timeline holds the calls the JSON line sums, one by one; the interleaved run profiles between
+its steps (--profile-during), and its throughput counts the steps alone. Exits 77 (skipped)
 where torch cannot be imported.
 """
 import json
@@ -43,6 +44,12 @@ def check(condition, what):
 for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
     scenario = os.path.join(root, "scenarios", "bench-vs-torch", name + ".json")
     m = json.load(open(scenario))["training"]["microbatches"]
+    during = stages_per_rank == 2
+    # The layers each rank holds: stage i on rank i mod 2, as bench_vs_torch.py places them.
+    plan_stages = json.load(open(scenario))["plan"]["stages"]
+    layers_of_rank = [[l for i, st in enumerate(plan_stages) if i % 2 == rank
+                       for l in range(st["first_layer"], st["last_layer"] + 1)]
+                      for rank in range(2)]
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
         # The 1F1B run also profiles its layers under torch's runtime (--profile), the other
@@ -53,8 +60,8 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
                        for i in range(4)]
         json.dump({"name": "like", "layers": like_layers}, open(like, "w"))
         timeline, replay = os.path.join(tmp, "timeline.json"), os.path.join(tmp, "replay.json")
-        profiling = (["--profile", profile, "--like", like, "--timeline", timeline,
-                      "--replay", replay] if stages_per_rank == 1 else [])
+        profiling = ["--profile", profile, "--like", like, "--replay", replay] + (
+            ["--profile-during"] if during else ["--timeline", timeline])
         run = subprocess.run(
             [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
              "--master-port", str(29500 + random.randrange(2000)),
@@ -86,13 +93,17 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
         steps = json.load(open(report))["details"]["step_s"]
         check(len(steps) == line["iterations"],
               f"{name}: {len(steps)} step times for {line['iterations']} timed iterations")
-        if not profiling:
-            continue
+        if during:
+            # --profile-during: the throughput counts the steps alone (each from one barrier
+            # to the next), not the profiling rounds between them.
+            check(abs(line["iteration_s"] * line["iterations"] - sum(steps)) < 1e-6,
+                  f"{name}: {line['iterations']} iterations of {line['iteration_s']} s, the "
+                  f"steps took {sum(steps)} s")
         # --timeline: the same calls the sums above count, one by one: per rank as many
         # actions, the same compute (the loss included) to the microsecond, each compute call
         # inside an action, and every call inside the steady state.
-        ranks = json.load(open(timeline))["ranks"]
-        check(len(ranks) == 2, f"{name}: the timeline has {len(ranks)} ranks")
+        ranks = [] if during else json.load(open(timeline))["ranks"]
+        check(during or len(ranks) == 2, f"{name}: the timeline has {len(ranks)} ranks")
         for rank, (t, r) in enumerate(zip(ranks, line["per_rank"])):
             events = t["events"]
             actions = [e for e in events if e[0] == "action_s"]
@@ -114,8 +125,8 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
         # and its optimizer, to the microsecond.
         replayed = json.load(open(replay))["layers"]
         for rank, r in enumerate(line["per_rank"]):
-            mine = replayed[2 * rank:2 * rank + 2]
-            runtime = m * r["runtime_ms_per_action_all"]
+            mine = [replayed[l] for l in layers_of_rank[rank]]
+            runtime = stages_per_rank * m * r["runtime_ms_per_action_all"]
             forward = r["forward_ms_per_iteration"] + r["loss_ms_per_iteration"]
             for what, got, want in (
                     ("forwards", m * sum(l["forward_ms"] for l in mine), forward + runtime),
@@ -136,13 +147,16 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
                                                                "update_ms")),
                   f"{name} {mine['id']}: times not measured: {mine}")
             check("torch" in mine["description"], f"{name} {mine['id']}: {mine['description']}")
+            check(("between the run's steps" in mine["description"]) == during,
+                  f"{name} {mine['id']}: {mine['description']}")
         # The runtime's own cost per action, probed on stand-in stages (probe_runtime), against
         # the run's: all a rank did beyond compute, waits and the optimizer, per action. Not the
         # same figure (the run's holds scaling the gradients, the probe's no compute to hide the
         # exchanges' threads behind), but the same order: a unit slip or a wait counted as the
         # runtime's would not be.
         for rank, r in enumerate(line["per_rank"]):
-            found = re.search(r"own ([0-9.]+) ms per action", layers[2 * rank]["description"])
+            found = re.search(r"own ([0-9.]+) ms per action",
+                              layers[layers_of_rank[rank][0]]["description"])
             check(found is not None, f"{name} rank {rank}: no runtime per action in the profile")
             if found:
                 probed = float(found.group(1))
@@ -156,7 +170,7 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
         # same work, so the same order of size (a layer timed in ms where s were meant, or a
         # hook that fired at the wrong layer, would not be).
         for rank, r in enumerate(line["per_rank"]):
-            mine = layers[2 * rank:2 * rank + 2]
+            mine = [layers[l] for l in layers_of_rank[rank]]
             profiled = m * sum(l["forward_ms"] + l["backward_ms"] for l in mine)
             check(0.5 < profiled / r["compute_ms_per_iteration"] < 2,
                   f"{name} rank {rank}: profiled {profiled:.1f} ms of compute an iteration, "

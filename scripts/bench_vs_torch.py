@@ -607,8 +607,8 @@ def main():
         # together; the throughput counts those steps alone, and each rank's account
         # (ActionTimes.summary) its step up to its own end, without the barrier's wait.
         accounted_s = 0.0
+        times.on = False  # on during the steps alone
         for it in range(warmup, iterations):
-            times.on = False
             profiler.round()
             dist.barrier()
             times.on = True

@@ -552,6 +552,7 @@ void WorkerActors::WorkerMain(int w) {
       // (inside the receive it was woken from): the op starts when it has one.
       start += Compute(w, i);
       rec.busy_s += Now() - start;
+      rec.busy_by_op_s[op.kind] += Now() - start;
     } else if (IsSendOp(op.kind)) {
       if (setup_.communication_overhead_s > 0) {
         sg4::this_actor::sleep_for(setup_.communication_overhead_s);
@@ -601,6 +602,7 @@ void WorkerActors::WorkerMain(int w) {
         start += Execute(me, update_s);
         ++record_.activities;
         rec.busy_s += Now() - start;
+        rec.busy_by_op_s[op.kind] += Now() - start;
       }
       if (setup_.sharded_optimizer && !me.phases.empty()) {
         // The stepped shard's weights all-gathered over the replicas: in the gradient buckets'

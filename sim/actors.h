@@ -24,6 +24,7 @@
 //                                                     // a process-wide singleton
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct WorkerRecord {
   std::vector<double> delivered_s;  // per op: a Send's message delivered (transfer's end), else 0
   std::vector<double> step_end_s;   // per Update op, in order: the end of its optimizer step
   double busy_s = 0;                         // in executions
+  std::map<OpKind, double> busy_by_op_s;     // busy_s by the kind of op that executed
   double exposed_communication_s = 0;
   double finish_s = 0;
   std::vector<AllReduceTiming> allreduces;

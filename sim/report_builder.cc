@@ -109,6 +109,7 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
     w.stage = p.stage;
     w.replica = p.replica;
     w.busy_s = rec.busy_s;
+    for (const auto& [kind, seconds] : rec.busy_by_op_s) w.busy_by_op_s[OpKindName(kind)] = seconds;
     w.exposed_communication_s = rec.exposed_communication_s;
     r.workers.push_back(w);
     const MemoryTracker& memory = record.states[p.worker];

@@ -318,5 +318,105 @@ TEST(ValidationTable, RepeatedMatricesGiveEachRowsSpreadAndTheTargets) {
   EXPECT_NE(csv.find("steady,2bw,3,0.0198,0.0000,0.0100,0.0200,0\n"), std::string::npos) << csv;
 }
 
+// Compute by op kind: each worker's, per iteration run, predicted against measured; a report
+// written before the split (no busy_by_op_s) compares without it.
+TEST(Compare, ComputeIsComparedOpKindByOpKind) {
+  Report predicted = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  Report measured = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  predicted.iterations = measured.iterations = 4;
+  predicted.workers[1].busy_by_op_s = {{"forward", 0.2}, {"backward", 0.4}, {"update", 0.1}};
+  measured.workers[1].busy_by_op_s = {{"forward", 0.2}, {"backward", 0.5}, {"update", 0.3}};
+  predicted.workers[0].busy_by_op_s = {{"forward", 0.2}};
+  measured.workers[0].busy_by_op_s = {{"forward", 0.1}, {"recompute", 0.04}};
+
+  const Comparison c = CompareReports(predicted, measured);
+  // Worker 0: forward, then recompute (OpKind order); worker 1: forward, backward, update.
+  ASSERT_EQ(c.worker_busy_by_op.size(), 5u);
+  EXPECT_EQ(c.worker_busy_by_op[1].op, "recompute");
+  EXPECT_EQ(c.worker_busy_by_op[1].figure.predicted, 0);
+  EXPECT_NEAR(c.worker_busy_by_op[1].figure.measured, 0.01, 1e-12);
+  const Comparison::OpBusy& update = c.worker_busy_by_op[4];
+  EXPECT_EQ(update.worker, 1);
+  EXPECT_EQ(update.op, "update");
+  EXPECT_NEAR(update.figure.predicted, 0.025, 1e-12);  // 0.1 s over 4 iterations
+  EXPECT_NEAR(update.figure.measured, 0.075, 1e-12);
+  EXPECT_NEAR(update.figure.relative_error, -2.0 / 3, 1e-12);
+
+  const nlohmann::json j = ComparisonToJson(c);
+  ASSERT_EQ(j["busy_by_op"].size(), 5u);
+  EXPECT_EQ(j["busy_by_op"][3]["op"], "backward");
+  EXPECT_EQ(j["busy_by_op"][3]["worker"], 1);
+  EXPECT_NEAR(j["busy_by_op"][3]["relative_error"].get<double>(), -0.2, 1e-12);
+  const std::string text = ComparisonToText(c);
+  EXPECT_NE(text.find("worker 1 update (ms/iter)"), std::string::npos) << text;
+  EXPECT_NE(text.find("75.000"), std::string::npos) << text;
+  // Exposed communication beside it, per iteration too.
+  ASSERT_EQ(c.worker_exposed_communication.size(), 2u);
+  EXPECT_EQ(j["exposed_communication"].size(), 2u);
+  EXPECT_EQ(j["exposed_communication"][1]["worker"], 1);
+  EXPECT_NE(text.find("worker 1 exposed comm (ms/iter)"), std::string::npos) << text;
+
+  measured.workers[1].busy_by_op_s.clear();
+  measured.workers[0].busy_by_op_s.clear();
+  EXPECT_TRUE(CompareReports(predicted, measured).worker_busy_by_op.empty());
+}
+
+TEST(Report, ComputeByOpKindSurvivesJsonAndOnlyOpKindsAreAccepted) {
+  Report r = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  r.workers[1].busy_by_op_s = {{"forward", 0.25}, {"update", 0.5}};
+  nlohmann::json doc = ReportToJson(r);
+  EXPECT_FALSE(doc["workers"][0].contains("busy_by_op_s"));
+  const Report back = ReportFromJson(doc, "report.json");
+  EXPECT_EQ(back.workers[1].busy_by_op_s, r.workers[1].busy_by_op_s);
+  EXPECT_TRUE(back.workers[0].busy_by_op_s.empty());
+
+  const auto refused = [&](const nlohmann::json& value, const std::string& expected) {
+    nlohmann::json bad = doc;
+    bad["workers"][1]["busy_by_op_s"] = value;
+    try {
+      ReportFromJson(bad, "report.json");
+      ADD_FAILURE() << value.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused({{"fwd", 0.1}}, "workers[1].busy_by_op_s.fwd");
+  refused({{"update", -0.1}}, "workers[1].busy_by_op_s.update");
+  refused(nlohmann::json::array({0.1}), "workers[1].busy_by_op_s");
+}
+
+// The matrix's tables add each row's compute by op kind, measured over predicted, over every
+// worker: a prediction whose forwards are right and whose optimizer steps are not shows it.
+TEST(ValidationTable, RowsShowComputeByOpKindMeasuredOverPredicted) {
+  const auto with_ops = [](double samples_per_s, double forward, double update,
+                           double exposed) {
+    Report r = TwoWorkerReport(samples_per_s, 2e6, 0.2, 0.75);
+    for (WorkerReport& w : r.workers) {
+      w.busy_by_op_s = {{"forward", forward}, {"update", update}};
+      w.exposed_communication_s = exposed;
+    }
+    return r;
+  };
+  // Forward 2 x 0.3 s measured against 2 x 0.3 s predicted: 1.00; update 2 x 0.2 against
+  // 2 x 0.1: 2.00, and 2 x 0.15 against 2 x 0.1: 1.50; exposed communication 2 x 0.05 against
+  // 2 x 0.01: 5.00, then 2 x 0.01: 1.00.
+  const Report predicted = with_ops(1000, 0.3, 0.1, 0.01);
+  const std::vector<ValidationRow> first = {
+      {"a", ComparisonToJson(CompareReports(predicted, with_ops(900, 0.3, 0.2, 0.05)))}};
+  const std::vector<ValidationRow> second = {
+      {"a", ComparisonToJson(CompareReports(predicted, with_ops(950, 0.3, 0.15, 0.01)))}};
+  const std::string md = ValidationMarkdown(first, "m", "c");
+  EXPECT_NE(md.find("| config | forward | update | exposed communication |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| a | 1.00 | 2.00 | 5.00 |"), std::string::npos) << md;
+  const std::string repeated = ValidationRepeatMarkdown({first, second}, "m", "c");
+  EXPECT_NE(repeated.find("| a | 1.00, 1.00 | 2.00, 1.50 | 5.00, 1.00 |"), std::string::npos)
+      << repeated;
+  // Without the figures, no such table.
+  const std::vector<ValidationRow> plain = {{"b", ComparisonToJson(CompareReports(
+      TwoWorkerReport(1000, 2e6, 0.2, 0.75), TwoWorkerReport(900, 2e6, 0.2, 0.75)))}};
+  EXPECT_EQ(ValidationMarkdown(plain, "m", "c").find("by op kind"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pipetwin

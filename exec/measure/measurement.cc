@@ -219,7 +219,10 @@ nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report&
     wr.replica = w.replica;
     double communication = 0;
     for (const auto& op : w.ops) {
-      if (IsBusy(op.kind)) wr.busy_s += op.end_s - op.start_s;
+      if (IsBusy(op.kind)) {
+        wr.busy_s += op.end_s - op.start_s;
+        wr.busy_by_op_s[OpKindName(op.kind)] += op.end_s - op.start_s;
+      }
       if (IsCommunication(op.kind)) communication += op.end_s - op.start_s;
     }
     wr.exposed_communication_s = exposed[i];

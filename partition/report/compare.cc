@@ -1,5 +1,6 @@
 #include "partition/report/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <cstdio>
@@ -45,6 +46,27 @@ nlohmann::json ErrorJson(double e) {
   return std::isfinite(e) ? nlohmann::json(e) : nlohmann::json(nullptr);
 }
 
+// Worker w's compute by op kind, per iteration run, predicted against measured: which kind of op
+// the prediction got wrong (a stage's optimizer step, say, where its forwards are right).
+void CompareBusyByOp(const WorkerReport& predicted, int predicted_iterations,
+                     const WorkerReport& measured, int measured_iterations,
+                     std::vector<Comparison::OpBusy>& out) {
+  if (predicted.busy_by_op_s.empty() || measured.busy_by_op_s.empty()) return;
+  for (int k = 0; k <= static_cast<int>(OpKind::kReleaseWeights); ++k) {
+    const std::string kind = OpKindName(static_cast<OpKind>(k));
+    const auto p = predicted.busy_by_op_s.find(kind);
+    const auto m = measured.busy_by_op_s.find(kind);
+    if (p == predicted.busy_by_op_s.end() && m == measured.busy_by_op_s.end()) continue;
+    const double p_s = p == predicted.busy_by_op_s.end() ? 0 : p->second;
+    const double m_s = m == measured.busy_by_op_s.end() ? 0 : m->second;
+    out.push_back({predicted.worker, kind,
+                   Figure("worker " + std::to_string(predicted.worker) + " " + kind,
+                          p_s / std::max(1, predicted_iterations),
+                          m_s / std::max(1, measured_iterations))});
+  }
+}
+
+
 
 }  // namespace
 
@@ -78,6 +100,14 @@ Comparison CompareReports(const Report& predicted, const Report& measured) {
                                          " bubble_fraction",
                                      predicted.workers[w].bubble_fraction,
                                      measured.workers[w].bubble_fraction));
+  for (size_t w = 0; w < predicted.workers.size(); ++w) {
+    CompareBusyByOp(predicted.workers[w], predicted.iterations, measured.workers[w],
+                    measured.iterations, c.worker_busy_by_op);
+    c.worker_exposed_communication.push_back(
+        Figure("worker " + std::to_string(predicted.workers[w].worker) + " exposed comm",
+               predicted.workers[w].exposed_communication_s / std::max(1, predicted.iterations),
+               measured.workers[w].exposed_communication_s / std::max(1, measured.iterations)));
+  }
   for (size_t d = 0; d < predicted.devices.size(); ++d)
     c.device_peak_memory.push_back(
         Figure("device " + std::to_string(predicted.devices[d].device) + " peak_memory_bytes",
@@ -106,6 +136,21 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
                                        s.measured.staleness_max}},
                          {"predicted_weight_versions", s.predicted.max_weight_versions},
                          {"measured_weight_versions", s.measured.max_weight_versions}});
+  nlohmann::json busy_by_op = nlohmann::json::array();
+  for (const Comparison::OpBusy& b : c.worker_busy_by_op)
+    busy_by_op.push_back({{"worker", b.worker},
+                          {"op", b.op},
+                          {"predicted_s", b.figure.predicted},
+                          {"measured_s", b.figure.measured},
+                          {"relative_error", ErrorJson(b.figure.relative_error)}});
+  nlohmann::json exposed = nlohmann::json::array();
+  for (size_t w = 0; w < c.worker_exposed_communication.size(); ++w) {
+    const ComparedFigure& f = c.worker_exposed_communication[w];
+    exposed.push_back({{"worker", c.predicted.workers[w].worker},
+                       {"predicted_s", f.predicted},
+                       {"measured_s", f.measured},
+                       {"relative_error", ErrorJson(f.relative_error)}});
+  }
   nlohmann::json band = nullptr;
   if (c.band)
     band = {{"low_samples_per_s", c.band->low_samples_per_s},
@@ -133,7 +178,9 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
            }()},
           {"staleness_match",
            c.throughput_only ? nlohmann::json(nullptr) : nlohmann::json(c.staleness_match)},
-          {"staleness", staleness}};
+          {"staleness", staleness},
+          {"busy_by_op", busy_by_op},
+          {"exposed_communication", exposed}};
 }
 
 std::string ComparisonToText(const Comparison& c) {
@@ -176,6 +223,8 @@ std::string ComparisonToText(const Comparison& c) {
         << 100 * f.measured << "%" << std::setw(10) << std::showpos << 100 * f.absolute_error
         << std::noshowpos << " pt\n" << std::defaultfloat;
   }
+  for (const Comparison::OpBusy& b : c.worker_busy_by_op) row(b.figure, 3, 1e3, " (ms/iter)");
+  for (const ComparedFigure& f : c.worker_exposed_communication) row(f, 3, 1e3, " (ms/iter)");
   out << "\nstage  staleness predicted (min/mean/max, versions)  measured              match\n";
   for (const StalenessComparison& s : c.staleness) {
     const auto cell = [](const StageSummary& x) {

@@ -42,6 +42,17 @@ struct Comparison {
   Report predicted, measured;
   ComparedFigure samples_per_s, iteration_s, peak_memory_bytes;
   std::vector<ComparedFigure> worker_bubble;       // by worker
+  // Each worker's compute by op kind (WorkerReport::busy_by_op_s), in seconds per iteration run:
+  // by worker, then in OpKind order. Empty when either report lacks it.
+  struct OpBusy {
+    int worker = 0;
+    std::string op;         // OpKindName
+    ComparedFigure figure;  // "worker 1 update"
+  };
+  std::vector<OpBusy> worker_busy_by_op;
+  // Each worker's exposed communication (WorkerReport::exposed_communication_s), in seconds per
+  // iteration run: the rest of what a worker spends that is neither compute nor bubble.
+  std::vector<ComparedFigure> worker_exposed_communication;  // by worker
   std::vector<ComparedFigure> device_peak_memory;  // by device (tensor bytes)
   std::vector<StalenessComparison> staleness;      // by stage
   bool staleness_match = false;                    // every stage's
@@ -71,7 +82,9 @@ Comparison CompareReports(const Report& predicted, const Report& measured);
 
 // {"predicted": report, "measured": report, "relative_error": {"samples_per_s": e,
 //  "iteration_s": e, "peak_memory_bytes": e, "bubble_fraction": [by worker],
-//  "peak_memory_per_device": [by device]}, "staleness_match": bool, "staleness": [...]}
+//  "peak_memory_per_device": [by device]}, "staleness_match": bool, "staleness": [...],
+//  "busy_by_op": [{"worker", "op", "predicted_s", "measured_s", "relative_error"}, ...],
+//  "exposed_communication": [{"worker", "predicted_s", "measured_s", "relative_error"}, ...]}
 nlohmann::json ComparisonToJson(const Comparison& comparison);
 std::string ComparisonToText(const Comparison& comparison);
 

@@ -65,7 +65,7 @@ int Int(JsonReader& r, const std::string& key) {
 
 nlohmann::json ReportToJson(const Report& r, bool timelines) {
   nlohmann::json workers = nlohmann::json::array();
-  for (const WorkerReport& w : r.workers)
+  for (const WorkerReport& w : r.workers) {
     workers.push_back({{"worker", w.worker},
                        {"device", w.device},
                        {"stage", w.stage},
@@ -74,6 +74,8 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                        {"idle_s", w.idle_s},
                        {"bubble_fraction", w.bubble_fraction},
                        {"exposed_communication_s", w.exposed_communication_s}});
+    if (!w.busy_by_op_s.empty()) workers.back()["busy_by_op_s"] = w.busy_by_op_s;
+  }
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceReport& d : r.devices) {
     nlohmann::json device = {{"device", d.device},
@@ -167,6 +169,17 @@ WorkerReport WorkerFromJson(JsonReader w) {
   x.idle_s = w.NonNegativeNumber("idle_s");
   x.bubble_fraction = w.NonNegativeNumber("bubble_fraction");
   x.exposed_communication_s = w.NonNegativeNumber("exposed_communication_s");
+  if (std::optional<JsonReader> by_op = w.OptionalMember("busy_by_op_s")) {
+    if (!by_op->value().is_object())
+      by_op->Fail("expected an object of seconds by op kind, got " + DescribeJson(by_op->value()));
+    for (const auto& [kind, seconds] : by_op->value().items()) {
+      if (!ParseOpKind(kind))
+        by_op->FailAt(kind, "expected an op kind (forward, backward, update, ...), got \"" +
+                                kind + "\"");
+      x.busy_by_op_s[kind] = by_op->NonNegativeNumber(kind);
+    }
+    by_op->Finish();
+  }
   w.Finish();
   return x;
 }

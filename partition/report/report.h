@@ -18,6 +18,7 @@
 // Units: seconds and bytes throughout (names say so); times count from the start of the run.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ struct WorkerReport {
   // communication that computation did not hide. Waiting for an upstream stage to finish its
   // compute is bubble, not communication.
   double exposed_communication_s = 0;
+  // busy_s by op kind (OpKindName: "forward", "backward", "recompute", "update", ...), so that
+  // a comparison can say which kind of op a prediction got wrong; empty in reports written
+  // before it existed.
+  std::map<std::string, double> busy_by_op_s;
 };
 
 // What the CUDA caching allocator reported for a GPU worker (the executor on GPUs; never the

@@ -1,8 +1,9 @@
 #include "partition/report/validation_table.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -76,6 +77,87 @@ std::string Fixed(double v, int precision) {
 
 std::string OptionalFixed(const std::optional<double>& v, double scale, int precision) {
   return v ? Fixed(*v * scale, precision) : "";
+}
+
+// The column of BusyRatioByOp's table that is not an op kind.
+constexpr const char* kExposedColumn = "exposed communication";
+
+// Measured over predicted compute of each op kind, every worker's summed (WorkerReport::
+// busy_by_op_s in the comparison's two reports), and of exposed communication
+// (kExposedColumn): which part of a worker's time a row's prediction got wrong. Parts the
+// prediction gives no time are left out; empty when a report lacks the split by op kind.
+std::map<std::string, double> BusyRatioByOp(const ValidationRow& row) {
+  const auto sum = [](const nlohmann::json& report) {
+    std::map<std::string, double> total;
+    if (!report.is_object() || !report.contains("workers") || !report.at("workers").is_array())
+      return total;
+    for (const nlohmann::json& w : report.at("workers")) {
+      if (!w.is_object()) continue;
+      if (w.contains("busy_by_op_s") && w.at("busy_by_op_s").is_object())
+        for (const auto& [kind, seconds] : w.at("busy_by_op_s").items())
+          if (seconds.is_number()) total[kind] += seconds.get<double>();
+      if (w.contains("exposed_communication_s") && w.at("exposed_communication_s").is_number())
+        total[kExposedColumn] += w.at("exposed_communication_s").get<double>();
+    }
+    return total;
+  };
+  const std::map<std::string, double> predicted = sum(row.comparison.at("predicted"));
+  const std::map<std::string, double> measured = sum(row.comparison.at("measured"));
+  std::map<std::string, double> ratio;
+  const auto split = [](const std::map<std::string, double>& m) {
+    return m.size() > (m.count(kExposedColumn) ? 1u : 0u);
+  };
+  if (!split(predicted) || !split(measured)) return ratio;
+  for (const auto& [kind, seconds] : predicted)
+    if (seconds > 0) ratio[kind] = (measured.count(kind) ? measured.at(kind) : 0) / seconds;
+  return ratio;
+}
+
+// The op kinds of any row's ratios, in OpKind order (the table's columns).
+std::vector<std::string> OpColumns(const std::vector<std::map<std::string, double>>& ratios) {
+  std::vector<std::string> columns;
+  for (int k = 0; k <= static_cast<int>(OpKind::kReleaseWeights); ++k) {
+    const std::string kind = OpKindName(static_cast<OpKind>(k));
+    for (const auto& r : ratios)
+      if (r.count(kind)) {
+        columns.push_back(kind);
+        break;
+      }
+  }
+  for (const auto& r : ratios)
+    if (r.count(kExposedColumn)) {
+      columns.push_back(kExposedColumn);
+      break;
+    }
+  return columns;
+}
+
+// "Compute by op kind" table: one row per configuration, a cell per op kind holding its
+// repetitions' ratios; "" when no row has the figures.
+std::string BusyByOpMarkdown(const std::vector<std::string>& configs,
+                             const std::vector<std::vector<std::map<std::string, double>>>& cells) {
+  std::vector<std::map<std::string, double>> all;
+  for (const auto& row : cells) all.insert(all.end(), row.begin(), row.end());
+  const std::vector<std::string> columns = OpColumns(all);
+  if (columns.empty()) return "";
+  std::ostringstream out;
+  out << "\nCompute by op kind and exposed communication, measured over predicted (every "
+         "worker's time in ops of that kind, or waiting on bytes in flight, summed):\n\n| config |";
+  for (const std::string& k : columns) out << " " << k << " |";
+  out << "\n|---|";
+  for (size_t k = 0; k < columns.size(); ++k) out << "---:|";
+  out << "\n";
+  for (size_t r = 0; r < configs.size(); ++r) {
+    out << "| " << configs[r] << " |";
+    for (const std::string& k : columns) {
+      std::string cell;
+      for (const auto& ratios : cells[r])
+        cell += (cell.empty() ? "" : ", ") + (ratios.count(k) ? Fixed(ratios.at(k), 2) : "-");
+      out << " " << cell << " |";
+    }
+    out << "\n";
+  }
+  return out.str();
 }
 
 bool AnyOnGpu(const std::vector<ValidationRow>& rows) {
@@ -160,6 +242,13 @@ std::string ValidationMarkdown(const std::vector<ValidationRow>& rows, const std
   if (banded > 0)
     out << "\nmeasured inside the prediction's band (the profile's 95% spread): " << banded - outside
         << " of " << banded << " rows\n";
+  std::vector<std::string> configs;
+  std::vector<std::vector<std::map<std::string, double>>> cells;
+  for (const ValidationRow& row : rows) {
+    configs.push_back(row.config);
+    cells.push_back({BusyRatioByOp(row)});
+  }
+  out << BusyByOpMarkdown(configs, cells);
   return out.str();
 }
 
@@ -170,6 +259,7 @@ struct RepeatedRow {
   std::string config, schedule;
   std::vector<double> predicted, measured, errors;
   int outside_band = 0, banded = 0;
+  std::vector<std::map<std::string, double>> busy_ratio_by_op;  // per repetition
 };
 
 // (highest - lowest) / mean: how far apart two runs of the same row may land.
@@ -188,12 +278,16 @@ std::vector<RepeatedRow> Repeated(const std::vector<std::vector<ValidationRow>>&
     for (const ValidationRow& row : repetition) {
       auto it = std::find_if(rows.begin(), rows.end(),
                              [&](const RepeatedRow& r) { return r.config == row.config; });
-      if (it == rows.end()) it = rows.insert(rows.end(), RepeatedRow{row.config, "", {}, {}, {}, 0, 0});
+      if (it == rows.end()) {
+        it = rows.insert(rows.end(), RepeatedRow{});
+        it->config = row.config;
+      }
       const RowFigures f = FiguresOf(row);
       it->schedule = f.schedule;
       it->predicted.push_back(f.predicted_rate);
       it->measured.push_back(f.measured_rate);
       it->errors.push_back(f.rate_error);
+      it->busy_ratio_by_op.push_back(BusyRatioByOp(row));
       if (f.band_low) {
         ++it->banded;
         it->outside_band += f.InBand() ? 0 : 1;
@@ -256,6 +350,13 @@ std::string ValidationRepeatMarkdown(const std::vector<std::vector<ValidationRow
   if (banded > 0)
     out << "\nmeasured inside the prediction's band: " << banded - outside << " of " << banded
         << " rows\n";
+  std::vector<std::string> configs;
+  std::vector<std::vector<std::map<std::string, double>>> cells;
+  for (const RepeatedRow& r : rows) {
+    configs.push_back(r.config);
+    cells.push_back(r.busy_ratio_by_op);
+  }
+  out << BusyByOpMarkdown(configs, cells);
   return out.str();
 }
 

@@ -26,6 +26,12 @@ const char* OpKindName(OpKind kind) {
   return "?";
 }
 
+std::optional<OpKind> ParseOpKind(const std::string& name) {
+  for (int k = 0; k <= static_cast<int>(OpKind::kReleaseWeights); ++k)
+    if (name == OpKindName(static_cast<OpKind>(k))) return static_cast<OpKind>(k);
+  return std::nullopt;
+}
+
 const char* RecomputeTimingName(RecomputeTiming timing) {
   return timing == RecomputeTiming::kEarly ? "early" : "in_backward";
 }

@@ -84,6 +84,8 @@ enum class OpKind {  // the order matters: compute kinds first, then the Send/Re
 
 // "forward", "backward", "backward_input", ... (snake case, as in the JSON export).
 const char* OpKindName(OpKind kind);
+// The kind OpKindName gives `name`; nullopt for any other string.
+std::optional<OpKind> ParseOpKind(const std::string& name);
 // Forward, Backward, BackwardInput, BackwardWeight, Recompute.
 inline bool IsComputeOp(OpKind kind) { return kind <= OpKind::kRecompute; }
 // The four Send/Recv kinds.

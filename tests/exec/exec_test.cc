@@ -710,6 +710,14 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
   for (const auto& w : report["workers"]) {
     EXPECT_GT(w["busy_s"].get<double>(), 0);
     EXPECT_GE(w["bubble_fraction"].get<double>(), 0);
+    // The busy time split by op kind: forwards, backwards and optimizer steps, adding up to it.
+    double by_op = 0;
+    for (const char* kind : {"forward", "backward", "update"}) {
+      EXPECT_GT(w["busy_by_op_s"].value(kind, 0.0), 0) << kind << " " << w;
+      by_op += w["busy_by_op_s"].value(kind, 0.0);
+    }
+    EXPECT_EQ(w["busy_by_op_s"].size(), 3u) << w;
+    EXPECT_NEAR(by_op, w["busy_s"].get<double>(), 1e-9 * w["busy_s"].get<double>());
   }
   for (const auto& d : report["devices"]) {
     EXPECT_GT(d["peak_memory_bytes"].get<double>(), 0);

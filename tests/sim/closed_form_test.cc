@@ -308,6 +308,13 @@ TEST(SimClosedForm, TheOptimizerStepIsChargedAtEachUpdate) {
   // overlaps stage 0's last backward.
   EXPECT_LT(RelativeError(r.iteration_s, base + update), kTolerance) << r.iteration_s;
   EXPECT_NEAR(r.workers[0].busy_s, 3 * (m * (f + b) + update), 1e-9);
+  // The same time split by op kind (what `compare` sets against the executor's).
+  for (const WorkerReport& worker : r.workers) {
+    ASSERT_EQ(worker.busy_by_op_s.size(), 3u) << "worker " << worker.worker;
+    EXPECT_NEAR(worker.busy_by_op_s.at("forward"), 3 * m * f, 1e-9);
+    EXPECT_NEAR(worker.busy_by_op_s.at("backward"), 3 * m * b, 1e-9);
+    EXPECT_NEAR(worker.busy_by_op_s.at("update"), 3 * update, 1e-9);
+  }
 }
 
 // Pure data parallelism over r servers: forward, backward, then the ring all-reduce of the

@@ -13,8 +13,14 @@ its 128 KB isend, waits for the peer's message and posts the receive 4 steps ahe
 executor's look-ahead); it times each isend() and irecv() call. Prints mean, median, 99th
 percentile and how many calls took over 0.5 ms, per rank.
 
+`--arrival`: how long a 128 KB message takes from its isend() to its arrival at a receiver
+already waiting for it, when the sender goes on to compute (as a stage sends its output and
+starts its next forward or backward) against when it waits idle. Trials alternate the two; the
+receiver timestamps the arrival on the same monotonic clock and the message carries the send's.
+
   .venv/bin/python scripts/gloo_send_probe.py [--both] [--trials 60] [--port 29533]
   .venv/bin/python scripts/gloo_send_probe.py --steady [--trials 600] [--compute-ms 2.5] [--no-pin]
+  .venv/bin/python scripts/gloo_send_probe.py --arrival [--trials 200] [--compute-ms 2.5] [--wait-ms 1]
 """
 import argparse
 import os
@@ -118,6 +124,44 @@ def steady(rank, args):
     dist.destroy_process_group()
 
 
+def arrival(rank, args):
+    import statistics
+    import torch
+    import torch.distributed as dist
+
+    os.sched_setaffinity(0, {rank % os.cpu_count()})
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
+                            world_size=2)
+    a, b = torch.rand(64, 1024), torch.rand(1024, 1024)
+    elements = 16 * 1024  # 128 KB of fp64: element 0 carries the send's time
+    took = {True: [], False: []}  # sender computing after the send: microseconds to arrival
+    for i in range(args.trials):
+        busy = i % 2 == 0
+        dist.barrier()
+        if rank == 1:
+            message = torch.empty(elements, dtype=torch.float64)
+            dist.irecv(message, src=0, tag=i).wait()
+            took[busy].append((time.perf_counter() - message[0].item()) * 1e6)
+        else:
+            time.sleep(args.wait_ms * 1e-3)  # the receiver is waiting by now
+            message = torch.ones(elements, dtype=torch.float64)
+            message[0] = time.perf_counter()
+            sent = dist.isend(message, dst=1, tag=i)
+            start = time.perf_counter()
+            while busy and time.perf_counter() - start < args.compute_ms * 1e-3:
+                torch.mm(a, b)
+            sent.wait()
+    if rank == 1:
+        for busy in (False, True):
+            us = sorted(took[busy])
+            print(f"sender {'computing' if busy else 'idle':9s} after its send: arrival after "
+                  f"mean {statistics.mean(us):.0f} us, median {us[len(us) // 2]:.0f}, 90th "
+                  f"percentile {us[int(0.9 * (len(us) - 1))]:.0f} ({len(us)} messages)",
+                  flush=True)
+    dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--both", action="store_true", help="rank 1 sends back meanwhile")
@@ -125,14 +169,19 @@ def main():
     parser.add_argument("--port", type=int, default=29533)
     parser.add_argument("--steady", action="store_true",
                         help="both ranks compute and send to each other, no barriers")
+    parser.add_argument("--arrival", action="store_true",
+                        help="time to arrival with the sender computing or idle after its send")
     parser.add_argument("--compute-ms", type=float, default=2.5,
-                        help="--steady: the compute between two sends")
+                        help="--steady: the compute between two sends; --arrival: after the "
+                             "send")
+    parser.add_argument("--wait-ms", type=float, default=1.0,
+                        help="--arrival: how long the receiver waits before each message is sent")
     parser.add_argument("--no-pin", action="store_true",
                         help="--steady: both processes free on every core")
     args = parser.parse_args()
     if args.trials < 2:
         sys.exit("gloo_send_probe.py: --trials must be at least 2")
-    run = steady if args.steady else worker
+    run = steady if args.steady else arrival if args.arrival else worker
     child = os.fork()
     if child == 0:
         run(1, args)

@@ -28,14 +28,23 @@ import sys
 import time
 
 
+def join(rank, args, pin=True):
+    """Rank `rank` of the two, on its own core unless `pin` is off, with one compute thread."""
+    import torch
+    import torch.distributed as dist
+
+    if pin:
+        os.sched_setaffinity(0, {rank % os.cpu_count()})
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
+                            world_size=2)
+
+
 def worker(rank, args):
     import torch
     import torch.distributed as dist
 
-    os.sched_setaffinity(0, {rank % os.cpu_count()})
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
-                            world_size=2)
+    join(rank, args)
     a, b = torch.rand(256, 1024), torch.rand(1024, 1024)
     elements = 32 * 1024  # 128 KB of fp32
     calls, completes = [], []
@@ -79,11 +88,7 @@ def steady(rank, args):
     import torch
     import torch.distributed as dist
 
-    if not args.no_pin:
-        os.sched_setaffinity(0, {rank % os.cpu_count()})
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
-                            world_size=2)
+    join(rank, args, pin=not args.no_pin)
     a, b = torch.rand(64, 1024), torch.rand(1024, 1024)
     elements, peer, ahead = 32 * 1024, 1 - rank, 4
     posts, calls, received, sent = [], [], {}, []
@@ -129,10 +134,7 @@ def arrival(rank, args):
     import torch
     import torch.distributed as dist
 
-    os.sched_setaffinity(0, {rank % os.cpu_count()})
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
-                            world_size=2)
+    join(rank, args)
     a, b = torch.rand(64, 1024), torch.rand(1024, 1024)
     elements = 16 * 1024  # 128 KB of fp64: element 0 carries the send's time
     took = {True: [], False: []}  # sender computing after the send: microseconds to arrival

@@ -52,8 +52,8 @@ void CompareBusyByOp(const WorkerReport& predicted, int predicted_iterations,
                      const WorkerReport& measured, int measured_iterations,
                      std::vector<Comparison::OpBusy>& out) {
   if (predicted.busy_by_op_s.empty() || measured.busy_by_op_s.empty()) return;
-  for (int k = 0; k <= static_cast<int>(OpKind::kReleaseWeights); ++k) {
-    const std::string kind = OpKindName(static_cast<OpKind>(k));
+  for (OpKind op : AllOpKinds()) {
+    const std::string kind = OpKindName(op);
     const auto p = predicted.busy_by_op_s.find(kind);
     const auto m = measured.busy_by_op_s.find(kind);
     if (p == predicted.busy_by_op_s.end() && m == measured.busy_by_op_s.end()) continue;
@@ -65,7 +65,6 @@ void CompareBusyByOp(const WorkerReport& predicted, int predicted_iterations,
                           m_s / std::max(1, measured_iterations))});
   }
 }
-
 
 
 }  // namespace

@@ -116,8 +116,8 @@ std::map<std::string, double> BusyRatioByOp(const ValidationRow& row) {
 // The op kinds of any row's ratios, in OpKind order (the table's columns).
 std::vector<std::string> OpColumns(const std::vector<std::map<std::string, double>>& ratios) {
   std::vector<std::string> columns;
-  for (int k = 0; k <= static_cast<int>(OpKind::kReleaseWeights); ++k) {
-    const std::string kind = OpKindName(static_cast<OpKind>(k));
+  for (OpKind op : AllOpKinds()) {
+    const std::string kind = OpKindName(op);
     for (const auto& r : ratios)
       if (r.count(kind)) {
         columns.push_back(kind);

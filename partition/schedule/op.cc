@@ -26,9 +26,19 @@ const char* OpKindName(OpKind kind) {
   return "?";
 }
 
+const std::vector<OpKind>& AllOpKinds() {
+  static const std::vector<OpKind> kinds = [] {
+    std::vector<OpKind> all;
+    for (int k = 0; k <= static_cast<int>(OpKind::kReleaseWeights); ++k)
+      all.push_back(static_cast<OpKind>(k));
+    return all;
+  }();
+  return kinds;
+}
+
 std::optional<OpKind> ParseOpKind(const std::string& name) {
-  for (int k = 0; k <= static_cast<int>(OpKind::kReleaseWeights); ++k)
-    if (name == OpKindName(static_cast<OpKind>(k))) return static_cast<OpKind>(k);
+  for (OpKind kind : AllOpKinds())
+    if (name == OpKindName(kind)) return kind;
   return std::nullopt;
 }
 

@@ -86,6 +86,8 @@ enum class OpKind {  // the order matters: compute kinds first, then the Send/Re
 const char* OpKindName(OpKind kind);
 // The kind OpKindName gives `name`; nullopt for any other string.
 std::optional<OpKind> ParseOpKind(const std::string& name);
+// Every kind, in the enum's order.
+const std::vector<OpKind>& AllOpKinds();
 // Forward, Backward, BackwardInput, BackwardWeight, Recompute.
 inline bool IsComputeOp(OpKind kind) { return kind <= OpKind::kRecompute; }
 // The four Send/Recv kinds.

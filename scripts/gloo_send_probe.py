@@ -17,10 +17,25 @@ percentile and how many calls took over 0.5 ms, per rank.
 already waiting for it, when the sender goes on to compute (as a stage sends its output and
 starts its next forward or backward) against when it waits idle. Trials alternate the two; the
 receiver timestamps the arrival on the same monotonic clock and the message carries the send's.
+`--compute-before`: the sender computes while the receiver waits, as a stage computes the op
+whose output it then sends, instead of sleeping. c10d Gloo's TCP transport sends by rendezvous
+(gloo/transport/tcp/pair.cc, Pair::send): the caller writes the payload at once only when its
+process's event-loop thread has already taken the receiver's "ready to receive" notification,
+else it leaves the payload to that thread, which shares the pinned core with the computing
+thread. `--yield-first` calls sched_yield() before each send, which lets that thread run first.
+
+`--late`: the other order, as a pipeline's receiver mostly runs it: the send is posted first and
+the receiver computes `--late-ms` before it posts its receive (a stage finishing its op). Times
+from the receive's posting to the message's arrival, with the sender computing meanwhile
+(`--compute-ms` beyond the receiver's late start) against waiting idle; trials alternate the two.
+Set against `--arrival` at a short `--wait-ms` (the receive posted first), it shows what a
+receive posted after its send adds.
 
   .venv/bin/python scripts/gloo_send_probe.py [--both] [--trials 60] [--port 29533]
   .venv/bin/python scripts/gloo_send_probe.py --steady [--trials 600] [--compute-ms 2.5] [--no-pin]
   .venv/bin/python scripts/gloo_send_probe.py --arrival [--trials 200] [--compute-ms 2.5] [--wait-ms 1]
+                                             [--compute-before] [--yield-first]
+  .venv/bin/python scripts/gloo_send_probe.py --late [--trials 200] [--compute-ms 2.5] [--late-ms 1]
 """
 import argparse
 import os
@@ -38,6 +53,26 @@ def join(rank, args, pin=True):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
                             world_size=2)
+
+
+def compute_for(ms, a, b):
+    """Multiplies a by b for `ms` milliseconds, as a stage computes."""
+    import torch
+
+    start = time.perf_counter()
+    while time.perf_counter() - start < ms * 1e-3:
+        torch.mm(a, b)
+
+
+def report(took, when):
+    """Rank 1's arrival times (us) with the sender idle and computing, `when` saying when."""
+    import statistics
+
+    for busy in (False, True):
+        us = sorted(took[busy])
+        print(f"sender {'computing' if busy else 'idle':9s} {when}: arrival after mean "
+              f"{statistics.mean(us):.0f} us, median {us[len(us) // 2]:.0f}, 90th percentile "
+              f"{us[int(0.9 * (len(us) - 1))]:.0f} ({len(us)} messages)", flush=True)
 
 
 def worker(rank, args):
@@ -130,7 +165,6 @@ def steady(rank, args):
 
 
 def arrival(rank, args):
-    import statistics
     import torch
     import torch.distributed as dist
 
@@ -146,21 +180,49 @@ def arrival(rank, args):
             dist.irecv(message, src=0, tag=i).wait()
             took[busy].append((time.perf_counter() - message[0].item()) * 1e6)
         else:
-            time.sleep(args.wait_ms * 1e-3)  # the receiver is waiting by now
+            if args.compute_before:  # the receiver is waiting by now, its notification sent
+                compute_for(args.wait_ms, a, b)
+            else:
+                time.sleep(args.wait_ms * 1e-3)
             message = torch.ones(elements, dtype=torch.float64)
+            if args.yield_first:
+                os.sched_yield()
             message[0] = time.perf_counter()
             sent = dist.isend(message, dst=1, tag=i)
-            start = time.perf_counter()
-            while busy and time.perf_counter() - start < args.compute_ms * 1e-3:
-                torch.mm(a, b)
+            if busy:
+                compute_for(args.compute_ms, a, b)
             sent.wait()
     if rank == 1:
-        for busy in (False, True):
-            us = sorted(took[busy])
-            print(f"sender {'computing' if busy else 'idle':9s} after its send: arrival after "
-                  f"mean {statistics.mean(us):.0f} us, median {us[len(us) // 2]:.0f}, 90th "
-                  f"percentile {us[int(0.9 * (len(us) - 1))]:.0f} ({len(us)} messages)",
-                  flush=True)
+        report(took, "after its send")
+    dist.destroy_process_group()
+
+
+def late(rank, args):
+    import torch
+    import torch.distributed as dist
+
+    join(rank, args)
+    a, b = torch.rand(64, 1024), torch.rand(1024, 1024)
+    elements = 32 * 1024  # 128 KB of fp32
+    took = {True: [], False: []}  # sender computing when the receive is posted
+    for i in range(args.trials):
+        busy = i % 2 == 0
+        dist.barrier()
+        if rank == 1:
+            compute_for(args.late_ms, a, b)
+            message = torch.empty(elements)
+            posted = time.perf_counter()
+            dist.irecv(message, src=0, tag=i).wait()
+            took[busy].append((time.perf_counter() - posted) * 1e6)
+        else:
+            sent = dist.isend(torch.ones(elements), dst=1, tag=i)
+            if busy:
+                compute_for(args.late_ms + args.compute_ms, a, b)
+            else:
+                time.sleep((args.late_ms + args.compute_ms) * 1e-3)
+            sent.wait()
+    if rank == 1:
+        report(took, f"when the receive is posted {args.late_ms:g} ms after the send")
     dist.destroy_process_group()
 
 
@@ -173,9 +235,18 @@ def main():
                         help="both ranks compute and send to each other, no barriers")
     parser.add_argument("--arrival", action="store_true",
                         help="time to arrival with the sender computing or idle after its send")
+    parser.add_argument("--compute-before", action="store_true",
+                        help="--arrival: the sender computes while the receiver waits, as a "
+                             "stage does before it sends, instead of sleeping")
+    parser.add_argument("--yield-first", action="store_true",
+                        help="--arrival: sched_yield() before each send")
+    parser.add_argument("--late", action="store_true",
+                        help="time to arrival of a message whose receive is posted after it")
     parser.add_argument("--compute-ms", type=float, default=2.5,
                         help="--steady: the compute between two sends; --arrival: after the "
-                             "send")
+                             "send; --late: beyond the receiver's late start")
+    parser.add_argument("--late-ms", type=float, default=1.0,
+                        help="--late: how long after the send the receive is posted")
     parser.add_argument("--wait-ms", type=float, default=1.0,
                         help="--arrival: how long the receiver waits before each message is sent")
     parser.add_argument("--no-pin", action="store_true",
@@ -183,7 +254,7 @@ def main():
     args = parser.parse_args()
     if args.trials < 2:
         sys.exit("gloo_send_probe.py: --trials must be at least 2")
-    run = steady if args.steady else arrival if args.arrival else worker
+    run = steady if args.steady else arrival if args.arrival else late if args.late else worker
     child = os.fork()
     if child == 0:
         run(1, args)

@@ -25,21 +25,11 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch  # noqa: F401
-except ImportError:
-    print("skipped: no torch in this Python (scripts/setup-torch.sh)")
-    sys.exit(77)
+from checks import Checks, require_torch
 
+require_torch()
 root = sys.argv[1]
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAILED:", what)
-
+check = Checks()
 
 for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
     scenario = os.path.join(root, "scenarios", "bench-vs-torch", name + ".json")
@@ -188,4 +178,4 @@ for extra, what in ((["--profile", "x.json"], "--like"),
     check(bad.returncode == 2 and what in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
           f"{extra}: exit {bad.returncode}, {bad.stderr[-300:]}")
 
-sys.exit(1 if failures else 0)
+check.finish("torch's steady state accounted for, action by action")

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The machine probes docs/validation.md quotes still run and report what they say they report.
+
+  probe_scripts_test.py ROOT
+
+Runs each mode of scripts/gloo_send_probe.py (two processes over c10d Gloo) and
+scripts/speed_drift.py briefly, and checks the lines they print: every figure present and
+positive, a median never above its 90th percentile, both kinds of sender reported, the idle
+times asked for reported in order with no excess at no idle; and that a malformed option ends the
+script with one line naming it and a non-zero status. The figures themselves depend on the
+machine and are not checked. Exits 77 (skipped) where torch cannot be imported.
+"""
+import re
+import subprocess
+import sys
+
+from checks import Checks, require_torch
+
+require_torch()
+root = sys.argv[1]
+check = Checks()
+
+def run(script, *args, port=None):
+    command = [sys.executable, f"{root}/scripts/{script}", *args]
+    if port:
+        command += ["--port", str(port)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout, done.stderr
+
+
+ARRIVAL = re.compile(r"sender (idle|computing) +(.*): arrival after mean (\d+) us, median (\d+), "
+                     r"90th percentile (\d+) \((\d+) messages\)")
+
+
+def check_arrivals(mode, out, trials):
+    seen = {}
+    for line in out.splitlines():
+        m = ARRIVAL.match(line)
+        if m:
+            seen[m[1]] = [int(x) for x in m.group(3, 4, 5, 6)]
+    check(set(seen) == {"idle", "computing"}, f"{mode}: both senders reported, got {out!r}")
+    for sender, (mean, median, p90, count) in seen.items():
+        check(mean > 0 and 0 < median <= p90, f"{mode}, {sender}: mean {mean}, median {median}, "
+              f"90th percentile {p90}")
+        check(count == trials // 2, f"{mode}, {sender}: {count} messages of {trials // 2}")
+
+
+trials = 10
+for k, mode in enumerate([["--arrival", "--wait-ms", "0.2"],
+                          ["--arrival", "--wait-ms", "0.5", "--compute-before", "--yield-first"],
+                          ["--late", "--late-ms", "0.5", "--compute-ms", "0.5"]]):
+    code, out, err = run("gloo_send_probe.py", *mode, "--trials", str(trials), port=29561 + k)
+    check(code == 0, f"gloo_send_probe.py {' '.join(mode)} exited {code}: {err[-400:]}")
+    check_arrivals(" ".join(mode), out, trials)
+
+code, out, err = run("gloo_send_probe.py", "--trials", "6", port=29565)
+check(code == 0 and re.search(r"isend\(\) returned in \d+ us \(median\)", out),
+      f"gloo_send_probe.py (default): exited {code}, printed {out!r} {err[-300:]}")
+code, out, err = run("gloo_send_probe.py", "--trials", "1", port=29566)
+check(code != 0 and "--trials must be at least 2" in err, f"--trials 1: exited {code}, {err!r}")
+
+code, out, err = run("speed_drift.py", "--after-idle", "--idle-ms", "3,0.5", "--trials", "5")
+check(code == 0, f"speed_drift.py --after-idle exited {code}: {err[-400:]}")
+idle = [(float(m[1]), float(m[2]), float(m[3])) for m in re.finditer(
+    r"after ([\d.]+) ms idle: the work took ([\d.]+) ms \(median of 5\), ([+-][\d.]+) ms", out)]
+check([w for w, _, _ in idle] == [0, 0.5, 3], f"--after-idle: idle times {idle} from {out!r}")
+check(all(t > 0 for _, t, _ in idle), f"--after-idle: every work timed, got {idle}")
+check(idle and idle[0][2] == 0, f"--after-idle: no excess at no idle, got {idle[:1]}")
+code, out, err = run("speed_drift.py", "--after-idle", "--idle-ms", "1,x")
+check(code != 0 and "--idle-ms" in err and len(err.strip().splitlines()) == 1,
+      f"--idle-ms 1,x: exited {code}, {err!r}")
+
+code, out, err = run("speed_drift.py", "--seconds", "1", "--window", "0.5")
+check(code == 0 and re.search(r"GFLOP/s per 0.5-s window: mean [\d.]+", out),
+      f"speed_drift.py --seconds 1: exited {code}, printed {out!r} {err[-300:]}")
+
+check.finish("the probe scripts' modes")

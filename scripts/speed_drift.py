@@ -39,7 +39,8 @@ def after_idle(args):
     try:
         idle_ms = sorted({0.0} | {float(w) for w in args.idle_ms.split(",")})
     except ValueError:
-        sys.exit(f"speed_drift.py: --idle-ms: expected numbers separated by commas, got {args.idle_ms!r}")
+        sys.exit("speed_drift.py: --idle-ms: expected numbers separated by commas, got "
+                 f"{args.idle_ms!r}")
     if idle_ms[0] < 0 or idle_ms[-1] > 1000 or args.layers < 1 or args.trials < 3:
         sys.exit("speed_drift.py: expected 0 <= --idle-ms <= 1000, --layers >= 1, --trials >= 3")
     os.sched_setaffinity(0, {args.cpu})
@@ -79,7 +80,8 @@ def main():
                         help="--after-idle: the idle times, in ms, separated by commas")
     parser.add_argument("--layers", type=int, default=1,
                         help="--after-idle: the work, in MLP layers (about 2.5 ms each)")
-    parser.add_argument("--trials", type=int, default=300)
+    parser.add_argument("--trials", type=int, default=300,
+                        help="--after-idle: how many times each idle time is tried")
     parser.add_argument("--cpu", type=int, default=0, help="--after-idle: the core to run on")
     args = parser.parse_args()
     if args.after_idle:

@@ -87,9 +87,7 @@ def worker(rank, args):
         dist.barrier()
         if rank == 1:
             received = dist.irecv(torch.empty(elements), src=0, tag=i)
-            start = time.perf_counter()
-            while time.perf_counter() - start < 0.005:
-                torch.mm(a, b)
+            compute_for(5, a, b)
             sent = dist.isend(torch.ones(elements), dst=0, tag=100000 + i) if args.both else None
             received.wait()
             if sent:
@@ -100,8 +98,7 @@ def worker(rank, args):
             start = time.perf_counter()
             sent = dist.isend(torch.ones(elements), dst=1, tag=i)
             returned = time.perf_counter()
-            while time.perf_counter() - returned < 0.002:  # the next forward
-                torch.mm(a, b)
+            compute_for(2, a, b)  # the next forward
             sent.wait()
             calls.append((returned - start) * 1e6)
             completes.append((time.perf_counter() - start) * 1e6)
@@ -138,9 +135,7 @@ def steady(rank, args):
     dist.barrier()
     began = time.perf_counter()
     for step in range(args.trials):
-        start = time.perf_counter()
-        while time.perf_counter() - start < args.compute_ms * 1e-3:
-            torch.mm(a, b)
+        compute_for(args.compute_ms, a, b)
         start = time.perf_counter()
         sent.append(dist.isend(torch.ones(elements), dst=peer, tag=step))
         calls.append(time.perf_counter() - start)

@@ -79,6 +79,8 @@ class WorkerActors {
     std::vector<sg4::Mailbox*> op_mailbox;  // Send/Recv ops: the pair's mailbox
     std::vector<Message> messages;          // Send ops: the payload
     std::vector<sg4::CommPtr> undelivered;  // blocking sends (op.h): posted, not yet waited on
+    // Its receives posted at their ops (ReceivePostingOf): messages wait for them (rendezvous).
+    bool receives_at_op = false;
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
@@ -281,11 +283,18 @@ void WorkerActors::Prepare() {
                          [this, w] { LoaderMain(w); })->daemonize();
     }
   }
-  // Eager sends: every pipeline mailbox delivers to its receiver before it asks.
-  for (const WorkerProgram& p : s_.workers)
-    for (size_t i = 0; reduction_.Simulated(p.worker) && i < p.ops.size(); ++i)
+  // Receives posted ahead: every pipeline mailbox delivers to its receiver before it asks (eager
+  // sends). Posted at their ops (CPU worker processes with a core each): a mailbox without a
+  // permanent receiver, whose message moves once both its send and its receive are posted.
+  for (const WorkerProgram& p : s_.workers) {
+    if (!reduction_.Simulated(p.worker)) continue;
+    Worker& w = workers_[p.worker];
+    w.receives_at_op = ReceivePostingOf(setup_.cluster.shared_cores > 0, Oversubscribed(w.cpu)) ==
+                       ReceivePosting::kAtTheirOp;
+    for (size_t i = 0; !w.receives_at_op && i < p.ops.size(); ++i)
       if (IsCommunicationOp(p.ops[i].kind) && !IsSendOp(p.ops[i].kind))
-        workers_[p.worker].op_mailbox[i]->set_receiver(workers_[p.worker].actor);
+        w.op_mailbox[i]->set_receiver(w.actor);
+  }
 }
 
 void WorkerActors::Launch(int w, double bytes, Job kind) {
@@ -571,6 +580,13 @@ void WorkerActors::WorkerMain(int w) {
       Count(setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]),
             bytes, false);
     } else if (IsCommunicationOp(op.kind)) {
+      // A message already sent to a receive posted at its op moves once the receiver's "ready"
+      // notification has crossed to its sender (ReceivePosting::kAtTheirOp): one latency first.
+      if (me.receives_at_op && me.op_mailbox[i]->listen()) {
+        const int level = setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]);
+        sg4::this_actor::sleep_for(setup_.cluster.levels[level].latency_us * 1e-6);
+        ++record_.activities;
+      }
       Message* message = nullptr;
       sg4::CommPtr delivery = me.op_mailbox[i]->get_async<Message>(&message);
       delivery->wait();

@@ -8,9 +8,11 @@
 //    (the all-reduce and update that make it are done).
 //  - Send: spends the cluster's communication_overhead_us on its worker (host-side work: the
 //    planners' cost model charges it once per message), then posts the bytes to the receiver
-//    and goes on; the bytes start flowing at once (the receiver is the mailbox's permanent
-//    receiver: eager sends, as NCCL/Gloo with a posted receive or a communication thread).
-//    Recv: waits until the bytes have arrived.
+//    and goes on. Where receives are posted ahead (ReceivePostingOf, partition/schedule/op.h)
+//    the bytes start flowing at once (the receiver is the mailbox's permanent receiver: eager
+//    sends, as NCCL/Gloo with a posted receive); where each is posted at its op, once the Recv
+//    is posted (a rendezvous, SimGrid's plain mailbox), one latency later if the Send came
+//    first. Recv: waits until the bytes have arrived.
 //  - AllReduce: hands the stage's gradients to the worker's communication stream (a second actor
 //    on the same host, NCCL's stream) as ring all-reduces over the stage's replicas
 //    (sim/collective.h; each ring step pays communication_overhead_us), in buckets launched

@@ -214,7 +214,9 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
     measurement.boot_id = BootId();
     measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
     RunProgram(program, chunks, origin,
-               oversubscribed || device.cuda() ? kReceivesAheadOps : kReceivesAtTheirOp);
+               ReceivePostingOf(!device.cuda(), oversubscribed) == ReceivePosting::kAhead
+                   ? kReceivesAheadOps
+                   : kReceivesAtTheirOp);
     comm.FinishSends();
     for (StageExecutor* e : chunks) e->Finish();
     measurement.end_s =

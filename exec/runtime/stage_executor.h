@@ -179,14 +179,9 @@ class StageExecutor {
 };
 
 // How early a worker posts its receives (RunProgram's `receive_lookahead`): those among its next
-// kReceivesAheadOps ops, or only the receive of the op it is at (kReceivesAtTheirOp).
-//
-// Posted ahead, a message can flow while the worker computes. That is kept where a server's
-// workers outnumber its cores (under SCHED_RR, cpu_policy.h), and on GPUs. Where each worker has
-// a core of its own, c10d Gloo's transport thread shares that core with the computing thread,
-// and receives posted ahead slowed the schedules with several chunks per worker in alternated
-// runs, the others unchanged: there a receive is posted at its op, as torch's runtime posts its
-// receives. The runs, and what was not found: docs/executor.md.
+// kReceivesAheadOps ops, or only the receive of the op it is at (kReceivesAtTheirOp). Which of
+// the two, and why, is the core's rule (ReceivePostingOf, partition/schedule/op.h), which the
+// simulator follows too; the runs behind it: docs/executor.md.
 constexpr size_t kReceivesAheadOps = 6;
 constexpr size_t kReceivesAtTheirOp = 1;
 

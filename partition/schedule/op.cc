@@ -126,6 +126,10 @@ const char* SendModeName(SendMode mode) {
   return mode == SendMode::kBlocking ? "blocking" : "eager";
 }
 
+ReceivePosting ReceivePostingOf(bool cpu_processes, bool oversubscribed) {
+  return cpu_processes && !oversubscribed ? ReceivePosting::kAtTheirOp : ReceivePosting::kAhead;
+}
+
 std::optional<SendMode> ParseSendMode(const std::string& name) {
   if (name == "eager") return SendMode::kEager;
   if (name == "blocking") return SendMode::kBlocking;

@@ -186,6 +186,20 @@ enum class SendMode {
               // backward; megatron/core/pipeline_parallel/p2p_communication.py)
 };
 const char* SendModeName(SendMode mode);  // "eager", "blocking"
+
+// When a worker posts its receives: the executor's RunProgram posts them so, and the simulator
+// moves a message's bytes accordingly.
+//  - kAhead: those among the worker's next few ops, so that a message flows while its receiver
+//    computes: on GPUs, and where a server's CPU worker processes outnumber its cores (they run
+//    under SCHED_RR there, exec/cpu_policy.h).
+//  - kAtTheirOp: each at its Recv op, as torch's runtime posts them: CPU worker processes with a
+//    core each, where c10d Gloo's transport thread shares that core with the computing thread
+//    and receives posted ahead slowed the runs (docs/executor.md). There a message sent before
+//    its receive is posted moves only once the receiver's "ready" notification has reached the
+//    sender (c10d Gloo's TCP transport sends by rendezvous: gloo/transport/tcp/pair.cc,
+//    Pair::send and NOTIFY_RECV_READY): one latency, then its bytes.
+enum class ReceivePosting { kAhead, kAtTheirOp };
+ReceivePosting ReceivePostingOf(bool cpu_processes, bool oversubscribed);
 // The mode a name gives; nullopt for another name.
 std::optional<SendMode> ParseSendMode(const std::string& name);
 

@@ -260,6 +260,37 @@ TEST(SimClosedForm, WorkersBeyondTheCoresTakeThemFirstComeFirstServed) {
             kTolerance);
 }
 
+// CPU worker processes with a core each post each receive at its op (ReceivePostingOf), and c10d
+// Gloo moves a message only once its receive is posted, after the receiver's notification has
+// crossed to the sender (a rendezvous). GPipe on two stages, the second three times slower:
+// every activation but the first is sent before the second stage asks for it, so each of those
+// m - 1 forwards waits one latency L for the notification and L + bytes / bandwidth for the
+// bytes, which eager sends (GPUs) had delivered while it computed. The gradients come every 6 ms
+// to a first stage that takes 2 ms over each, so it is waiting for every one, as before.
+TEST(SimClosedForm, AReceivePostedAtItsOpWaitsForTheRendezvous) {
+  const int m = 4;
+  const double latency = 100e-6, bytes = 1e6, gbps = 8;  // 1e6 bytes: 1 ms at 8 Gbit/s
+  Workload w = EqualLayers(2, 1, 2, bytes, 4e6);
+  w.layers[1].forward_ms = 3;
+  w.layers[1].backward_ms = 6;
+  auto simulate = [&](int shared_cores) {
+    Cluster cluster = TwoLevelCluster(2, 1, gbps, latency * 1e6, 0, 0);
+    cluster.shared_cores = shared_cores;
+    return simtest::Simulate(MakeScenario(w, cluster, EvenPlan(2, 1, 1), "gpipe", m, 1));
+  };
+  const Report eager = simulate(0), rendezvous = simulate(2);
+  const double transfer = latency + bytes * 8 / (gbps * 1e9);
+  EXPECT_LT(RelativeError(rendezvous.iteration_s - eager.iteration_s, (m - 1) * (latency + transfer)),
+            kTolerance)
+      << rendezvous.iteration_s << " against " << eager.iteration_s;
+  // The wait is the second stage's exposed communication.
+  EXPECT_NEAR(rendezvous.workers[1].exposed_communication_s - eager.workers[1].exposed_communication_s,
+              (m - 1) * (latency + transfer), 1e-7);
+  // With more workers than cores the receives are posted ahead: eager again.
+  EXPECT_NEAR(simulate(1).workers[1].exposed_communication_s,
+              eager.workers[1].exposed_communication_s, 1e-9);
+}
+
 // More workers than cores (cluster.oversubscribed_message_us): every message delivered to a
 // worker there costs that much of a core. GPipe on 1 shared core stays sequential, now with the
 // 2 (p - 1) m messages' cost on top; with a core per worker the same setting charges nothing.

@@ -1,12 +1,12 @@
 // `pipetwin profile`: each layer's forward and backward time on this machine (the mean of repeated
-// runs without the slowest tenth, after warm-up), its output activation bytes and parameter
+// runs after warm-up), its output activation bytes and parameter
 // bytes, written as a workload file (partition/workload.h) that the planners and the simulator
 // take.
 //
 // Layers are timed in context (TrainingPass): repeated training steps of the whole model at the
 // batch, each layer's forward (autograd recording) and backward (gradients of its output with
 // respect to its inputs and parameters, added into gradient sums) timed where it falls in the
-// step; the mean over the steps after warm-up without the slowest tenth (TrimmedMean). With more
+// step; the mean over the steps after warm-up, slow ones included (util/spread.h, Mean). With more
 // processes than cores, by the thread's CPU time (LayerClock).
 #include <algorithm>
 #include <cstdlib>
@@ -476,7 +476,7 @@ struct TimedPasses {
   std::pair<size_t, size_t> Round(size_t r) const {
     return {round_starts[r], r + 1 < round_starts.size() ? round_starts[r + 1] : passes.size()};
   }
-  // Layer i's figure (0 forward, 1 backward, 2 update) in each round: the trimmed mean of its
+  // Layer i's figure (0 forward, 1 backward, 2 update) in each round: the mean of its
   // passes there.
   std::vector<double> RoundMeans(int i, int figure) const {
     std::vector<double> means;
@@ -487,7 +487,7 @@ struct TimedPasses {
         v.push_back(figure == 0   ? passes[p].forward_ms[i]
                     : figure == 1 ? passes[p].backward_ms[i]
                                   : updates[p][i]);
-      means.push_back(TrimmedMean(v));
+      means.push_back(Mean(v));
     }
     return means;
   }
@@ -543,7 +543,7 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
   return timed;
 }
 
-// Layer `i` as measured: the mean of its rounds' trimmed means, with the half-width of that
+// Layer `i` as measured: the mean of its rounds' means, with the half-width of that
 // mean's 95% interval when there are several rounds; its bytes.
 Layer MeasuredLayer(const Model& model, const LayerRun& r, int i, const TimedPasses& timed,
                     double stash_bytes) {
@@ -611,8 +611,8 @@ void PrintProfile(std::ostream& out, const Workload& w, const ProfileOptions& op
   const ProfileStability& q = *w.stability;
   out << w.name << ": " << w.LayerCount() << " layers measured at batch " << batch << " on "
       << w.reference.device << " (" << passes << " runs after " << options.warmup
-      << " warm-up, in " << q.rounds << " rounds; each figure the mean of its rounds' means "
-      << "without the slowest tenth, +- the 95% interval of that mean)\n\n";
+      << " warm-up, in " << q.rounds << " rounds; each figure the mean of its rounds' means, "
+      << "+- the 95% interval of that mean)\n\n";
   const auto spread = [](const std::optional<double>& ms) {
     std::ostringstream s;
     if (ms) s << std::fixed << std::setprecision(3) << *ms;

@@ -50,13 +50,11 @@ std::vector<FarRound> RoundsFarOff(const std::vector<double>& round_means) {
   return far;
 }
 
-double TrimmedMean(std::vector<double> v) {
+double Mean(const std::vector<double>& v) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t kept = std::max<size_t>(1, v.size() - v.size() / 10);
   double sum = 0;
-  for (size_t i = 0; i < kept; ++i) sum += v[i];
-  return sum / kept;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
 }
 
 }  // namespace pipetwin

@@ -74,9 +74,8 @@ int CoresAllowed() {
 }
 
 // Twice as many processes as cores: each gets half a core, so a layer's wall time would double;
-// its thread's CPU time, what the profile then reports, stays near the one-per-core time.
-// 10 timed runs, so that the trimmed mean (which leaves out the slowest tenth) drops the slowest:
-// with fewer than 10 it drops none, and one stalled run moves the mean.
+// its thread's CPU time, what the profile then reports, stays near the one-per-core time (a run
+// descheduled for a while counts no CPU time for it).
 TEST(ExecProfile, MoreProcessesThanCoresTimesTheLayersByTheirCpuTime) {
   const int cores = CoresAllowed();
   const std::string common =

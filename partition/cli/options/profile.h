@@ -20,8 +20,8 @@ namespace pipetwin::cli {
 inline const char* ProfileUsage() { return "WORKLOAD [--batch B] [--output FILE] [--json]"; }
 inline const char* ProfileDescription() {
   return "Measure each layer's forward and backward time (the mean of repeated runs after\n"
-         "warm-up, the slowest tenth left out), activation and parameter bytes on this machine\n"
-         "with LibTorch, and write a workload file that the planners and the simulator take.\n"
+         "warm-up), activation and parameter bytes on this machine with LibTorch, and write a\n"
+         "workload file that the planners and the simulator take.\n"
          "WORKLOAD is a scenario file or a workload source ({\"generator\": \"mlp\", ...}).";
 }
 
@@ -33,7 +33,7 @@ inline po::options_description ProfileOptionsDescription() {
       ("force", "replace existing output files (never one of the command's inputs)")
       ("json", "print the measured workload as JSON")
       ("repeats", po::value<int>()->default_value(10),
-       "timed runs per layer (their mean without the slowest tenth)")
+       "timed runs per layer (their mean)")
       ("warmup", po::value<int>()->default_value(3), "untimed runs first")
       ("min-seconds", po::value<double>()->default_value(0),
        "after --repeats, keep timing runs until they have taken S seconds in all (a longer "

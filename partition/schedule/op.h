@@ -186,6 +186,8 @@ enum class SendMode {
               // backward; megatron/core/pipeline_parallel/p2p_communication.py)
 };
 const char* SendModeName(SendMode mode);  // "eager", "blocking"
+// The mode a name gives; nullopt for another name.
+std::optional<SendMode> ParseSendMode(const std::string& name);
 
 // When a worker posts its receives: the executor's RunProgram posts them so, and the simulator
 // moves a message's bytes accordingly.
@@ -200,8 +202,6 @@ const char* SendModeName(SendMode mode);  // "eager", "blocking"
 //    Pair::send and NOTIFY_RECV_READY): one latency, then its bytes.
 enum class ReceivePosting { kAhead, kAtTheirOp };
 ReceivePosting ReceivePostingOf(bool cpu_processes, bool oversubscribed);
-// The mode a name gives; nullopt for another name.
-std::optional<SendMode> ParseSendMode(const std::string& name);
 
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::kFlush;

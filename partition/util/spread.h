@@ -47,9 +47,9 @@ struct FarRound {
 std::vector<FarRound> RoundsFarOff(const std::vector<double>& round_means);
 
 // The mean of `v`, every value counted (0 for none). A profiled op's figure: a pipeline pays
-// every op's whole time, its slow runs included, so its throughput follows the mean; a mean
-// without the slowest tenth predicted the runs 1-3% fast (docs/validation.md, 2026-12-06,
-// twentieth session). A stall of another program shows in the profile's rounds and load instead.
+// every op's whole time, its slow runs included, so its throughput follows the mean, which a mean
+// without the slowest runs underestimates (docs/validation.md, "twentieth session"). A stall of
+// another program shows in the profile's rounds and load instead.
 double Mean(const std::vector<double>& v);
 
 }  // namespace pipetwin

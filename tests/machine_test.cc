@@ -3,12 +3,14 @@
 // own CPU time; and the verdict `run` records and `compare` reads back.
 #include "partition/util/machine.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -118,6 +120,46 @@ pid_t Spinner() {
     for (;;) x = x + 1;
   }
   return pid;
+}
+
+// Two busy threads of this process on one CPU: each runs about half the time and waits, runnable,
+// the other half, preempted by the kernel's time slices. What a worker on a core of its own
+// loses to c10d Gloo's threads on that core is this account (details.overhead in a run's report).
+TEST(Machine, ThreadAccountSeesTheOtherThreadsRunAndThisOnesWaitForTheCpu) {
+  if (!ReadThreadAccount().available) GTEST_SKIP() << "no /proc/self/task/*/schedstat here";
+  cpu_set_t allowed, one;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  CPU_ZERO(&one);
+  CPU_SET(AllowedCpus().front(), &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);  // this thread only
+  std::atomic<bool> stop{false}, pinned{false};
+  std::thread other([&] {
+    ::sched_setaffinity(0, sizeof one, &one);
+    pinned = true;
+    while (!stop) {
+    }
+  });
+  while (!pinned) std::this_thread::yield();
+  const ThreadAccount from = ReadThreadAccount();
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300)) {
+  }
+  const ThreadAccount d = Since(ReadThreadAccount(), from);
+  stop = true;
+  other.join();
+  ::sched_setaffinity(0, sizeof allowed, &allowed);
+  ASSERT_TRUE(d.available);
+  // About 150 ms each; a third of that is far from both 0 and the whole.
+  EXPECT_GT(d.others_running_s, 0.05) << d.others_running_s;
+  EXPECT_LT(d.others_running_s, 0.3);
+  EXPECT_GT(d.waiting_s, 0.05) << d.waiting_s;
+  EXPECT_LT(d.waiting_s, 0.3);
+  EXPECT_GE(d.preempted, 1);
+  // Nothing happened between two readings at once: no time goes backwards.
+  const ThreadAccount now = ReadThreadAccount();
+  const ThreadAccount none = Since(now, now);
+  EXPECT_EQ(none.waiting_s, 0);
+  EXPECT_EQ(none.others_running_s, 0);
 }
 
 TEST(Machine, AnotherProcessesLoadIsSeenAndThisProcesssOwnIsNot) {

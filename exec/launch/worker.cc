@@ -210,6 +210,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
     comm.Barrier();
     const auto origin = StageExecutor::Clock::now();
     const double cpu_at_origin = ProcessCpuSeconds();
+    const ThreadAccount threads_at_origin = ReadThreadAccount();
     if (env.rank == 0) measurement.host_cpu_start = ReadCpuTimes();
     measurement.boot_id = BootId();
     measurement.clock_origin_s = std::chrono::duration<double>(origin.time_since_epoch()).count();
@@ -221,6 +222,7 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
     for (StageExecutor* e : chunks) e->Finish();
     measurement.end_s =
         std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
+    measurement.thread_account = Since(ReadThreadAccount(), threads_at_origin);
     if (options.evaluate && program.replica == 0)  // one chunk per worker (PrepareJob)
       chunks.front()->Evaluate(FirstReplica(job.schedule, program.stage - 1),
                         FirstReplica(job.schedule, program.stage + 1),

@@ -117,6 +117,9 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
           {"test_accuracy", m.test_accuracy}, {"test_samples", m.test_samples},
           {"boot_id", m.boot_id}, {"clock_origin_s", m.clock_origin_s},
           {"cpus", m.cpus}, {"cpu_time_s", m.cpu_time_s}};
+  if (m.thread_account.available)
+    j["threads_account"] = {m.thread_account.waiting_s, m.thread_account.preempted,
+                            m.thread_account.others_running_s};
   if (m.cuda_allocator)
     j["cuda_allocator"] = {m.cuda_allocator->allocated_bytes,
                            m.cuda_allocator->allocated_peak_bytes,
@@ -159,6 +162,10 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.clock_origin_s = j.at("clock_origin_s");
   m.cpus = j.value("cpus", std::vector<int>{});
   m.cpu_time_s = j.value("cpu_time_s", 0.0);
+  if (j.contains("threads_account")) {
+    const auto& a = j.at("threads_account");
+    m.thread_account = {true, a[0], a[1], a[2]};
+  }
   return m;
 }
 
@@ -237,6 +244,14 @@ nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report&
                         {"peak_rss_bytes", w.peak_rss_bytes}, {"threads", w.threads},
                         {"cpu_policy", w.cpu_policy}, {"host", w.host},
                         {"device", w.device}, {"transport", w.transport}});
+    // Where the kernel keeps the account: what the worker's computing thread lost on its CPU.
+    if (w.thread_account.available) {
+      nlohmann::json& o = overhead.back();
+      o["waited_for_cpu_s"] = w.thread_account.waiting_s;
+      o["waited_for_cpu_fraction"] = w.end_s > 0 ? w.thread_account.waiting_s / w.end_s : 0;
+      o["preemptions"] = w.thread_account.preempted;
+      o["helper_threads_cpu_s"] = w.thread_account.others_running_s;
+    }
     MemoryPeaks peaks;
     for (const MemorySample& s : w.memory_timeline) peaks.Add(s.time_s, s.bytes);
     r.devices.push_back(peaks.Report(w.rank, w.rank, w.capacity_bytes, w.memory_timeline));

@@ -83,6 +83,10 @@ struct WorkerMeasurement {
   // its host's busy time to find other processes' load (partition/util/machine.h).
   std::vector<int> cpus;
   double cpu_time_s = 0;
+  // The kernel's account of the worker's threads over its ops, from the start barrier to its
+  // last op's end (ReadThreadAccount): how long its computing thread waited, runnable, for a
+  // CPU and how often it was preempted, and how long its other threads (c10d Gloo's) ran.
+  ThreadAccount thread_account;
   // Rank 0 only: its host's CPU times at the start and the end barrier, the seconds between
   // them, the 1-minute load average when it started, and the launcher's sample before the run
   // (absent under torchrun or Slurm).

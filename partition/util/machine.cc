@@ -1,6 +1,8 @@
 #include "partition/util/machine.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,6 +177,41 @@ double ProcessCpuSeconds() {
   timespec t{};
   if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+ThreadAccount ReadThreadAccount() {
+  ThreadAccount a;
+  const std::string self = std::to_string(static_cast<long>(::syscall(SYS_gettid)));
+  DIR* dir = ::opendir("/proc/self/task");
+  if (!dir) return a;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string tid = entry->d_name;
+    if (tid.empty() || tid[0] == '.') continue;
+    // schedstat: nanoseconds running, nanoseconds runnable and waiting, time slices.
+    std::ifstream schedstat("/proc/self/task/" + tid + "/schedstat");
+    double running_ns = 0, waiting_ns = 0;
+    if (!(schedstat >> running_ns >> waiting_ns)) continue;  // ended, or no schedstat
+    a.available = true;
+    if (tid != self) {
+      a.others_running_s += running_ns * 1e-9;
+      continue;
+    }
+    a.waiting_s = waiting_ns * 1e-9;
+    std::ifstream status("/proc/self/task/" + tid + "/status");
+    for (std::string key; status >> key;)
+      if (key == "nonvoluntary_ctxt_switches:") status >> a.preempted;
+  }
+  ::closedir(dir);
+  return a;
+}
+
+ThreadAccount Since(const ThreadAccount& to, const ThreadAccount& from) {
+  ThreadAccount d;
+  d.available = to.available && from.available;
+  d.waiting_s = std::max(0.0, to.waiting_s - from.waiting_s);
+  d.preempted = std::max(0.0, to.preempted - from.preempted);
+  d.others_running_s = std::max(0.0, to.others_running_s - from.others_running_s);
+  return d;
 }
 
 double ProcessPrivateBytes() {

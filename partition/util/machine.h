@@ -62,6 +62,21 @@ double LoadAverage1m();
 double MemInfoBytes(const std::string& field);
 // This process's CPU time so far (every thread), seconds.
 double ProcessCpuSeconds();
+// The kernel's account of this process's threads (/proc/self/task/*/schedstat and status): how
+// long the calling thread was runnable but waited for a CPU (waiting_s), how often it was
+// preempted (involuntary context switches), and how long every other thread ran
+// (others_running_s: in a worker, c10d Gloo's event loops and workers, which share its core).
+// `available` is false where the kernel keeps no schedstat (CONFIG_SCHED_INFO off).
+struct ThreadAccount {
+  bool available = false;
+  double waiting_s = 0;
+  double preempted = 0;
+  double others_running_s = 0;
+};
+ThreadAccount ReadThreadAccount();
+// What happened between two readings (threads that ended meanwhile take their time with them:
+// each figure is at least 0).
+ThreadAccount Since(const ThreadAccount& to, const ThreadAccount& from);
 // This process's private resident memory (RssAnon: heap, stacks, anonymous maps; not the shared
 // libraries' pages, which every process of one program shares), bytes; 0 when unknown.
 double ProcessPrivateBytes();

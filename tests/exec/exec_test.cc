@@ -34,6 +34,7 @@
 #include "exec/model/stage_model.h"
 #include "exec/runtime/weights.h"
 #include "partition/util/host.h"
+#include "partition/util/machine.h"
 #include "test_support.h"
 
 namespace pipetwin::exec {
@@ -719,6 +720,17 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
     EXPECT_EQ(w["busy_by_op_s"].size(), 3u) << w;
     EXPECT_NEAR(by_op, w["busy_s"].get<double>(), 1e-9 * w["busy_s"].get<double>());
   }
+  // The kernel's account of each worker's threads over its ops (where it keeps one): the
+  // computing thread's wait for its CPU within the run, and c10d Gloo's threads' own CPU.
+  const bool kernel_keeps_account = ReadThreadAccount().available;
+  for (const auto& w : report["details"]["workers"]) {
+    EXPECT_EQ(w.contains("waited_for_cpu_s"), kernel_keeps_account) << w;
+    if (!kernel_keeps_account) continue;
+    EXPECT_GE(w["waited_for_cpu_s"].get<double>(), 0) << w;
+    EXPECT_LE(w["waited_for_cpu_fraction"].get<double>(), 1) << w;
+    EXPECT_GE(w["preemptions"].get<double>(), 0) << w;
+    EXPECT_GT(w["helper_threads_cpu_s"].get<double>(), 0) << w;  // Gloo's loop moved messages
+  }
   for (const auto& d : report["devices"]) {
     EXPECT_GT(d["peak_memory_bytes"].get<double>(), 0);
     EXPECT_GT(d["category_peaks"]["weights"].get<double>(), 0);
@@ -1257,6 +1269,19 @@ TEST(ExecReport, AGpuWorkersMeasurementReadsBack) {
   EXPECT_EQ(back.cuda_allocator->allocated_peak_bytes, 2e9);
   EXPECT_EQ(back.cuda_allocator->reserved_peak_bytes, 4e9);
   EXPECT_FALSE(MeasurementFromJson(MeasurementToJson(WorkerMeasurement())).cuda_allocator);
+}
+
+// The kernel's account of a worker's threads travels to rank 0 too; a worker whose kernel keeps
+// none sends none, and rank 0 reads it as absent, not as zeros.
+TEST(ExecReport, AWorkersThreadAccountReadsBack) {
+  WorkerMeasurement m;
+  m.thread_account = {true, 0.25, 17, 0.5};
+  const ThreadAccount back = MeasurementFromJson(MeasurementToJson(m)).thread_account;
+  EXPECT_TRUE(back.available);
+  EXPECT_EQ(back.waiting_s, 0.25);
+  EXPECT_EQ(back.preempted, 17);
+  EXPECT_EQ(back.others_running_s, 0.5);
+  EXPECT_FALSE(MeasurementFromJson(MeasurementToJson(WorkerMeasurement())).thread_account.available);
 }
 
 // Synthetic data: micro-batch k is the same in every process (the first stage reads its samples,

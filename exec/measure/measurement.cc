@@ -118,7 +118,7 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
           {"boot_id", m.boot_id}, {"clock_origin_s", m.clock_origin_s},
           {"cpus", m.cpus}, {"cpu_time_s", m.cpu_time_s}};
   if (m.thread_account.available)
-    j["threads_account"] = {m.thread_account.waiting_s, m.thread_account.preempted,
+    j["thread_account"] = {m.thread_account.waiting_s, m.thread_account.preempted,
                             m.thread_account.others_running_s};
   if (m.cuda_allocator)
     j["cuda_allocator"] = {m.cuda_allocator->allocated_bytes,
@@ -162,8 +162,8 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.clock_origin_s = j.at("clock_origin_s");
   m.cpus = j.value("cpus", std::vector<int>{});
   m.cpu_time_s = j.value("cpu_time_s", 0.0);
-  if (j.contains("threads_account")) {
-    const auto& a = j.at("threads_account");
+  if (j.contains("thread_account")) {
+    const auto& a = j.at("thread_account");
     m.thread_account = {true, a[0], a[1], a[2]};
   }
   return m;

@@ -1,35 +1,21 @@
 #include "exec/runtime/cpu_policy.h"
 
-#include <dirent.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <vector>
+
+#include "partition/util/machine.h"
 
 namespace pipetwin::exec {
 namespace {
-
-std::vector<pid_t> ThreadsOfThisProcess() {
-  std::vector<pid_t> tids;
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (const dirent* entry = ::readdir(dir))
-      if (entry->d_name[0] != '.') tids.push_back(static_cast<pid_t>(std::atoi(entry->d_name)));
-    ::closedir(dir);
-  }
-  if (tids.empty()) tids.push_back(static_cast<pid_t>(::syscall(SYS_gettid)));
-  return tids;
-}
 
 // sched_setscheduler on a thread id sets that thread only (Linux).
 int SetEach(int policy, int priority) {
   sched_param param{};
   param.sched_priority = priority;
   int refused = 0;
-  for (pid_t tid : ThreadsOfThisProcess())
+  for (int tid : ThreadIdsOfThisProcess())
     if (::sched_setscheduler(tid, policy, &param) != 0 && errno != ESRCH) refused = errno;
   return refused;
 }

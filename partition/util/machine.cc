@@ -10,6 +10,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -179,29 +180,36 @@ double ProcessCpuSeconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
+std::vector<int> ThreadIdsOfThisProcess() {
+  std::vector<int> ids;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(dir))
+      if (entry->d_name[0] != '.') ids.push_back(std::atoi(entry->d_name));
+    ::closedir(dir);
+  }
+  if (ids.empty()) ids.push_back(static_cast<int>(::syscall(SYS_gettid)));
+  return ids;
+}
+
 ThreadAccount ReadThreadAccount() {
   ThreadAccount a;
-  const std::string self = std::to_string(static_cast<long>(::syscall(SYS_gettid)));
-  DIR* dir = ::opendir("/proc/self/task");
-  if (!dir) return a;
-  while (const dirent* entry = ::readdir(dir)) {
-    const std::string tid = entry->d_name;
-    if (tid.empty() || tid[0] == '.') continue;
+  const int self = static_cast<int>(::syscall(SYS_gettid));
+  for (int id : ThreadIdsOfThisProcess()) {
+    const std::string task = "/proc/self/task/" + std::to_string(id);
     // schedstat: nanoseconds running, nanoseconds runnable and waiting, time slices.
-    std::ifstream schedstat("/proc/self/task/" + tid + "/schedstat");
+    std::ifstream schedstat(task + "/schedstat");
     double running_ns = 0, waiting_ns = 0;
     if (!(schedstat >> running_ns >> waiting_ns)) continue;  // ended, or no schedstat
     a.available = true;
-    if (tid != self) {
+    if (id != self) {
       a.others_running_s += running_ns * 1e-9;
       continue;
     }
     a.waiting_s = waiting_ns * 1e-9;
-    std::ifstream status("/proc/self/task/" + tid + "/status");
+    std::ifstream status(task + "/status");
     for (std::string key; status >> key;)
       if (key == "nonvoluntary_ctxt_switches:") status >> a.preempted;
   }
-  ::closedir(dir);
   return a;
 }
 

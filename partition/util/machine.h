@@ -62,6 +62,9 @@ double LoadAverage1m();
 double MemInfoBytes(const std::string& field);
 // This process's CPU time so far (every thread), seconds.
 double ProcessCpuSeconds();
+// The ids of this process's threads (/proc/self/task); the calling thread's alone where that
+// cannot be read.
+std::vector<int> ThreadIdsOfThisProcess();
 // The kernel's account of this process's threads (/proc/self/task/*/schedstat and status): how
 // long the calling thread was runnable but waited for a CPU (waiting_s), how often it was
 // preempted (involuntary context switches), and how long every other thread ran

@@ -24,6 +24,11 @@ process's event-loop thread has already taken the receiver's "ready to receive" 
 else it leaves the payload to that thread, which shares the pinned core with the computing
 thread. `--yield-first` calls sched_yield() before each send, which lets that thread run first.
 
+`--ring`: both ranks, per hop, compute `--gemms` GEMMs of 256^3, send each other 128 KB and wait
+for the other's, as the calibration's rings do; prints each rank's time per hop, its GEMMs'
+thread CPU time, and how long its other threads (c10d Gloo's) ran per hop. `--batch-helpers`
+puts every thread but the computing one under SCHED_BATCH first (docs/executor.md).
+
 `--late`: the other order, as a pipeline's receiver mostly runs it: the send is posted first and
 the receiver computes `--late-ms` before it posts its receive (a stage finishing its op). Times
 from the receive's posting to the message's arrival, with the sender computing meanwhile
@@ -36,6 +41,7 @@ receive posted after its send adds.
   .venv/bin/python scripts/gloo_send_probe.py --arrival [--trials 200] [--compute-ms 2.5] [--wait-ms 1]
                                              [--compute-before] [--yield-first]
   .venv/bin/python scripts/gloo_send_probe.py --late [--trials 200] [--compute-ms 2.5] [--late-ms 1]
+  .venv/bin/python scripts/gloo_send_probe.py --ring [--trials 300] [--gemms 3] [--batch-helpers]
 """
 import argparse
 import os
@@ -221,6 +227,55 @@ def late(rank, args):
     dist.destroy_process_group()
 
 
+def ring(rank, args):
+    import threading
+    import torch
+    import torch.distributed as dist
+
+    join(rank, args)
+    if args.batch_helpers:
+        # Every thread but this one (c10d Gloo's, started by now) under SCHED_BATCH: a woken
+        # batch thread never preempts the computing thread.
+        me = threading.get_native_id()
+        for tid in map(int, os.listdir("/proc/self/task")):
+            if tid != me:
+                os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))
+    dist.barrier()
+    me = threading.get_native_id()
+
+    def helpers_cpu_s():
+        """Running time of every thread of this process but the computing one (schedstat)."""
+        total = 0
+        for tid in os.listdir("/proc/self/task"):
+            if int(tid) != me:
+                with open(f"/proc/self/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0]) * 1e-9
+        return total
+
+    a, b, c = torch.rand(256, 256), torch.rand(256, 256), torch.empty(256, 256)
+    token, incoming = torch.ones(32 * 1024), torch.empty(32 * 1024)  # 128 KB of fp32
+    warmup = 10
+    for hop in range(warmup + args.trials):
+        if hop == warmup:
+            start, gemm_s, helpers_from = time.perf_counter(), 0.0, helpers_cpu_s()
+        cpu_from = time.thread_time()
+        for _ in range(args.gemms):
+            torch.mm(a, b, out=c)
+        if hop >= warmup:
+            gemm_s += time.thread_time() - cpu_from
+        sent = dist.isend(token, dst=1 - rank, tag=hop)
+        dist.recv(incoming, src=1 - rank, tag=hop)
+        sent.wait()
+    hops = args.trials
+    # One write per line: the two ranks share standard output.
+    sys.stdout.write(f"rank {rank}{' (helpers SCHED_BATCH)' if args.batch_helpers else ''}: a hop "
+                     f"took {(time.perf_counter() - start) / hops * 1e6:.0f} us, its GEMMs "
+                     f"{gemm_s / hops * 1e6:.0f} us of thread CPU, the other threads ran "
+                     f"{(helpers_cpu_s() - helpers_from) / hops * 1e6:.0f} us\n")
+    sys.stdout.flush()
+    dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--both", action="store_true", help="rank 1 sends back meanwhile")
@@ -246,10 +301,18 @@ def main():
                         help="--arrival: how long the receiver waits before each message is sent")
     parser.add_argument("--no-pin", action="store_true",
                         help="--steady: both processes free on every core")
+    parser.add_argument("--ring", action="store_true",
+                        help="both ranks compute --gemms GEMMs, send 128 KB to each other and "
+                             "wait for the other's, over and over")
+    parser.add_argument("--gemms", type=int, default=3,
+                        help="--ring: 256^3 GEMMs per hop")
+    parser.add_argument("--batch-helpers", action="store_true",
+                        help="--ring: every thread but the computing one under SCHED_BATCH")
     args = parser.parse_args()
     if args.trials < 2:
         sys.exit("gloo_send_probe.py: --trials must be at least 2")
-    run = steady if args.steady else arrival if args.arrival else late if args.late else worker
+    run = (steady if args.steady else arrival if args.arrival else late if args.late
+           else ring if args.ring else worker)
     child = os.fork()
     if child == 0:
         run(1, args)

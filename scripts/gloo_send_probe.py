@@ -26,8 +26,12 @@ thread. `--yield-first` calls sched_yield() before each send, which lets that th
 
 `--ring`: both ranks, per hop, compute `--gemms` GEMMs of 256^3, send each other 128 KB and wait
 for the other's, as the calibration's rings do; prints each rank's time per hop, its GEMMs'
-thread CPU time, and how long its other threads (c10d Gloo's) ran per hop. `--batch-helpers`
-puts every thread but the computing one under SCHED_BATCH first (docs/executor.md).
+thread CPU time, how long its other threads (c10d Gloo's) ran, and how long its computing thread
+waited for its CPU, per hop. `--batch-helpers` puts every thread but the computing one under
+SCHED_BATCH first (docs/executor.md). `--pipeline`: the same two ranks as two 1F1B stages in
+their steady state instead, both computing at once: rank 0 a forward (a third of the GEMMs), the
+activation's send, the gradient's receive, a backward; rank 1 the activation's receive, all the
+GEMMs, the gradient's send; per step.
 
 `--late`: the other order, as a pipeline's receiver mostly runs it: the send is posted first and
 the receiver computes `--late-ms` before it posts its receive (a stage finishing its op). Times
@@ -42,6 +46,7 @@ receive posted after its send adds.
                                              [--compute-before] [--yield-first]
   .venv/bin/python scripts/gloo_send_probe.py --late [--trials 200] [--compute-ms 2.5] [--late-ms 1]
   .venv/bin/python scripts/gloo_send_probe.py --ring [--trials 300] [--gemms 3] [--batch-helpers]
+                                             [--pipeline]
 """
 import argparse
 import os
@@ -243,35 +248,68 @@ def ring(rank, args):
     dist.barrier()
     me = threading.get_native_id()
 
-    def helpers_cpu_s():
-        """Running time of every thread of this process but the computing one (schedstat)."""
-        total = 0
+    def thread_times():
+        """(this thread's wait for a CPU, its involuntary switches, the other threads' running
+        time), from the kernel's schedstat and status (seconds, count, seconds)."""
+        waited, preempted, others = 0.0, 0, 0.0
         for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                running_ns, waiting_ns = map(int, f.read().split()[:2])
             if int(tid) != me:
-                with open(f"/proc/self/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0]) * 1e-9
-        return total
+                others += running_ns * 1e-9
+                continue
+            waited = waiting_ns * 1e-9
+            with open(f"/proc/self/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("nonvoluntary_ctxt_switches:"):
+                        preempted = int(line.split()[1])
+        return waited, preempted, others
 
     a, b, c = torch.rand(256, 256), torch.rand(256, 256), torch.empty(256, 256)
     token, incoming = torch.ones(32 * 1024), torch.empty(32 * 1024)  # 128 KB of fp32
-    warmup = 10
+    gemm_s = 0.0
+
+    def gemms(k):
+        nonlocal gemm_s
+        cpu_from = time.thread_time()
+        for _ in range(k):
+            torch.mm(a, b, out=c)
+        gemm_s += time.thread_time() - cpu_from
+
+    forward = max(1, args.gemms // 3)  # --pipeline: a stage's forward, its backward the rest
+    warmup, sent = 10, []
+    if args.pipeline and rank == 0:
+        gemms(forward)
+        sent.append(dist.isend(token, dst=1, tag=0))
     for hop in range(warmup + args.trials):
         if hop == warmup:
-            start, gemm_s, helpers_from = time.perf_counter(), 0.0, helpers_cpu_s()
-        cpu_from = time.thread_time()
-        for _ in range(args.gemms):
-            torch.mm(a, b, out=c)
-        if hop >= warmup:
-            gemm_s += time.thread_time() - cpu_from
-        sent = dist.isend(token, dst=1 - rank, tag=hop)
-        dist.recv(incoming, src=1 - rank, tag=hop)
-        sent.wait()
+            start, gemm_s, times_from = time.perf_counter(), 0.0, thread_times()
+        if not args.pipeline:
+            gemms(args.gemms)
+            sent.append(dist.isend(token, dst=1 - rank, tag=hop))
+            dist.recv(incoming, src=1 - rank, tag=hop)
+        elif rank == 0:  # forward of the next micro-batch, then the backward of this one
+            gemms(forward)
+            sent.append(dist.isend(token, dst=1, tag=hop + 1))
+            dist.recv(incoming, src=1, tag=(1 << 20) + hop)
+            gemms(args.gemms - forward)
+        else:  # the last stage: forward and backward of each micro-batch as it arrives
+            dist.recv(incoming, src=0, tag=hop)
+            gemms(args.gemms)
+            sent.append(dist.isend(token, dst=0, tag=(1 << 20) + hop))
     hops = args.trials
+    took = (time.perf_counter() - start) / hops
+    times = [(t - f) / hops for t, f in zip(thread_times(), times_from)]
+    if args.pipeline and rank == 1:
+        dist.recv(incoming, src=0, tag=warmup + args.trials)
+    for work in sent:
+        work.wait()
     # One write per line: the two ranks share standard output.
-    sys.stdout.write(f"rank {rank}{' (helpers SCHED_BATCH)' if args.batch_helpers else ''}: a hop "
-                     f"took {(time.perf_counter() - start) / hops * 1e6:.0f} us, its GEMMs "
+    sys.stdout.write(f"rank {rank}{' (helpers SCHED_BATCH)' if args.batch_helpers else ''}: a "
+                     f"{'step' if args.pipeline else 'hop'} took {took * 1e6:.0f} us, its GEMMs "
                      f"{gemm_s / hops * 1e6:.0f} us of thread CPU, the other threads ran "
-                     f"{(helpers_cpu_s() - helpers_from) / hops * 1e6:.0f} us\n")
+                     f"{times[2] * 1e6:.0f} us; the computing thread waited {times[0] * 1e6:.0f} "
+                     f"us for its CPU, preempted {times[1]:.2f} times\n")
     sys.stdout.flush()
     dist.destroy_process_group()
 
@@ -304,6 +342,10 @@ def main():
     parser.add_argument("--ring", action="store_true",
                         help="both ranks compute --gemms GEMMs, send 128 KB to each other and "
                              "wait for the other's, over and over")
+    parser.add_argument("--pipeline", action="store_true",
+                        help="--ring: as two 1F1B stages instead (rank 0 a forward, its send, the "
+                             "gradient's receive, a backward; rank 1 a receive, --gemms GEMMs, a "
+                             "send), both computing at once")
     parser.add_argument("--gemms", type=int, default=3,
                         help="--ring: 256^3 GEMMs per hop")
     parser.add_argument("--batch-helpers", action="store_true",

@@ -4,7 +4,7 @@
   probe_scripts_test.py ROOT
 
 Runs each mode of scripts/gloo_send_probe.py (two processes over c10d Gloo; the ring with and
-without its helper threads under SCHED_BATCH) and
+without its helper threads under SCHED_BATCH, and as two 1F1B stages) and
 scripts/speed_drift.py briefly, and checks the lines they print: every figure present and
 positive, a median never above its 90th percentile, both kinds of sender reported, the idle
 times asked for reported in order with no excess at no idle; and that a malformed option ends the
@@ -54,16 +54,20 @@ for k, mode in enumerate([["--arrival", "--wait-ms", "0.2"],
     check(code == 0, f"gloo_send_probe.py {' '.join(mode)} exited {code}: {err[-400:]}")
     check_arrivals(" ".join(mode), out, trials)
 
-RING = re.compile(r"rank (\d)( \(helpers SCHED_BATCH\))?: a hop took (\d+) us, its GEMMs (\d+) us "
-                  r"of thread CPU, the other threads ran (\d+) us")
-for k, extra in enumerate([[], ["--batch-helpers"]]):
+RING = re.compile(r"rank (\d)( \(helpers SCHED_BATCH\))?: a (?:hop|step) took (\d+) us, its GEMMs "
+                  r"(\d+) us of thread CPU, the other threads ran (\d+) us; the computing thread "
+                  r"waited (\d+) us for its CPU, preempted ([\d.]+) times")
+for k, extra in enumerate([[], ["--batch-helpers"], ["--pipeline"]]):
     code, out, err = run("gloo_send_probe.py", "--ring", "--trials", "20", *extra, port=29567 + k)
     check(code == 0, f"--ring {extra}: exited {code}: {err[-400:]}")
     lines = [RING.match(line) for line in out.splitlines() if line.startswith("rank")]
     check(len(lines) == 2 and all(lines), f"--ring {extra}: two ranks' lines, got {out!r}")
     for m in filter(None, lines):
         hop, gemms = int(m[3]), int(m[4])
-        check(bool(m[2]) == bool(extra), f"--ring {extra}: policy said, got {m[0]!r}")
+        check(bool(m[2]) == ("--batch-helpers" in extra),
+              f"--ring {extra}: policy said, got {m[0]!r}")
+        check((" a step " in m[0]) == ("--pipeline" in extra),
+              f"--ring {extra}: hop or step, got {m[0]!r}")
         check(0 < gemms <= hop, f"--ring {extra}: GEMMs {gemms} us within the hop's {hop} us")
 
 code, out, err = run("gloo_send_probe.py", "--trials", "6", port=29565)

@@ -238,15 +238,14 @@ def ring(rank, args):
     import torch.distributed as dist
 
     join(rank, args)
+    me = threading.get_native_id()  # the computing thread
     if args.batch_helpers:
-        # Every thread but this one (c10d Gloo's, started by now) under SCHED_BATCH: a woken
-        # batch thread never preempts the computing thread.
-        me = threading.get_native_id()
+        # Every other thread (c10d Gloo's, started by now) under SCHED_BATCH: a woken batch
+        # thread never preempts the computing thread.
         for tid in map(int, os.listdir("/proc/self/task")):
             if tid != me:
                 os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))
     dist.barrier()
-    me = threading.get_native_id()
 
     def thread_times():
         """(this thread's wait for a CPU, its involuntary switches, the other threads' running

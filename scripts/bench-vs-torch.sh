@@ -27,7 +27,8 @@
 # --keep DIR/NAME` profiles the layers, calibrates the machine, predicts and runs pipetwin once.
 # Each torch run then first times its own layers under torch's runtime, in its own processes and
 # setup (bench_vs_torch.py --profile, the other fields of the workload from pipetwin's profile),
-# and writes its measured report (--report); `pipetwin compare --profile THAT --measured THIS`
+# and writes its measured report (--report) and its JSON line (DIR/NAME.WHO-K.line.json: each
+# rank's account of its steps, its thread account included); `pipetwin compare --profile THAT --measured THIS`
 # predicts the run from the profile on the same calibration. DIR/predict.md has, per scenario,
 # pipetwin's prediction and error, and for torch in each setup the median of its runs'
 # predictions against the median of their measurements; and each torch run predicted again from
@@ -95,6 +96,9 @@ run_torch() {  # SCENARIO RANKS SETUP [REPORT PROFILE LIKE REPLAY]: prints sampl
   if line=$("${setup[@]}" "$torchrun" --nproc-per-node "$2" --master-port "$port" \
               "$root/scripts/bench_vs_torch.py" "$1" "${pin[@]}" "${report[@]}" \
               2>"$out/torch.err" | tail -n 1); then
+    # The run's JSON line beside its report: each rank's account (per_rank), thread account
+    # included.
+    [ -n "${4:-}" ] && printf '%s\n' "$line" >"${4%.json}.line.json"
     python3 -c '
 import json, statistics, sys
 r = json.load(sys.stdin)

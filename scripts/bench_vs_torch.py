@@ -29,7 +29,10 @@ before the run, so that the profile and the run sample the machine over the same
 step then runs from one barrier to the next and the throughput counts the steps alone.
 The JSON line's per_rank says where each rank's steady state went (ActionTimes): the runtime's
 own milliseconds per action beyond the compute inside it; per iteration the compute (the loss
-also apart), the point-to-point waits, the optimizer and the rest of the step. --timeline FILE:
+also apart), the point-to-point waits, the optimizer and the rest of the step; and, where the
+kernel keeps schedstat, the rank's thread account over the timed steps as `pipetwin run` reports
+it per worker (scripts/thread_account.py: waited_for_cpu_s and _fraction, preemptions,
+helper_threads_cpu_s, the last c10d Gloo's threads' CPU). --timeline FILE:
 rank 0 also writes those timed calls one by one, every rank's, on one clock (write_timeline).
 --replay FILE (with --profile): rank 0 also writes the profile again with the run's own times
 (replay_samples), so that a prediction from it measures the simulator apart from the profile.
@@ -42,8 +45,10 @@ import math
 import os
 import statistics
 import sys
+import threading
 import time
 
+import thread_account
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -590,13 +595,17 @@ def main():
         step(it)
     dist.barrier()  # the steady state, from one barrier to the next, as a whole
     times.on = True
+    me = threading.get_native_id()  # the computing thread (one intra-op thread, this one)
     start = time.perf_counter()
     step_s = []
+    accounts = []  # (from, to) readings of the thread account around what is timed
     if not args.profile_during:
+        accounts.append(thread_account.read(me))
         for it in range(warmup, iterations):
             began = time.perf_counter()
             step(it)
             step_s.append(time.perf_counter() - began)
+        accounts.append(thread_account.read(me))
         dist.barrier()
         elapsed = accounted_s = time.perf_counter() - start
     else:
@@ -612,17 +621,28 @@ def main():
             profiler.round()
             dist.barrier()
             times.on = True
+            accounts.append(thread_account.read(me))
             began = time.perf_counter()
             step(it)
             accounted_s += time.perf_counter() - began
+            accounts.append(thread_account.read(me))
             times.on = False
             dist.barrier()
             step_s.append(time.perf_counter() - began)
         elapsed = sum(step_s)
     times.on = False
     steady = iterations - warmup
+    summary = times.summary(steady, accounted_s)
+    # The computing thread's wait for its CPU, its preemptions and the CPU of c10d Gloo's
+    # threads over the timed steps, under the names of pipetwin's report (details.workers[]);
+    # absent where the kernel keeps no schedstat.
+    spans = [thread_account.since(to, of) for of, to in zip(accounts[::2], accounts[1::2])]
+    if spans and None not in spans:
+        account = {key: sum(span[key] for span in spans) for key in spans[0]}
+        account["waited_for_cpu_fraction"] = account["waited_for_cpu_s"] / accounted_s
+        summary.update(account)
     per_rank = [None] * world
-    dist.all_gather_object(per_rank, times.summary(steady, accounted_s))
+    dist.all_gather_object(per_rank, summary)
     if args.profile:  # written after the run, which --profile-during profiles along
         gathered = [None] * world
         dist.all_gather_object(gathered, (profiler.samples, {i: runtime_ms for i in mine}))

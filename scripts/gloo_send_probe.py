@@ -53,6 +53,8 @@ import os
 import sys
 import time
 
+import thread_account
+
 
 def join(rank, args, pin=True):
     """Rank `rank` of the two, on its own core unless `pin` is off, with one compute thread."""
@@ -247,23 +249,6 @@ def ring(rank, args):
                 os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))
     dist.barrier()
 
-    def thread_times():
-        """(this thread's wait for a CPU, its involuntary switches, the other threads' running
-        time), from the kernel's schedstat and status (seconds, count, seconds)."""
-        waited, preempted, others = 0.0, 0, 0.0
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                running_ns, waiting_ns = map(int, f.read().split()[:2])
-            if int(tid) != me:
-                others += running_ns * 1e-9
-                continue
-            waited = waiting_ns * 1e-9
-            with open(f"/proc/self/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("nonvoluntary_ctxt_switches:"):
-                        preempted = int(line.split()[1])
-        return waited, preempted, others
-
     a, b, c = torch.rand(256, 256), torch.rand(256, 256), torch.empty(256, 256)
     token, incoming = torch.ones(32 * 1024), torch.empty(32 * 1024)  # 128 KB of fp32
     gemm_s = 0.0
@@ -282,7 +267,7 @@ def ring(rank, args):
         sent.append(dist.isend(token, dst=1, tag=0))
     for hop in range(warmup + args.trials):
         if hop == warmup:
-            start, gemm_s, times_from = time.perf_counter(), 0.0, thread_times()
+            start, gemm_s, account_from = time.perf_counter(), 0.0, thread_account.read(me)
         if not args.pipeline:
             gemms(args.gemms)
             sent.append(dist.isend(token, dst=1 - rank, tag=hop))
@@ -298,7 +283,12 @@ def ring(rank, args):
             sent.append(dist.isend(token, dst=0, tag=(1 << 20) + hop))
     hops = args.trials
     took = (time.perf_counter() - start) / hops
-    times = [(t - f) / hops for t, f in zip(thread_times(), times_from)]
+    account = thread_account.since(thread_account.read(me), account_from)
+    if account is None:
+        sys.exit("gloo_send_probe: --ring needs the kernel's schedstat "
+                 "(/proc/self/task/*/schedstat)")
+    times = [account[k] / hops for k in ("waited_for_cpu_s", "preemptions",
+                                          "helper_threads_cpu_s")]
     if args.pipeline and rank == 1:
         dist.recv(incoming, src=0, tag=warmup + args.trials)
     for work in sent:

@@ -9,7 +9,9 @@ report say: every rank counted each of its actions (a forward and a backward per
 chunk: 2 m per stage it holds) and no more; the compute inside the actions is less than the
 actions (the runtime's own share is not negative: a wrapped function that is not nested in the
 actions would make it so); the loss is counted apart, on the rank that holds the last stage
-only; the rest of the step is not negative; the report holds one step time per timed iteration.
+only; the rest of the step is not negative; the report holds one step time per timed iteration;
+each rank's thread account (its wait for a CPU, preemptions, c10d Gloo's threads' CPU) is there
+exactly where the kernel keeps schedstat, and Gloo's threads ran.
 Both runs also profile their layers (--profile): every layer's times measured, the other fields
 kept from --like, each rank's profiled compute and runtime per action of the order of its
 run's, and --replay holds the run's own times. The 1F1B run profiles before the run and its
@@ -30,6 +32,8 @@ from checks import Checks, require_torch
 require_torch()
 root = sys.argv[1]
 check = Checks()
+# Where the kernel keeps schedstat, each rank also reports its thread account (as pipetwin does).
+schedstat = os.path.exists(f"/proc/self/task/{os.getpid()}/schedstat")
 
 for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
     scenario = os.path.join(root, "scenarios", "bench-vs-torch", name + ".json")
@@ -80,6 +84,21 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
                   f"{name} rank {rank}: the rest of the step {r['other_ms_per_iteration']} ms < 0")
             check(r["compute_ms_per_iteration"] < 1e3 * line["iteration_s"],
                   f"{name} rank {rank}: more compute than the iteration")
+            # The thread account, as pipetwin's report has it: exactly where the kernel keeps
+            # schedstat; the wait a share of the timed steps, and c10d Gloo's threads ran (they
+            # moved every message).
+            account = ("waited_for_cpu_s", "waited_for_cpu_fraction", "preemptions",
+                       "helper_threads_cpu_s")
+            check(all((k in r) == schedstat for k in account),
+                  f"{name} rank {rank}: thread account {[k in r for k in account]}, the kernel "
+                  f"{'keeps' if schedstat else 'keeps no'} schedstat")
+            if schedstat:
+                check(0 <= r["waited_for_cpu_fraction"] < 1 and r["waited_for_cpu_s"] >= 0,
+                      f"{name} rank {rank}: waited {r['waited_for_cpu_s']} s, a share of "
+                      f"{r['waited_for_cpu_fraction']}")
+                check(r["helper_threads_cpu_s"] > 0 and r["preemptions"] >= 0,
+                      f"{name} rank {rank}: Gloo's threads ran {r['helper_threads_cpu_s']} s, "
+                      f"{r['preemptions']} preemptions")
         steps = json.load(open(report))["details"]["step_s"]
         check(len(steps) == line["iterations"],
               f"{name}: {len(steps)} step times for {line['iterations']} timed iterations")

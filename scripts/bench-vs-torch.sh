@@ -224,6 +224,35 @@ if rows:
         if errors:
             lines.append(f"\n{who} from its own timers: {len(errors)} runs, mean |error| "
                          f"{100 * sum(errors) / len(errors):.1f}%, worst {100 * max(errors):.1f}%")
+# Where each torch run went against its profile (bench_vs_torch.py's JSON line, per rank).
+accounts = []
+for r in rows:
+    for who in setups:
+        for f in sorted(glob.glob(f"{out}/{r['scenario']}.{who}-[0-9]*.line.json")):
+            try:
+                line = json.load(open(f))
+            except (OSError, ValueError):
+                continue
+            n = line["iterations"]
+            for rank, x in enumerate(line["per_rank"]):
+                if "profiled_compute_ms_per_iteration" not in x:
+                    continue
+                p, c = x["profiled_compute_ms_per_iteration"], x["compute_ms_per_iteration"]
+                account = (f"{1e3 * x['waited_for_cpu_s'] / n:.1f} | "
+                           f"{1e3 * x['helper_threads_cpu_s'] / n:.1f}"
+                           if "waited_for_cpu_s" in x else "- | -")
+                accounts.append(f"| {os.path.basename(f)[:-len('.line.json')]} | {rank} | "
+                                f"{p:.1f} -> {c:.1f} | {100 * (c - p) / p:+.1f}% | {account} | "
+                                f"{x['profiled_runtime_ms_per_action']:.2f} -> "
+                                f"{x['runtime_ms_per_action_all']:.2f} |")
+if accounts:
+    lines += ["", "Each torch run against its profile, per rank and iteration: the compute (the loss "
+              "in it), the computing thread's wait for a CPU and the CPU of c10d Gloo's threads "
+              "in the run (its thread account), and all the rank did besides compute, waits and "
+              "the optimizer per action, the runtime probe's against the run's", "",
+              "| run | rank | compute, ms: profiled -> run | change | waited for a CPU, ms | "
+              "Gloo's threads, ms | runtime per action, ms: probed -> run |",
+              "|---|---:|---:|---:|---:|---:|---:|"] + accounts
 open(md_path, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

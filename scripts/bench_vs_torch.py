@@ -32,7 +32,8 @@ own milliseconds per action beyond the compute inside it; per iteration the comp
 also apart), the point-to-point waits, the optimizer and the rest of the step; and, where the
 kernel keeps schedstat, the rank's thread account over the timed steps as `pipetwin run` reports
 it per worker (scripts/thread_account.py: waited_for_cpu_s and _fraction, preemptions,
-helper_threads_cpu_s, the last c10d Gloo's threads' CPU). --timeline FILE:
+helper_threads_cpu_s, the last c10d Gloo's threads' CPU); with --profile, also what the profile
+said of the same (profiled_compute_ms_per_iteration, profiled_runtime_ms_per_action). --timeline FILE:
 rank 0 also writes those timed calls one by one, every rank's, on one clock (write_timeline).
 --replay FILE (with --profile): rank 0 also writes the profile again with the run's own times
 (replay_samples), so that a prediction from it measures the simulator apart from the profile.
@@ -655,6 +656,16 @@ def main():
                           else ", profiled before the run"))
             write_profile(args.profile, copy.deepcopy(like), merged, stages, runtime,
                           runtime_of)
+            # Beside each rank's run, what its profile said of the same (the JSON line's
+            # per_rank): its compute per iteration (the loss in it, as the run counts it) and
+            # the runtime probe's ms per action, so that a prediction's error can be followed to
+            # the compute that moved between the profile and the run, or the runtime.
+            mean = statistics.mean
+            for r, run in enumerate(per_rank):
+                run["profiled_compute_ms_per_iteration"] = m * sum(
+                    mean(f) + mean(g) for i in merged if i % world == r
+                    for f, g, _ in merged[i])
+                run["profiled_runtime_ms_per_action"] = runtime_of[r]
     if args.replay and rank == 0:
         replayed, runtime_all = replay_samples(merged, per_rank, world, m)
         write_profile(args.replay, copy.deepcopy(like), replayed, stages,

@@ -14,7 +14,8 @@ each rank's thread account (its wait for a CPU, preemptions, c10d Gloo's threads
 exactly where the kernel keeps schedstat, and Gloo's threads ran.
 Both runs also profile their layers (--profile): every layer's times measured, the other fields
 kept from --like, each rank's profiled compute and runtime per action of the order of its
-run's, and --replay holds the run's own times. The 1F1B run profiles before the run and its
+run's (and the JSON line's profiled compute and probe figure are the profile's), and --replay
+holds the run's own times. The 1F1B run profiles before the run and its
 --timeline holds the calls the JSON line sums, one by one; the interleaved run profiles between
 its steps (--profile-during), and its throughput counts the steps alone. Exits 77 (skipped)
 where torch cannot be imported.
@@ -186,6 +187,18 @@ for name, stages_per_rank in (("mlp-2s-flush", 1), ("mlp-2x2-interleaved", 2)):
                   f"the run {r['compute_ms_per_iteration']:.1f}")
             print(name, "rank", rank, f"profiled {profiled:.1f} ms, run",
                   f"{r['compute_ms_per_iteration']:.1f} ms of compute an iteration")
+            # The JSON line's own account of the profile: the same compute less the runtime
+            # probe's share (two actions per micro-batch and stage), and the probe's figure.
+            found = re.search(r"own ([0-9.]+) ms per action", mine[0]["description"])
+            if found:
+                probed = float(found.group(1))
+                want = profiled - 2 * m * stages_per_rank * probed
+                check(abs(r["profiled_compute_ms_per_iteration"] - want) < 0.01 * m + 1e-3 * want,
+                      f"{name} rank {rank}: the line's profiled compute "
+                      f"{r['profiled_compute_ms_per_iteration']:.3f} ms, the profile's {want:.3f}")
+                check(abs(r["profiled_runtime_ms_per_action"] - probed) < 5e-4 + 1e-3 * probed,
+                      f"{name} rank {rank}: the line's probed runtime "
+                      f"{r['profiled_runtime_ms_per_action']} ms per action, the profile's {probed}")
 
 # Bad input: --profile without --like, a --like that is no workload file: one line, exit 2.
 for extra, what in ((["--profile", "x.json"], "--like"),

@@ -33,6 +33,13 @@ their steady state instead, both computing at once: rank 0 a forward (a third of
 activation's send, the gradient's receive, a backward; rank 1 the activation's receive, all the
 GEMMs, the gradient's send; per step.
 
+`--context`: does a stage compute slower beside its messages than alone (as a profile times it)?
+The validation matrix's two MLP stages (2 x Linear(1024) and ReLU each, micro-batch 32) in
+1F1B's steady state, both ranks computing at once, in blocks of 16 micro-batches: one block
+alone (each rank's own input and gradient, no messages), the next exchanging the activations and
+gradients over Gloo, alternated for `--trials` blocks; prints each rank's mean forward and
+backward time in each, the first two blocks of each left out.
+
 `--late`: the other order, as a pipeline's receiver mostly runs it: the send is posted first and
 the receiver computes `--late-ms` before it posts its receive (a stage finishing its op). Times
 from the receive's posting to the message's arrival, with the sender computing meanwhile
@@ -47,6 +54,7 @@ receive posted after its send adds.
   .venv/bin/python scripts/gloo_send_probe.py --late [--trials 200] [--compute-ms 2.5] [--late-ms 1]
   .venv/bin/python scripts/gloo_send_probe.py --ring [--trials 300] [--gemms 3] [--batch-helpers]
                                              [--pipeline]
+  .venv/bin/python scripts/gloo_send_probe.py --context [--trials 90]
 """
 import argparse
 import os
@@ -303,6 +311,75 @@ def ring(rank, args):
     dist.destroy_process_group()
 
 
+def context(rank, args):
+    """--context: does a stage compute slower beside its messages than alone?"""
+    import statistics
+    import torch
+    import torch.distributed as dist
+
+    join(rank, args)
+    b, h, m = 32, 1024, 16  # the validation matrix's MLP stage: 2 x (Linear(1024), ReLU)
+    torch.manual_seed(rank)
+    stage = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, h),
+                                torch.nn.ReLU())
+    x, gradient = torch.randn(b, h), torch.full((b, h), 1e-3)
+    took = {mode: {"forward": [], "backward": []} for mode in ("alone", "pipeline")}
+
+    def timed(mode, op, fn):
+        start = time.perf_counter()
+        out = fn()
+        took[mode][op].append(time.perf_counter() - start)
+        return out
+
+    def forward(given):
+        given = given.detach().requires_grad_(rank == 1)
+        return given, stage(given)
+
+    def backward(pair, grad):
+        pair[1].backward(grad)
+        return pair[0].grad
+
+    for block in range(args.trials):
+        mode = "pipeline" if block % 2 else "alone"
+        piped = mode == "pipeline"
+        dist.barrier()
+        sent = []
+        if rank == 0:  # forward of the next micro-batch, then the backward of the oldest
+            held = []
+            for k in range(m + 1):
+                if k < m:
+                    held.append(timed(mode, "forward", lambda: forward(x)))
+                    if piped:
+                        sent.append(dist.isend(held[-1][1].detach(), dst=1))
+                if k:
+                    incoming = torch.empty(b, h)
+                    if piped:
+                        dist.recv(incoming, src=1)
+                    timed(mode, "backward",
+                          lambda: backward(held.pop(0), incoming if piped else gradient))
+        else:  # the last stage: each micro-batch's forward and backward as it arrives
+            for k in range(m):
+                incoming = torch.empty(b, h)
+                if piped:
+                    dist.recv(incoming, src=0)
+                pair = timed(mode, "forward", lambda: forward(incoming if piped else x))
+                back = timed(mode, "backward", lambda: backward(pair, gradient))
+                if piped:
+                    sent.append(dist.isend(back.detach(), dst=0))
+        for work in sent:
+            work.wait()
+        stage.zero_grad()
+    lines = []
+    for op in ("forward", "backward"):
+        alone, piped = (statistics.mean(took[mode][op][2 * m:]) * 1e6
+                        for mode in ("alone", "pipeline"))
+        lines.append(f"rank {rank} {op}: alone {alone:.0f} us, in the pipeline {piped:.0f} us "
+                     f"({100 * (piped / alone - 1):+.1f}%)\n")
+    sys.stdout.write("".join(lines))  # one write: the two ranks share standard output
+    sys.stdout.flush()
+    dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--both", action="store_true", help="rank 1 sends back meanwhile")
@@ -339,11 +416,14 @@ def main():
                         help="--ring: 256^3 GEMMs per hop")
     parser.add_argument("--batch-helpers", action="store_true",
                         help="--ring: every thread but the computing one under SCHED_BATCH")
+    parser.add_argument("--context", action="store_true",
+                        help="two MLP stages in 1F1B, blocks of 16 micro-batches computed alone "
+                             "and with their messages alternated (--trials blocks)")
     args = parser.parse_args()
     if args.trials < 2:
         sys.exit("gloo_send_probe.py: --trials must be at least 2")
     run = (steady if args.steady else arrival if args.arrival else late if args.late
-           else ring if args.ring else worker)
+           else ring if args.ring else context if args.context else worker)
     child = os.fork()
     if child == 0:
         run(1, args)

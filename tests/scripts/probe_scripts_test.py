@@ -4,7 +4,8 @@
   probe_scripts_test.py ROOT
 
 Runs each mode of scripts/gloo_send_probe.py (two processes over c10d Gloo; the ring with and
-without its helper threads under SCHED_BATCH, and as two 1F1B stages) and
+without its helper threads under SCHED_BATCH, and as two 1F1B stages; the stages computing alone
+and beside their messages) and
 scripts/speed_drift.py briefly, and checks the lines they print: every figure present and
 positive, a median never above its 90th percentile, both kinds of sender reported, the idle
 times asked for reported in order with no excess at no idle; and that a malformed option ends the
@@ -69,6 +70,22 @@ for k, extra in enumerate([[], ["--batch-helpers"], ["--pipeline"]]):
         check((" a step " in m[0]) == ("--pipeline" in extra),
               f"--ring {extra}: hop or step, got {m[0]!r}")
         check(0 < gemms <= hop, f"--ring {extra}: GEMMs {gemms} us within the hop's {hop} us")
+
+# --context: each rank's forward and backward, alone and in the pipeline; the same ops in both,
+# so of the same order (a block timed whole, or a mode that skipped its compute, would not be).
+code, out, err = run("gloo_send_probe.py", "--context", "--trials", "8", port=29570)
+check(code == 0, f"--context: exited {code}: {err[-400:]}")
+CONTEXT = re.compile(r"rank (\d) (forward|backward): alone (\d+) us, in the pipeline (\d+) us "
+                     r"\(([+-][\d.]+)%\)$")
+found = [CONTEXT.match(line) for line in out.splitlines() if line.startswith("rank")]
+check(len(found) == 4 and all(found) and {(m[1], m[2]) for m in found} ==
+      {(r, op) for r in "01" for op in ("forward", "backward")},
+      f"--context: each rank's forward and backward, got {out!r}")
+for m in filter(None, found):
+    alone, piped = int(m[3]), int(m[4])
+    check(0 < alone and 0.5 < piped / alone < 2 and
+          abs(100 * (piped / alone - 1) - float(m[5])) < 0.2,
+          f"--context: {m[0]!r}")
 
 code, out, err = run("gloo_send_probe.py", "--trials", "6", port=29565)
 check(code == 0 and re.search(r"isend\(\) returned in \d+ us \(median\)", out),

@@ -236,6 +236,25 @@ def schedule_of(name, stages, m, loss):
     fail(f"bench_vs_torch: schedule {name} is not benchmarked here")
 
 
+def run_order(schedule, rank, mine, m):
+    """The forwards and backwards the schedule runs on this rank, in its order: [(stage index,
+    "F" or "B")], from torch's own pipeline_order (the bubbles' None and REDUCE_GRAD left out).
+    The micro-batch numbers are not taken from it (a stage's backwards run in its forwards'
+    order); each stage of the rank must come out with m of each."""
+    from torch.distributed.pipelining.schedules import _ComputationType as C
+
+    kinds = {C.FORWARD: "F", C.FULL_BACKWARD: "B"}
+    order = [(a.stage_index, kinds[a.computation_type])
+             for a in (schedule.pipeline_order or {}).get(rank, [])
+             if a is not None and a.computation_type in kinds]
+    for index in mine:
+        for kind in "FB":
+            if order.count((index, kind)) != m:
+                fail(f"bench_vs_torch: the schedule's order for rank {rank} has "
+                     f"{order.count((index, kind))} {kind} of stage {index}, expected {m}")
+    return order
+
+
 class StandIn(nn.Module):
     """A stage that computes next to nothing but takes and gives the tensors of the stage it stands
     in for: its output of the real stage's shape (one weight times ones), tied to its input so
@@ -303,20 +322,22 @@ class StageProfiler:
     """Each layer's times on this rank under torch's runtime, as pipetwin profile measures its
     own (exec/measure/profiler.cc): per micro-batch each layer's forward (the last stage's last
     layer ending in the loss) and backward, the gradients accumulated in the parameters' .grad as
-    the schedule leaves them (all_forwards_first: in GPipe's order, the m forwards and then the m
-    backwards; else each micro-batch's backward after its forward, as 1F1B's steady state runs
-    them); per iteration the stage's update as torch's step makes it: the gradients scaled by
-    1 / m (PipelineStage.scale_grads), the optimizer's step and zero_grad. The ranks profile at
-    once, each its own stages, as they compute at once in the run. A layer's backward runs from
-    the gradient of its output (a tensor hook) to that of its input; the stage's first layer's
-    ends with autograd's call, its weight gradients included. The update is shared among a
-    stage's layers by their parameter counts (the step is one pass over each parameter and its
-    state). round() is one iteration of each of the rank's stages; `samples` is {stage index:
-    [[forward ms], [backward ms], [update ms]] per layer, one sample per recorded round}."""
+    the schedule leaves them, the forwards and backwards in the order the schedule runs them on
+    this rank (`order`, from the schedule's own pipeline_order: run_order), so that what the
+    caches hold when a backward starts is what they hold in the run (a backward right after its
+    own forward finds its activations hot; in 1F1B's steady state a first stage's backward
+    follows the next micro-batch's forward, and runs slower); per iteration the stage's update as
+    torch's step makes it: the gradients scaled by 1 / m (PipelineStage.scale_grads), the
+    optimizer's step and zero_grad. The ranks profile at once, each its own stages, as they
+    compute at once in the run. A layer's backward runs from the gradient of its output (a
+    tensor hook) to that of its input; the stage's first layer's ends with autograd's call, its
+    weight gradients included. The update is shared among a stage's layers by their parameter
+    counts (the step is one pass over each parameter and its state). round() is one iteration of
+    each of the rank's stages; `samples` is {stage index: [[forward ms], [backward ms], [update
+    ms]] per layer, one sample per recorded round}."""
 
-    def __init__(self, stages, layers, workload, m, b, optimizer_of, loss, generator,
-                 all_forwards_first):
-        self.m, self.loss, self.all_forwards_first = m, loss, all_forwards_first
+    def __init__(self, stages, layers, workload, m, b, optimizer_of, loss, generator, order):
+        self.m, self.loss, self.order = m, loss, order
         self.stages, self.samples = [], {}
         for index, stage in stages:
             first, last = stage["first_layer"], stage["last_layer"]
@@ -337,49 +358,53 @@ class StageProfiler:
             self.samples[index] = [[[], [], []] for _ in mine]
 
     def round(self, record=True):
-        for stage in self.stages:
-            self._round_of(stage, record)
+        """One iteration: every forward and backward of the rank's stages in the schedule's
+        order, then each stage's update."""
+        times = {st["index"]: ([0.0] * len(st["layers"]), [0.0] * len(st["layers"]))
+                 for st in self.stages}
+        by_index = {st["index"]: st for st in self.stages}
+        held = {index: [] for index in by_index}  # each stage's micro-batches in flight
+        for index, kind in self.order:
+            st = by_index[index]
+            if kind == "F":
+                held[index].append(self._forward(st, times[index][0]))
+            else:  # a stage's backwards run in its forwards' order
+                self._backward(st, held[index].pop(0), times[index][1])
+        for st in self.stages:
+            self._update(st, *times[st["index"]], record)
 
-    def _round_of(self, st, record):
-        mine, x, y, is_last, m = st["layers"], st["x"], st["y"], st["is_last"], self.m
+    def _forward(self, st, forward):
+        mine, x, y, is_last = st["layers"], st["x"], st["y"], st["is_last"]
         n = len(mine)
-        forward, backward = [0.0] * n, [0.0] * n
+        outputs, marks = [], [time.perf_counter()]
+        h = x
+        for i, layer in enumerate(mine):
+            h = layer(h)
+            if is_last and i == n - 1:
+                h = self.loss(h, y)
+            outputs.append(h)
+            marks.append(time.perf_counter())
+        for i in range(n):
+            forward[i] += 1e3 * (marks[i + 1] - marks[i])
+        return outputs
 
-        def run_forward():
-            outputs, marks = [], [time.perf_counter()]
-            h = x
-            for i, layer in enumerate(mine):
-                h = layer(h)
-                if is_last and i == n - 1:
-                    h = self.loss(h, y)
-                outputs.append(h)
-                marks.append(time.perf_counter())
-            for i in range(n):
-                forward[i] += 1e3 * (marks[i + 1] - marks[i])
-            return outputs
+    def _backward(self, st, outputs, backward):
+        n = len(st["layers"])
+        if st["grad_out"] is None and not st["is_last"]:
+            st["grad_out"] = torch.randn_like(outputs[-1])
+        seen = [None] * n
+        for i in range(n - 1):
+            outputs[i].register_hook(lambda g, i=i: seen.__setitem__(i, time.perf_counter()))
+        begin = time.perf_counter()
+        torch.autograd.backward(outputs[-1], st["grad_out"])
+        end = time.perf_counter()
+        for i in range(n):
+            after = seen[i - 1] if i > 0 else end
+            before = seen[i] if i < n - 1 else begin
+            backward[i] += 1e3 * (after - before)
 
-        def run_backward(outputs):
-            if st["grad_out"] is None and not is_last:
-                st["grad_out"] = torch.randn_like(outputs[-1])
-            seen = [None] * n
-            for i in range(n - 1):
-                outputs[i].register_hook(lambda g, i=i: seen.__setitem__(i, time.perf_counter()))
-            begin = time.perf_counter()
-            torch.autograd.backward(outputs[-1], st["grad_out"])
-            end = time.perf_counter()
-            for i in range(n):
-                after = seen[i - 1] if i > 0 else end
-                before = seen[i] if i < n - 1 else begin
-                backward[i] += 1e3 * (after - before)
-
-        if self.all_forwards_first:  # GPipe: the m micro-batches' activations all held at once
-            held = [run_forward() for _ in range(m)]
-            for outputs in held:
-                run_backward(outputs)
-            del held
-        else:
-            for _ in range(m):
-                run_backward(run_forward())
+    def _update(self, st, forward, backward, record):
+        m = self.m
         begin = time.perf_counter()
         with torch.no_grad():
             for p in st["parameters"]:
@@ -578,7 +603,7 @@ def main():
     if args.profile:
         profiler = StageProfiler([(i, stages[i]) for i in mine], layers, workload, m, b,
                                  optimizer_of, loss_fn, torch.Generator().manual_seed(3),
-                                 all_forwards_first=schedule_name == "gpipe")
+                                 run_order(schedule, rank, mine, m))
         for it in range(2 if args.profile_during else iterations + 2):
             profiler.round(record=it >= 2)  # two warm-up rounds left out
         runtime_ms = probe_runtime(times, schedule_name, stages, mine, layers, workload, m, b,

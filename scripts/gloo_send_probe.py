@@ -33,12 +33,14 @@ their steady state instead, both computing at once: rank 0 a forward (a third of
 activation's send, the gradient's receive, a backward; rank 1 the activation's receive, all the
 GEMMs, the gradient's send; per step.
 
-`--context`: does a stage compute slower beside its messages than alone (as a profile times it)?
-The validation matrix's two MLP stages (2 x Linear(1024) and ReLU each, micro-batch 32) in
-1F1B's steady state, both ranks computing at once, in blocks of 16 micro-batches: one block
-alone (each rank's own input and gradient, no messages), the next exchanging the activations and
-gradients over Gloo, alternated for `--trials` blocks; prints each rank's mean forward and
-backward time in each, the first two blocks of each left out.
+`--context`: does a stage compute as a profile times it? The validation matrix's two MLP stages
+(2 x Linear(1024) and ReLU each, micro-batch 32), both ranks computing at once, in blocks of 16
+micro-batches of three kinds, alternated for `--trials` blocks: each backward right after its own
+forward (no messages); 1F1B's steady state (rank 0's backward after the next micro-batch's
+forward), no messages, each rank on its own input and gradient; and 1F1B exchanging the
+activations and gradients over Gloo. Prints each rank's mean forward and backward time in each,
+the first two blocks of each left out, the second against the first and the third against the
+second.
 
 `--late`: the other order, as a pipeline's receiver mostly runs it: the send is posted first and
 the receiver computes `--late-ms` before it posts its receive (a stage finishing its op). Times
@@ -312,7 +314,8 @@ def ring(rank, args):
 
 
 def context(rank, args):
-    """--context: does a stage compute slower beside its messages than alone?"""
+    """--context: does a stage compute slower in 1F1B's order than each backward right after its
+    forward, and slower beside its messages than alone?"""
     import statistics
     import torch
     import torch.distributed as dist
@@ -323,7 +326,8 @@ def context(rank, args):
     stage = torch.nn.Sequential(torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, h),
                                 torch.nn.ReLU())
     x, gradient = torch.randn(b, h), torch.full((b, h), 1e-3)
-    took = {mode: {"forward": [], "backward": []} for mode in ("alone", "pipeline")}
+    modes = ("adjacent", "alone", "pipeline")
+    took = {mode: {"forward": [], "backward": []} for mode in modes}
 
     def timed(mode, op, fn):
         start = time.perf_counter()
@@ -340,11 +344,15 @@ def context(rank, args):
         return pair[0].grad
 
     for block in range(args.trials):
-        mode = "pipeline" if block % 2 else "alone"
+        mode = modes[block % 3]
         piped = mode == "pipeline"
         dist.barrier()
         sent = []
-        if rank == 0:  # forward of the next micro-batch, then the backward of the oldest
+        if mode == "adjacent":  # a profile's order: each backward right after its forward
+            for k in range(m):
+                pair = timed(mode, "forward", lambda: forward(x))
+                timed(mode, "backward", lambda: backward(pair, gradient))
+        elif rank == 0:  # 1F1B: the next micro-batch's forward, then the oldest one's backward
             held = []
             for k in range(m + 1):
                 if k < m:
@@ -371,10 +379,10 @@ def context(rank, args):
         stage.zero_grad()
     lines = []
     for op in ("forward", "backward"):
-        alone, piped = (statistics.mean(took[mode][op][2 * m:]) * 1e6
-                        for mode in ("alone", "pipeline"))
-        lines.append(f"rank {rank} {op}: alone {alone:.0f} us, in the pipeline {piped:.0f} us "
-                     f"({100 * (piped / alone - 1):+.1f}%)\n")
+        adjacent, alone, piped = (statistics.mean(took[mode][op][2 * m:]) * 1e6 for mode in modes)
+        lines.append(f"rank {rank} {op}: each backward after its forward {adjacent:.0f} us; in "
+                     f"1F1B's order {alone:.0f} us ({100 * (alone / adjacent - 1):+.1f}%); with "
+                     f"its messages {piped:.0f} us ({100 * (piped / alone - 1):+.1f}%)\n")
     sys.stdout.write("".join(lines))  # one write: the two ranks share standard output
     sys.stdout.flush()
     dist.destroy_process_group()
@@ -417,8 +425,9 @@ def main():
     parser.add_argument("--batch-helpers", action="store_true",
                         help="--ring: every thread but the computing one under SCHED_BATCH")
     parser.add_argument("--context", action="store_true",
-                        help="two MLP stages in 1F1B, blocks of 16 micro-batches computed alone "
-                             "and with their messages alternated (--trials blocks)")
+                        help="two MLP stages, blocks of 16 micro-batches, each backward after "
+                             "its forward, in 1F1B's order, and with their messages, alternated "
+                             "(--trials blocks)")
     args = parser.parse_args()
     if args.trials < 2:
         sys.exit("gloo_send_probe.py: --trials must be at least 2")

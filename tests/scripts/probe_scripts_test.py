@@ -4,8 +4,8 @@
   probe_scripts_test.py ROOT
 
 Runs each mode of scripts/gloo_send_probe.py (two processes over c10d Gloo; the ring with and
-without its helper threads under SCHED_BATCH, and as two 1F1B stages; the stages computing alone
-and beside their messages) and
+without its helper threads under SCHED_BATCH, and as two 1F1B stages; the stages computing in a profile's
+order, in 1F1B's and beside their messages) and
 scripts/speed_drift.py briefly, and checks the lines they print: every figure present and
 positive, a median never above its 90th percentile, both kinds of sender reported, the idle
 times asked for reported in order with no excess at no idle; and that a malformed option ends the
@@ -71,21 +71,23 @@ for k, extra in enumerate([[], ["--batch-helpers"], ["--pipeline"]]):
               f"--ring {extra}: hop or step, got {m[0]!r}")
         check(0 < gemms <= hop, f"--ring {extra}: GEMMs {gemms} us within the hop's {hop} us")
 
-# --context: each rank's forward and backward, alone and in the pipeline; the same ops in both,
-# so of the same order (a block timed whole, or a mode that skipped its compute, would not be).
-code, out, err = run("gloo_send_probe.py", "--context", "--trials", "8", port=29570)
+# --context: each rank's forward and backward in the three orders; the same ops in each, so of
+# the same order of size (a block timed whole, or a kind that skipped its compute, would not be),
+# and each change what its two times say.
+code, out, err = run("gloo_send_probe.py", "--context", "--trials", "12", port=29570)
 check(code == 0, f"--context: exited {code}: {err[-400:]}")
-CONTEXT = re.compile(r"rank (\d) (forward|backward): alone (\d+) us, in the pipeline (\d+) us "
+CONTEXT = re.compile(r"rank (\d) (forward|backward): each backward after its forward (\d+) us; "
+                     r"in 1F1B's order (\d+) us \(([+-][\d.]+)%\); with its messages (\d+) us "
                      r"\(([+-][\d.]+)%\)$")
 found = [CONTEXT.match(line) for line in out.splitlines() if line.startswith("rank")]
 check(len(found) == 4 and all(found) and {(m[1], m[2]) for m in found} ==
       {(r, op) for r in "01" for op in ("forward", "backward")},
       f"--context: each rank's forward and backward, got {out!r}")
 for m in filter(None, found):
-    alone, piped = int(m[3]), int(m[4])
-    check(0 < alone and 0.5 < piped / alone < 2 and
-          abs(100 * (piped / alone - 1) - float(m[5])) < 0.2,
-          f"--context: {m[0]!r}")
+    adjacent, alone, piped = int(m[3]), int(m[4]), int(m[6])
+    check(0 < adjacent and 0.5 < alone / adjacent < 2 and 0.5 < piped / alone < 2 and
+          abs(100 * (alone / adjacent - 1) - float(m[5])) < 0.2 and
+          abs(100 * (piped / alone - 1) - float(m[7])) < 0.2, f"--context: {m[0]!r}")
 
 code, out, err = run("gloo_send_probe.py", "--trials", "6", port=29565)
 check(code == 0 and re.search(r"isend\(\) returned in \d+ us \(median\)", out),

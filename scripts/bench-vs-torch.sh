@@ -15,7 +15,12 @@
 #     each rank pinned to one core (--pin), and glibc's malloc keeping the memory tensors free
 #     at the top of its heap instead of returning it to the kernel (MALLOC_TRIM_THRESHOLD_ and
 #     MALLOC_TOP_PAD_ of 1 GiB and 256 MiB), as pipetwin's caching CPU allocator keeps freed
-#     blocks (exec/runtime/cpu_allocator.h); what is left between it and pipetwin is the runtimes;
+#     blocks (exec/runtime/cpu_allocator.h), and taking tensors of up to 32 MiB from that heap
+#     (MALLOC_MMAP_THRESHOLD_): setting either of the first two turns off glibc's dynamic mmap
+#     threshold, which would otherwise rise to 32 MiB on 64-bit systems (mallopt(3),
+#     M_MMAP_THRESHOLD), and leave every tensor of 128 KiB or more mapped on allocation and
+#     unmapped on free, each page faulted in again; what is left between it and pipetwin is the
+#     runtimes;
 # all over the scenario's iterations with one warm-up left out, on synthetic data. The table
 # (DIR/bench-vs-torch.md, default DIR bench-vs-torch) gives the median samples/s of each, the
 # ratios and the spread (min-max) of the runs, with the machine and the date, and torch's own
@@ -90,7 +95,8 @@ run_torch() {  # SCENARIO RANKS SETUP [REPORT PROFILE LIKE REPLAY]: prints sampl
   local port=$((29500 + RANDOM % 2000)) line report=() setup=(env) pin=()
   [ -n "${4:-}" ] && report=(--report "$4" --profile "$5" --like "$6" --replay "$7" "${during[@]}")
   if [ "$3" = pinned ]; then
-    setup=(env MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456)
+    setup=(env MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=268435456
+           MALLOC_MMAP_THRESHOLD_=33554432)
     pin=(--pin)
   fi
   if line=$("${setup[@]}" "$torchrun" --nproc-per-node "$2" --master-port "$port" \

@@ -240,7 +240,9 @@ def run_order(schedule, rank, mine, m):
     """The forwards and backwards the schedule runs on this rank, in its order: [(stage index,
     "F" or "B")], from torch's own pipeline_order (the bubbles' None and REDUCE_GRAD left out).
     The micro-batch numbers are not taken from it (a stage's backwards run in its forwards'
-    order); each stage of the rank must come out with m of each."""
+    order, and torch 2.11's Schedule1F1B numbers its last rank's from 1 to m where its step loop
+    runs 0 to m - 1: scripts/torch_schedules.py); each stage of the rank must come out with m of
+    each."""
     from torch.distributed.pipelining.schedules import _ComputationType as C
 
     kinds = {C.FORWARD: "F", C.FULL_BACKWARD: "B"}

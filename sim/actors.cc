@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <tuple>
@@ -81,6 +82,9 @@ class WorkerActors {
     std::vector<sg4::CommPtr> undelivered;  // blocking sends (op.h): posted, not yet waited on
     // Its receives posted at their ops (ReceivePostingOf): messages wait for them (rendezvous).
     bool receives_at_op = false;
+    // Its latest compute: from when, and until when (infinity while it runs), for a message
+    // that moves while its sender computes (BusySenderWait).
+    double computing_from_s = -1, computing_until_s = -1;
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
@@ -118,6 +122,7 @@ class WorkerActors {
   double Execute(const Worker& me, double seconds, bool holding_slot = false);
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
+  bool BusySenderWait(const Worker& me, const Worker& sender, double moved_from);
   bool ChargeMessageCpu(const Worker& me);
   // Whether the shared CPU host `cpu` runs more workers than the server's cores.
   bool Oversubscribed(const sg4::Host* cpu) const;
@@ -463,6 +468,21 @@ bool WorkerActors::ChargeMessageCpu(const Worker& me) {
   return true;
 }
 
+// A message that moved while its sender computed, between workers with a core each (cluster.h,
+// busy_sender_message_us): its payload leaves with c10d Gloo's thread of the sender, which then
+// shares the sender's core with the computing thread, and the scheduler may let that thread run
+// out its slice first. The calibration measured the mean wait this adds to such a message (rare
+// waits of milliseconds among many of none); the receiver waits it once the transfer is done.
+// `moved_from` is when the transfer could begin (both ends posted); it moved while the sender
+// computed if the sender's latest compute overlaps [moved_from, now). Returns whether it waited.
+bool WorkerActors::BusySenderWait(const Worker& me, const Worker& sender, double moved_from) {
+  const double wait_s = setup_.cluster.busy_sender_message_us * 1e-6;
+  if (wait_s <= 0 || !me.receives_at_op || sender.computing_from_s < 0) return false;
+  if (sender.computing_from_s >= Now() || sender.computing_until_s <= moved_from) return false;
+  sg4::this_actor::sleep_for(wait_s);
+  return true;
+}
+
 // A tensor-parallel group's collectives on its rank's server link (NVLink to the NVSwitch), as
 // flows that share the link with whatever else crosses it: a ring step sends to the next rank
 // and receives from the previous one, so a collective is a flow up the link and one down it,
@@ -557,9 +577,12 @@ void WorkerActors::WorkerMain(int w) {
       if (op.kind == OpKind::kForward && op.stage == 0) Load(w);
       start = Now();
       if (op.kind == OpKind::kRecompute) state.Apply(op, start);
+      me.computing_from_s = start;
+      me.computing_until_s = std::numeric_limits<double>::infinity();
       // Waiting for a core is idle time, as a worker's wait for a core shows in the executor
       // (inside the receive it was woken from): the op starts when it has one.
       start += Compute(w, i);
+      me.computing_until_s = Now();
       rec.busy_s += Now() - start;
       rec.busy_by_op_s[op.kind] += Now() - start;
     } else if (IsSendOp(op.kind)) {
@@ -587,9 +610,12 @@ void WorkerActors::WorkerMain(int w) {
         sg4::this_actor::sleep_for(setup_.cluster.levels[level].latency_us * 1e-6);
         ++record_.activities;
       }
+      const double posted = Now();
       Message* message = nullptr;
       sg4::CommPtr delivery = me.op_mailbox[i]->get_async<Message>(&message);
       delivery->wait();
+      if (BusySenderWait(me, workers_[op.peer_worker], std::max(posted, message->posted_s)))
+        ++record_.activities;
       // A channel's messages arrive in order (ValidateSchedule's rule): this never fails.
       if (MessageOf(*message->op, op.peer_worker) != MessageOf(op, w)) {
         fault_ = "worker " + std::to_string(w) + " received another message than " +
@@ -599,7 +625,7 @@ void WorkerActors::WorkerMain(int w) {
       // The transfer's end: with eager sends it may precede this Recv (the trace's send event).
       const std::vector<Op>& sender_ops = s_.workers[op.peer_worker].ops;
       record_.workers[op.peer_worker].delivered_s[message->op - sender_ops.data()] =
-          delivery->get_finish_time();
+          std::max(delivery->get_finish_time(), Now());
       rec.exposed_communication_s += Now() - std::max(start, message->posted_s);
       // The receiver's half.
       if (ChargeMessageCpu(me)) ++record_.activities;

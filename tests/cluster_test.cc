@@ -52,6 +52,9 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   EXPECT_EQ(back.calibration, c.calibration);
   c.oversubscribed_message_us = 850;
   EXPECT_EQ(ClusterFromJson(ClusterToJson(c), "x").oversubscribed_message_us, 850);
+  EXPECT_FALSE(ClusterToJson(c).contains("busy_sender_message_us"));
+  c.busy_sender_message_us = 310;
+  EXPECT_EQ(ClusterFromJson(ClusterToJson(c), "x").busy_sender_message_us, 310);
   // A measured all-reduce table on the host level travels with it.
   c.levels[0].allreduce = {2, {4096, 1 << 20, 16 << 20}, {1e-4, 4e-3, 1.3e-2}};
   const Cluster with_table = ClusterFromJson(ClusterToJson(c), "x");
@@ -84,10 +87,12 @@ TEST(Cluster, TheSpreadEdgesMoveTheCalibratedFiguresOnly) {
   c.levels[0].allreduce_round_robin = {2, {1e3, 1e6}, {5e-5, 1e-3}};
   c.communication_overhead_us = 20;
   c.oversubscribed_message_us = 100;
-  c.spread = {0.1, 0.2, 0.3, 0.4, 0.5};
+  c.busy_sender_message_us = 300;
+  c.spread = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
   const Cluster back = ClusterFromJson(ClusterToJson(c), "x");
   EXPECT_DOUBLE_EQ(back.spread.compute, 0.1);
   EXPECT_DOUBLE_EQ(back.spread.oversubscribed_message, 0.5);
+  EXPECT_DOUBLE_EQ(back.spread.busy_sender_message, 0.6);
   EXPECT_FALSE(ClusterToJson(ClusterPreset("cluster-a", 2)).contains("spread"));
 
   const Cluster slow = c.AtSpreadEdge(+1), fast = c.AtSpreadEdge(-1);
@@ -102,6 +107,8 @@ TEST(Cluster, TheSpreadEdgesMoveTheCalibratedFiguresOnly) {
   EXPECT_DOUBLE_EQ(fast.levels[0].allreduce.seconds[0], 0.6 * 1e-4);
   EXPECT_DOUBLE_EQ(slow.levels[0].allreduce_round_robin.seconds[1], 1.4 * 1e-3);
   EXPECT_DOUBLE_EQ(slow.oversubscribed_message_us, 150);
+  EXPECT_DOUBLE_EQ(slow.busy_sender_message_us, 480);
+  EXPECT_DOUBLE_EQ(fast.busy_sender_message_us, 120);
   EXPECT_DOUBLE_EQ(slow.levels[1].bandwidth_gbps, c.levels[1].bandwidth_gbps);
   EXPECT_DOUBLE_EQ(slow.levels[1].latency_us, c.levels[1].latency_us);
   // No spread: both edges are the cluster itself.

@@ -223,6 +223,9 @@ nlohmann::json Sources() {
           {"oversubscribed_message_us",
            "oversubscribed_ring: cpu_per_message_us where the ring ran under SCHED_RR, else "
            "per_message_us (hop_us x cores / processes - the GEMMs' CPU per hop)"},
+          {"busy_sender_message_us",
+           "busy_sender: busy_us - idle_us, stage 1's mean wait for an activation whose sender "
+           "computes, less its wait when the sender sleeps as long"},
           {"device.peak_flops", "compute.alone_gflops (flops_efficiency 1)"},
           {"device.memory_bandwidth_bytes_per_s", "memory_copy.bandwidth_gbps"},
           {"launch_overhead_us", "0: profiled layer times already include LibTorch's dispatch"}};
@@ -274,6 +277,11 @@ nlohmann::json CalibrationRecord(const CalibrationProbes& p, const LinearFit& fi
           {"allreduce", allreduce},
           {"allreduce_round_robin", allreduce_round_robin},
           {"oversubscribed_ring", ring},
+          {"busy_sender",
+           {{"messages", p.busy_sender.messages},
+            {"busy_us", p.busy_sender.busy_s * 1e6},
+            {"idle_us", p.busy_sender.idle_s * 1e6},
+            {"message_us", c.busy_sender_message_us}}},
           {"fit", FitRecord(table, fit, c.levels[0].bandwidth_gbps)},
           {"compute", ComputeRecord(p)},
           {"memory_copy",
@@ -306,6 +314,8 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   c.shared_cores = p.cores();
   const RingCost ring = OversubscribedRingCost(p, Mean(p.compute.busy_s));
   c.oversubscribed_message_us = ring.message_us;
+  if (p.busy_sender.messages > 0)
+    c.busy_sender_message_us = std::max(0.0, p.busy_sender.busy_s - p.busy_sender.idle_s) * 1e6;
   c.calibration = CalibrationRecord(p, fit, c, allreduce, allreduce_round_robin, ring.record);
   return c;
 }
@@ -367,6 +377,11 @@ CalibrationProbes MergeRounds(const std::vector<CalibrationProbes>& rounds) {
                                    k.process_cpu_s_each.end());
   }
   ring.hop_s = Median(ring.hop_s_each);
+  // The busy sender: the mean of the rounds' means (every round times as many messages).
+  m.busy_sender.messages = 0;
+  for (const CalibrationProbes& r : rounds) m.busy_sender.messages += r.busy_sender.messages;
+  m.busy_sender.busy_s = mean([](const CalibrationProbes& r) { return r.busy_sender.busy_s; });
+  m.busy_sender.idle_s = mean([](const CalibrationProbes& r) { return r.busy_sender.idle_s; });
   return m;
 }
 
@@ -379,6 +394,7 @@ RoundFigures FiguresOfRounds(const std::vector<CalibrationProbes>& rounds, int w
     f.intercept_us.push_back(c.levels[0].latency_us + c.communication_overhead_us);
     f.bandwidth_gbps.push_back(c.levels[0].bandwidth_gbps);
     f.oversubscribed_message_us.push_back(c.oversubscribed_message_us);
+    f.busy_sender_message_us.push_back(c.busy_sender_message_us);
     const std::vector<double>& seconds = c.levels[0].allreduce.seconds;
     f.allreduce_s.resize(seconds.size());
     for (size_t i = 0; i < seconds.size(); ++i) f.allreduce_s[i].push_back(seconds[i]);
@@ -395,6 +411,7 @@ ClusterSpread SpreadOfRounds(const RoundFigures& f) {
   s.message = relative(f.intercept_us);
   s.bandwidth = relative(f.bandwidth_gbps);
   s.oversubscribed_message = relative(f.oversubscribed_message_us);
+  s.busy_sender_message = relative(f.busy_sender_message_us);
   for (const std::vector<double>& size : f.allreduce_s)
     s.allreduce = std::max(s.allreduce, relative(size));
   return s;
@@ -468,6 +485,7 @@ Cluster CalibratedCluster(const CalibrationRounds& r, int workers) {
         {"message_intercept_us", FigureRecord(f.intercept_us)},
         {"bandwidth_gbps", FigureRecord(f.bandwidth_gbps)},
         {"oversubscribed_message_us", FigureRecord(f.oversubscribed_message_us)},
+        {"busy_sender_message_us", FigureRecord(f.busy_sender_message_us)},
         {"allreduce_s", allreduce}}},
       {"machine_load", r.load.ToJson()},
       {"disturbances", disturbances}};
@@ -615,6 +633,14 @@ std::string CalibrationSummary(const Cluster& c) {
           << "% busy";
     out << ")\n";
   }
+  if (k.contains("busy_sender") && k["busy_sender"].value("messages", 0) > 0) {
+    const nlohmann::json& busy = k["busy_sender"];
+    out << std::setprecision(0) << "busy sender  a message waits " << c.busy_sender_message_us
+        << " us more while its sender computes (two 1F1B stages: "
+        << busy["busy_us"].get<double>() << " us for an activation against "
+        << busy["idle_us"].get<double>() << " us with its sender asleep, "
+        << busy["messages"].get<int>() << " messages each)\n";
+  }
   if (k.contains("stability")) {
     const nlohmann::json& q = k["stability"];
     const auto pm = [](double relative) {
@@ -626,7 +652,8 @@ std::string CalibrationSummary(const Cluster& c) {
         << q["seconds"].get<double>() << " s: compute " << pm(c.spread.compute) << ", message "
         << pm(c.spread.message) << ", bandwidth " << pm(c.spread.bandwidth) << ", all-reduce "
         << pm(c.spread.allreduce) << ", oversubscribed message "
-        << pm(c.spread.oversubscribed_message)
+        << pm(c.spread.oversubscribed_message) << ", busy sender "
+        << pm(c.spread.busy_sender_message)
         << (q["settled"].get<bool>() ? " (settled)" : "") << "\n";
     for (const auto& d : q["disturbances"])
       out << "warning      " << d.get<std::string>() << "\n";

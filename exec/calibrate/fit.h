@@ -63,6 +63,15 @@ struct RingProbe {
   std::string policy = "SCHED_OTHER";
 };
 
+// The busy sender (BusySender in probes.cc): two workers with a core each as two 1F1B stages;
+// stage 1's mean wait for an activation pushed while stage 0 computes, and while it sleeps as
+// long instead.
+struct BusySenderProbe {
+  int messages = 0;      // timed messages each way (0: not probed)
+  double busy_s = 0;     // mean wait per message, the sender computing
+  double idle_s = 0;     // the same, the sender sleeping
+};
+
 // The compute probe: the same fp32 GEMM (n x n by n x n) in every probe process, one thread each.
 struct ComputeProbe {
   int gemm_n = 256;
@@ -90,6 +99,7 @@ struct CalibrationProbes {
   // ring.policy); empty: not probed, or SCHED_RR refused.
   std::vector<AllReduceRow> allreduce_round_robin;
   RingProbe ring;                       // hops 0: not probed
+  BusySenderProbe busy_sender;
   ComputeProbe compute;
 
   int cores() const { return static_cast<int>(cpus.size()); }
@@ -168,15 +178,16 @@ CalibrationProbes MergeRounds(const std::vector<CalibrationProbes>& rounds);
 // all zero.
 struct RoundFigures {
   std::vector<double> gemm_gflops, copy_gbps, intercept_us, bandwidth_gbps,
-      oversubscribed_message_us;
+      oversubscribed_message_us, busy_sender_message_us;
   std::vector<std::vector<double>> allreduce_s;  // per size, per round
 };
 RoundFigures FiguresOfRounds(const std::vector<CalibrationProbes>& rounds, int workers);
 ClusterSpread SpreadOfRounds(const RoundFigures& figures);
 // What the stopping rule judges: the largest of the compute, per-message and bandwidth spreads,
 // the figures every prediction charges. The all-reduce (a mean that keeps its stalls, by
-// design) and the oversubscribed message's cost (a difference of two times, relatively wide
-// when it is small) are reported and carried into compare's band, not waited for.
+// design), the oversubscribed message's cost and the busy sender's (differences of two times,
+// relatively wide when small; the busy sender's a mean of rare long waits) are reported and
+// carried into compare's band, not waited for.
 double JudgedSpread(const ClusterSpread& spread);
 
 // The cluster of the merged rounds, with `spread` from the rounds and calibration.stability:

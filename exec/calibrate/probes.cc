@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 #include <c10/cuda/CUDAFunctions.h>
@@ -65,6 +67,15 @@ struct ProbePlan {
   int ring_hops = 0;        // timed hops per process
   int ring_repeats = 0;     // rings run; the median hop time is kept
 
+  // The busy sender's two stages (BusySender), in GEMMs: stage 0's forward and backward, stage
+  // 1's forward and backward together (the slower stage, as a pipeline's bottleneck).
+  // Stage 1's count varies per micro-batch (uniform over [stage1, stage1 + jitter]): a fixed
+  // period would lock the messages to one phase of the scheduler's tick, and a run's ops do not.
+  int busy_forward_gemms = 4, busy_backward_gemms = 8, busy_stage1_gemms = 16,
+      busy_stage1_jitter = 8;
+  int busy_warmup = 5;      // micro-batches
+  int busy_messages = 0;    // timed micro-batches per way (a computing or a sleeping sender)
+
   int RepeatsOf(double bytes) const { return bytes < kMegabyte ? small_repeats : large_repeats; }
 };
 
@@ -83,6 +94,7 @@ ProbePlan PlanFor(bool quick) {
   // One ring's hop time moves from ring to ring, and the cost per message, a difference of two
   // such times, moves more: the median of several rings.
   p.ring_repeats = quick ? 3 : 5;
+  p.busy_messages = quick ? 60 : 150;
   p.allreduce_small_repeats = quick ? 4 : 10;
   p.allreduce_large_repeats = quick ? 2 : 4;
   p.gemm_repeats = quick ? 10 : 30;
@@ -328,6 +340,73 @@ RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
   return times;
 }
 
+// Two workers with a core each, as two 1F1B stages in their steady state: stage 0 computes the
+// next micro-batch's forward, sends its activation (128 KB), waits for the gradient and computes
+// the backward; stage 1 waits for the activation, computes its forward and backward (more work:
+// it is the bottleneck) and sends the gradient. Stage 1 sends the gradient and then posts its
+// receive of the next activation, which stage 0 sent before it began waiting, so the activation
+// moves (c10d Gloo sends once the receive is posted, ReceivePosting::kAtTheirOp) right when the
+// gradient has woken stage 0 into its backward: stage 0's Gloo thread pushes it on a core its
+// own computing thread holds, and the scheduler may let that thread run out its slice first
+// (docs/calibration.md). Timed as stage 1's wait for each activation, once with stage 0
+// computing its backward and once with it sleeping as long: the difference is what a sender that
+// computes adds to a message. Returns stage 1's mean wait per message, each way (0 on rank 0).
+struct BusySenderTimes {
+  double busy_s = 0, idle_s = 0;
+};
+
+BusySenderTimes BusySender(Communicator& comm, const ProbePlan& plan, int n) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
+  torch::Tensor c = torch::empty({n, n});
+  torch::Tensor activation = torch::ones({32 * 1024}), gradient = torch::ones({32 * 1024});
+  const std::string what = "calibration busy sender";
+  const auto gemms = [&](int count) {
+    for (int g = 0; g < count; ++g) at::mm_out(c, a, b);
+  };
+  BusySenderTimes times;
+  double backward_s = 0;  // stage 0's backwards, computing: the sleeping way sleeps as long
+  for (int way = 0; way < 2; ++way) {  // 0: stage 0 computes its backward; 1: it sleeps
+    const bool computing = way == 0;
+    const int count = plan.busy_warmup + plan.busy_messages;
+    std::mt19937 jitter(12345);  // the same micro-batches both ways
+    std::uniform_int_distribution<int> extra(0, plan.busy_stage1_jitter);
+    const int base = (5 + way) << 20;
+    comm.Barrier();
+    double waited_s = 0;
+    if (comm.rank() == 0) {
+      gemms(plan.busy_forward_gemms);
+      comm.Send(activation, 1, base | 0, what);
+      for (int k = 0; k < count; ++k) {
+        if (k + 1 < count) {
+          gemms(plan.busy_forward_gemms);
+          comm.Send(activation, 1, base | ((k + 1) & 0xffff), what);
+        }
+        comm.Recv(gradient, 1, base | 0x10000 | (k & 0xffff), what);
+        const Clock::time_point start = Clock::now();
+        if (computing) {
+          gemms(plan.busy_backward_gemms);
+          backward_s += SecondsSince(start);
+        } else {
+          std::this_thread::sleep_for(std::chrono::duration<double>(backward_s / count));
+          (void)start;
+        }
+      }
+    } else if (comm.rank() == 1) {
+      for (int k = 0; k < count; ++k) {
+        const Clock::time_point start = Clock::now();
+        comm.Recv(activation, 0, base | (k & 0xffff), what);
+        if (k >= plan.busy_warmup) waited_s += SecondsSince(start);
+        gemms(plan.busy_stage1_gemms + extra(jitter));
+        comm.Send(gradient, 0, base | 0x10000 | (k & 0xffff), what);
+      }
+      (computing ? times.busy_s : times.idle_s) = waited_s / plan.busy_messages;
+    }
+    comm.FinishSends();
+  }
+  return times;
+}
+
 // --- 3. Compute ---------------------------------------------------------------------------------
 
 // The median time of one n x n by n x n fp32 GEMM on this process's one thread.
@@ -532,6 +611,19 @@ CalibrationProbes ProbeRound(Communicator& comm, const ProbePlan& plan, const Pr
                                             plan.warmup, plan.tcp_round_trips);
   if (env.rank < 2) probes.ping_pong = GlooPingPong(comm, plan);
   if (env.rank < 2) probes.allreduce = GlooAllReduce(comm, plan);
+
+  {
+    const BusySenderTimes busy = BusySender(comm, plan, plan.gemm_n);  // every rank: barriers
+    if (env.rank == 1) {  // stage 1 timed it; rank 0 holds the round's probes
+      comm.Publish(key + "busy-sender/busy", Exactly(busy.busy_s));
+      comm.Publish(key + "busy-sender/idle", Exactly(busy.idle_s));
+    }
+    if (env.rank == 0) {
+      probes.busy_sender.messages = plan.busy_messages;
+      probes.busy_sender.busy_s = std::stod(comm.Fetch(key + "busy-sender/busy"));
+      probes.busy_sender.idle_s = std::stod(comm.Fetch(key + "busy-sender/idle"));
+    }
+  }
 
   comm.Barrier();
   if (env.rank == 0) {

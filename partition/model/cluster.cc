@@ -399,6 +399,8 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
     c.shared_cores = root.OptionalInteger("shared_cores", 1, kMaxCount, 1);
   c.oversubscribed_message_us =
       root.OptionalNonNegativeNumber("oversubscribed_message_us", c.oversubscribed_message_us);
+  c.busy_sender_message_us =
+      root.OptionalNonNegativeNumber("busy_sender_message_us", c.busy_sender_message_us);
   if (root.Has("calibration")) c.calibration = root.Member("calibration").value();
   if (auto spread = root.OptionalMember("spread")) {
     // Relative half-widths below 1: an edge of the band must stay a positive time and rate.
@@ -412,6 +414,7 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
     c.spread.bandwidth = fraction("bandwidth");
     c.spread.allreduce = fraction("allreduce");
     c.spread.oversubscribed_message = fraction("oversubscribed_message");
+    c.spread.busy_sender_message = fraction("busy_sender_message");
     spread->Finish();
   }
   // The levels' counts multiply into the devices, which must stay countable.
@@ -479,12 +482,14 @@ nlohmann::json ClusterToJson(const Cluster& c) {
   if (c.shared_cores > 0) out["shared_cores"] = c.shared_cores;
   if (c.oversubscribed_message_us > 0)
     out["oversubscribed_message_us"] = c.oversubscribed_message_us;
+  if (c.busy_sender_message_us > 0) out["busy_sender_message_us"] = c.busy_sender_message_us;
   if (!c.spread.empty())
     out["spread"] = {{"compute", c.spread.compute},
                      {"message", c.spread.message},
                      {"bandwidth", c.spread.bandwidth},
                      {"allreduce", c.spread.allreduce},
-                     {"oversubscribed_message", c.spread.oversubscribed_message}};
+                     {"oversubscribed_message", c.spread.oversubscribed_message},
+                     {"busy_sender_message", c.spread.busy_sender_message}};
   if (!c.calibration.is_null()) out["calibration"] = c.calibration;
   return out;
 }
@@ -498,6 +503,7 @@ Cluster Cluster::AtSpreadEdge(int side) const {
   c.device.memory_bandwidth_bytes_per_s *= lower(spread.compute);
   c.communication_overhead_us *= longer(spread.message);
   c.oversubscribed_message_us *= longer(spread.oversubscribed_message);
+  c.busy_sender_message_us *= longer(spread.busy_sender_message);
   if (!c.levels.empty()) {
     ClusterLevel& calibrated = c.levels[0];
     calibrated.latency_us *= longer(spread.message);

@@ -117,10 +117,11 @@ struct ClusterSpread {
   double bandwidth = 0;  // levels[0].bandwidth_gbps
   double allreduce = 0;  // levels[0].allreduce.seconds: the largest over the table's sizes
   double oversubscribed_message = 0;  // oversubscribed_message_us
+  double busy_sender_message = 0;     // busy_sender_message_us
 
   bool empty() const {
     return compute == 0 && message == 0 && bandwidth == 0 && allreduce == 0 &&
-           oversubscribed_message == 0;
+           oversubscribed_message == 0 && busy_sender_message == 0;
   }
 };
 
@@ -149,6 +150,14 @@ class Cluster {
   // beyond the ring's GEMMs under SCHED_RR; where SCHED_RR was refused, all the core time a
   // hop took beyond its GEMMs (idle cores included); 0 charges nothing.
   double oversubscribed_message_us = 0;
+  // With shared cores, each worker on a core of its own and its receives posted at their ops
+  // (ReceivePostingOf): what a message waits, on average, beyond its transfer when its sender's
+  // computing thread holds the sender's core while it moves. c10d Gloo's thread of the sender
+  // pushes it, and the scheduler may let the computing thread run out its slice first (to a
+  // scheduler tick, milliseconds). `pipetwin calibrate` measures it as two 1F1B stages in their
+  // steady state: the wait for an activation whose sender computes against one whose sender
+  // sleeps as long (docs/calibration.md); 0 charges nothing.
+  double busy_sender_message_us = 0;
   // What `pipetwin calibrate` measured to derive this cluster (probe sizes, raw timings); kept
   // for inspection, never read back into the model. Null when the cluster was written by hand.
   nlohmann::json calibration;

@@ -95,7 +95,12 @@ TEST(ExecCalibrateRounds, MergingAveragesEachTimeAndKeepsEveryRing) {
   second.compute.busy_s = {2e-3, 2e-3, 2e-3, 2e-3};
   second.compute.copy_s = 4e-3;
   second.ring.hop_s_each = {9e-3, 8e-3, 1e-2};
+  rounds[0].busy_sender = {150, 4e-4, 1e-4};
+  second.busy_sender = {150, 8e-4, 2e-4};
   const CalibrationProbes m = MergeRounds(rounds);
+  EXPECT_EQ(m.busy_sender.messages, 300);
+  EXPECT_DOUBLE_EQ(m.busy_sender.busy_s, 6e-4);
+  EXPECT_DOUBLE_EQ(m.busy_sender.idle_s, 1.5e-4);
   EXPECT_DOUBLE_EQ(m.tcp_one_way_s, 14e-6);
   EXPECT_EQ(m.tcp_round_trips, 200);
   ASSERT_EQ(m.ping_pong.size(), rounds[0].ping_pong.size());
@@ -376,6 +381,23 @@ TEST(ExecCalibrateFit, TheRingsProcessCpuTellsHowBusyItKeptTheCores) {
   EXPECT_FALSE(CalibratedCluster(probes, 4).calibration["oversubscribed_ring"].contains("cores_busy"));
 }
 
+// The busy sender's charge is the wait with a computing sender less the wait with a sleeping
+// one, never below 0; not probed, nothing.
+TEST(ExecCalibrateFit, TheBusySendersChargeIsTheWaitBeyondASleepingSenders) {
+  CalibrationProbes p = SyntheticProbes();
+  EXPECT_EQ(CalibratedCluster(p, 4).busy_sender_message_us, 0);
+  p.busy_sender = {150, 5e-4, 1.5e-4};
+  const Cluster c = CalibratedCluster(p, 4);
+  EXPECT_NEAR(c.busy_sender_message_us, 350, 1e-9);
+  EXPECT_NEAR(c.calibration["busy_sender"]["busy_us"].get<double>(), 500, 1e-9);
+  EXPECT_EQ(c.calibration["busy_sender"]["messages"], 150);
+  EXPECT_NE(CalibrationSummary(c).find("a message waits 350 us more while its sender computes"),
+            std::string::npos)
+      << CalibrationSummary(c);
+  p.busy_sender = {150, 1e-4, 1.5e-4};
+  EXPECT_EQ(CalibratedCluster(p, 4).busy_sender_message_us, 0);
+}
+
 TEST(ExecCalibrateFit, AnInterceptBelowTheTcpLatencyIsAllLatency) {
   CalibrationProbes probes = SyntheticProbes();
   probes.tcp_one_way_s = 50e-6;  // more than the 40 us intercept
@@ -486,6 +508,15 @@ TEST(ExecCalibrate, QuickWritesAClusterThatLoadsBack) {
   else
     EXPECT_EQ(policy.rfind("SCHED_OTHER (sched_setscheduler(SCHED_RR): ", 0), 0u) << policy;
   EXPECT_GE(c.oversubscribed_message_us, 0);
+  // The busy sender: --quick times 60 activations each way a round; its charge the difference.
+  const nlohmann::json& sender = c.calibration["busy_sender"];
+  EXPECT_EQ(sender["messages"], 120);
+  EXPECT_GT(sender["busy_us"].get<double>(), 0);
+  EXPECT_GT(sender["idle_us"].get<double>(), 0);
+  EXPECT_NEAR(c.busy_sender_message_us,
+              std::max(0.0, sender["busy_us"].get<double>() - sender["idle_us"].get<double>()),
+              1e-6);
+  EXPECT_EQ(stability["figures"]["busy_sender_message_us"]["each"].size(), 2u);
   EXPECT_GE(c.levels[0].latency_us, 0);
   EXPECT_GE(c.communication_overhead_us, 0);
   EXPECT_EQ(c.shared_cores, cores);

@@ -291,6 +291,38 @@ TEST(SimClosedForm, AReceivePostedAtItsOpWaitsForTheRendezvous) {
               eager.workers[1].exposed_communication_s, 1e-9);
 }
 
+// A message that moves while its sender computes waits cluster.busy_sender_message_us more
+// (workers with a core each: c10d Gloo's thread of the sender shares its core). The GPipe of
+// the test above, a 0.1 ms wait: the first activation moves while stage 0 computes its second
+// forward (1 to 2 ms); stage 1 asks for the next one after its first forward, past 5 ms, when
+// stage 0 has done its forwards (at 4 ms). Three gradients move while stage 1 computes the next
+// backward, the last one after its last. The first activation's wait delays stage 1 and the
+// iteration; stage 0 waits for gradients anyway. GPUs (eager sends, no shared cores) charge
+// nothing.
+TEST(SimClosedForm, AMessageMovingWhileItsSenderComputesWaitsTheBusySendersCharge) {
+  const int m = 4;
+  const double wait = 1e-4;
+  Workload w = EqualLayers(2, 1, 2, 1e6, 4e6);
+  w.layers[1].forward_ms = 3;
+  w.layers[1].backward_ms = 6;
+  auto simulate = [&](int shared_cores, double busy_sender_s) {
+    Cluster cluster = TwoLevelCluster(2, 1, 8, 100, 0, 0);
+    cluster.shared_cores = shared_cores;
+    cluster.busy_sender_message_us = busy_sender_s * 1e6;
+    return simtest::Simulate(MakeScenario(w, cluster, EvenPlan(2, 1, 1), "gpipe", m, 1));
+  };
+  const Report without = simulate(2, 0), with = simulate(2, wait);
+  EXPECT_NEAR(with.workers[1].exposed_communication_s - without.workers[1].exposed_communication_s,
+              wait, 1e-9);
+  EXPECT_NEAR(with.workers[0].exposed_communication_s - without.workers[0].exposed_communication_s,
+              3 * wait, 1e-9);
+  EXPECT_NEAR(with.iteration_s - without.iteration_s, wait, 1e-9);
+  const Report gpu = simulate(0, wait), gpu_without = simulate(0, 0);
+  EXPECT_DOUBLE_EQ(gpu.iteration_s, gpu_without.iteration_s);
+  EXPECT_DOUBLE_EQ(gpu.workers[0].exposed_communication_s,
+                   gpu_without.workers[0].exposed_communication_s);
+}
+
 // More workers than cores (cluster.oversubscribed_message_us): every message delivered to a
 // worker there costs that much of a core. GPipe on 1 shared core stays sequential, now with the
 // 2 (p - 1) m messages' cost on top; with a core per worker the same setting charges nothing.

@@ -12,7 +12,9 @@
 //    the bytes start flowing at once (the receiver is the mailbox's permanent receiver: eager
 //    sends, as NCCL/Gloo with a posted receive); where each is posted at its op, once the Recv
 //    is posted (a rendezvous, SimGrid's plain mailbox), one latency later if the Send came
-//    first. Recv: waits until the bytes have arrived.
+//    first. Recv: waits until the bytes have arrived; where receives are posted at their ops, a
+//    message that moved while its sender computed then waits the cluster's
+//    busy_sender_message_us more (c10d Gloo's thread of the sender shares its core).
 //  - AllReduce: hands the stage's gradients to the worker's communication stream (a second actor
 //    on the same host, NCCL's stream) as ring all-reduces over the stage's replicas
 //    (sim/collective.h; each ring step pays communication_overhead_us), in buckets launched

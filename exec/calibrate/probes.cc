@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -22,6 +21,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
@@ -383,13 +383,12 @@ BusySenderTimes BusySender(Communicator& comm, const ProbePlan& plan, int n) {
           comm.Send(activation, 1, base | ((k + 1) & 0xffff), what);
         }
         comm.Recv(gradient, 1, base | 0x10000 | (k & 0xffff), what);
-        const Clock::time_point start = Clock::now();
         if (computing) {
+          const Clock::time_point start = Clock::now();
           gemms(plan.busy_backward_gemms);
           backward_s += SecondsSince(start);
         } else {
           std::this_thread::sleep_for(std::chrono::duration<double>(backward_s / count));
-          (void)start;
         }
       }
     } else if (comm.rank() == 1) {

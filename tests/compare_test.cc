@@ -10,6 +10,7 @@
 #include "partition/report/validation_table.h"
 #include "partition/util/error.h"
 #include "partition/util/json_reader.h"
+#include "partition/util/machine.h"
 #include "test_support.h"
 #include "partition/timeline/chrome_trace.h"
 
@@ -265,8 +266,8 @@ TEST(ValidationTable, GpuRowsShowTheAllocatorPeaks) {
             std::string::npos) << md;
   EXPECT_NE(md.find("| 4000.00 | 4500.00 |"), std::string::npos) << md;  // device 1's, in MB
   const std::string csv = ValidationCsv(both);
-  EXPECT_NE(csv.find(",true,,,,,\n"), std::string::npos) << csv;  // the CPU row: empty, no band
-  EXPECT_NE(csv.find(",true,4000000000,4500000000,,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",true,,,,,,,\n"), std::string::npos) << csv;  // the CPU row: empty, no band
+  EXPECT_NE(csv.find(",true,4000000000,4500000000,,,,,\n"), std::string::npos) << csv;
 }
 
 TEST(Compare, TheProfilesBandIsShownAndAMeasurementOutsideItFlagged) {
@@ -289,8 +290,8 @@ TEST(Compare, TheProfilesBandIsShownAndAMeasurementOutsideItFlagged) {
   EXPECT_NE(md.find("| 950-1040 (measured OUTSIDE) | 900 |"), std::string::npos) << md;
   EXPECT_NE(md.find("band (the profile's 95% spread): 1 of 2 rows"), std::string::npos) << md;
   const std::string csv = ValidationCsv(rows);
-  EXPECT_NE(csv.find(",950.00,1040.00,true\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",950.00,1040.00,false\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",950.00,1040.00,true,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",950.00,1040.00,false,,\n"), std::string::npos) << csv;
 }
 
 TEST(ValidationTable, RepeatedMatricesGiveEachRowsSpreadAndTheTargets) {
@@ -315,7 +316,48 @@ TEST(ValidationTable, RepeatedMatricesGiveEachRowsSpreadAndTheTargets) {
   EXPECT_NE(md.find("| worst 6.0% | met |"), std::string::npos) << md;
   EXPECT_NE(md.find("3 repetitions from scratch"), std::string::npos) << md;
   const std::string csv = ValidationRepeatCsv(repetitions);
-  EXPECT_NE(csv.find("steady,2bw,3,0.0198,0.0000,0.0100,0.0200,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("steady,2bw,3,0.0198,0.0000,0.0100,0.0200,0,\n"), std::string::npos) << csv;
+  EXPECT_EQ(md.find("the machine's own speed"), std::string::npos) << md;  // none was read
+}
+
+// With the machine's speed read in the runs, each row shows it beside the prediction's spread,
+// and the rows over the target while the machine held its speed are counted: those are the
+// model's own. The single matrix shows the speed while profiling against the run's.
+TEST(ValidationTable, TheMachinesSpeedShowsBesideThePredictionsSpread) {
+  const auto row = [&](const std::string& config, double predicted, double profile_gflops,
+                       double run_gflops) {
+    MachineLoad load;
+    load.cpus = 2;
+    load.gflops_before = load.gflops_after = run_gflops;
+    Report measured = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+    measured.details["machine_load"] = load.ToJson();
+    Comparison c = CompareReports(TwoWorkerReport(predicted, 2e6, 0.2, 0.75), measured);
+    AddProfileSpeed(c, profile_gflops);
+    return ValidationRow{config, ComparisonToJson(c)};
+  };
+  // "machine": predictions and the machine's speed both moved 11%; "model": the predictions
+  // moved 11% while the machine held within 1%.
+  const std::vector<std::vector<ValidationRow>> repetitions = {
+      {row("machine", 950, 95, 95), row("model", 950, 100, 100)},
+      {row("machine", 1000, 100, 100), row("model", 1000, 100, 100)},
+      {row("machine", 1060, 106, 106), row("model", 1060, 100, 101)}};
+  const std::string md = ValidationRepeatMarkdown(repetitions, "m", "c");
+  EXPECT_NE(md.find("| 11.0% (over 3%) | 1000, 1000, 1000 | 0.0% | 95, 100, 106 (11.0%) |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| 100, 100, 101 (1.0%) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("moved up to 11.0% over a row's repetitions; rows over the prediction spread "
+                    "target while it held within 3%: 1 of 2"),
+            std::string::npos) << md;
+  const std::string csv = ValidationRepeatCsv(repetitions);
+  EXPECT_NE(csv.find("machine,2bw,3,0.1096,0.0000,0.0367,0.0600,0,0.1096\n"), std::string::npos)
+      << csv;
+
+  const std::vector<ValidationRow> single = {row("slowed", 1000, 100, 88),
+                                             row("steady", 1000, 100, 98)};
+  const std::string one = ValidationMarkdown(single, "m", "c");
+  EXPECT_NE(one.find("1 of 2 rows moved more than 5% between the two"), std::string::npos) << one;
+  EXPECT_NE(one.find("| slowed | 100.0 | 88.0 | -12.0% |"), std::string::npos) << one;
+  EXPECT_NE(ValidationCsv(single).find(",100.00,88.00\n"), std::string::npos);
 }
 
 // Compute by op kind: each worker's, per iteration run, predicted against measured; a report

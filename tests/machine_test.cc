@@ -222,6 +222,42 @@ TEST(Machine, ALoadOverFivePercentIsADisturbanceAndSurvivesTheReport) {
   EXPECT_FALSE(LoadShareFromText("", &share));
 }
 
+// The machine's speed (one core's GEMM rate) read before and after a measurement: more than 5%
+// apart is a disturbance, which the report keeps; 0 is "not read" and judges nothing.
+TEST(Machine, ASpeedThatMovedOverFivePercentIsADisturbanceAndSurvivesTheReport) {
+  EXPECT_FALSE(SpeedChangeWarning(100, "before", 104.9, "after"));
+  EXPECT_FALSE(SpeedChangeWarning(100, "before", 95.1, "after"));
+  EXPECT_FALSE(SpeedChangeWarning(0, "before", 50, "after"));
+  EXPECT_FALSE(SpeedChangeWarning(100, "before", 0, "after"));
+  EXPECT_EQ(*SpeedChangeWarning(100, "before the run", 84, "after it"),
+            "the machine computed 16.0% slower after it than before the run (one core's GEMM: "
+            "84.0 against 100.0 GFLOP/s; a host shared with other guests slows them without "
+            "steal time)");
+  EXPECT_NE(SpeedChangeWarning(80, "a", 90, "b")->find("12.5% faster b than a"),
+            std::string::npos);
+
+  MachineLoad load;
+  load.cpus = 2;
+  EXPECT_TRUE(load.ToJson()["one_core_gflops"].is_null());
+  EXPECT_EQ(load.Gflops(), 0);
+  load.gflops_before = 100;
+  EXPECT_EQ(load.Gflops(), 100);  // one reading: itself, nothing judged
+  EXPECT_FALSE(load.Disturbed());
+  load.gflops_after = 97;
+  EXPECT_DOUBLE_EQ(load.Gflops(), 98.5);
+  EXPECT_FALSE(load.Disturbed());
+  load.gflops_after = 90;
+  ASSERT_EQ(load.Warnings().size(), 1u);
+  EXPECT_EQ(load.Warnings()[0].rfind("the machine computed 10.0% slower after it than before the "
+                                     "run", 0), 0u) << load.Warnings()[0];
+  EXPECT_NE(load.Warnings()[0].find(": the measurement is disturbed"), std::string::npos);
+  const MachineLoad back = MachineLoad::FromJson(load.ToJson());
+  EXPECT_EQ(back.gflops_before, 100);
+  EXPECT_EQ(back.gflops_after, 90);
+  EXPECT_EQ(back.Warnings(), load.Warnings());
+  EXPECT_TRUE(load.ToJson()["disturbed"].get<bool>());
+}
+
 Report MeasuredReport(const MachineLoad& load) {
   Report r;
   r.scenario = "s";
@@ -255,6 +291,43 @@ TEST(Machine, CompareSaysTheMeasurementIsDisturbed) {
                                      "run: other processes used 25.0%"),
             std::string::npos)
       << ComparisonToText(c);
+}
+
+// compare sets the machine's speed while the profile was taken against the run's: more than 5%
+// apart, the prediction came from a machine that computed at another speed, and compare says so.
+TEST(Machine, CompareSaysTheMachineChangedSpeedBetweenTheProfileAndTheRun) {
+  MachineLoad load;
+  load.cpus = 2;
+  load.measured_during = true;
+  load.gflops_before = 86;
+  load.gflops_after = 90;
+  Report predicted = MeasuredReport(MachineLoad{});
+  predicted.details = nlohmann::json::object();
+  Comparison c = CompareReports(predicted, MeasuredReport(load));
+  EXPECT_EQ(c.machine_speed.run_gflops, 88);
+  EXPECT_TRUE(c.disturbances.empty());
+  Comparison close = c;
+  AddProfileSpeed(close, 90);
+  EXPECT_TRUE(close.disturbances.empty());
+  EXPECT_NEAR(ComparisonToJson(close)["machine_speed"]["run_over_profile"].get<double>(), 88.0 / 90,
+              1e-12);
+  AddProfileSpeed(c, 100);
+  ASSERT_EQ(c.disturbances.size(), 1u);
+  EXPECT_EQ(c.disturbances[0].rfind("the machine computed 12.0% slower during the run than while "
+                                    "the profile was taken (one core's GEMM: 88.0 against 100.0",
+                                    0),
+            0u) << c.disturbances[0];
+  const nlohmann::json j = ComparisonToJson(c);
+  EXPECT_TRUE(j["measurement_disturbed"].get<bool>());
+  EXPECT_EQ(j["machine_speed"]["profile_gflops"], 100);
+  EXPECT_EQ(j["machine_speed"]["run_gflops"], 88);
+  EXPECT_NE(ComparisonToText(c).find("measurement disturbed: the machine computed 12.0% slower"),
+            std::string::npos) << ComparisonToText(c);
+  // Nothing read (a GPU, older files): null, nothing judged.
+  Comparison unread = CompareReports(predicted, MeasuredReport(MachineLoad{}));
+  AddProfileSpeed(unread, 0);
+  EXPECT_TRUE(ComparisonToJson(unread)["machine_speed"].is_null());
+  EXPECT_TRUE(unread.disturbances.empty());
 }
 
 }  // namespace

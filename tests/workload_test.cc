@@ -92,10 +92,12 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
   q.target_spread = 0.02;
   q.settled = false;
   q.disturbances = {"round 3 of 12 took 10.50 ms a step"};
+  q.one_core_gflops = 95.5;
   w.stability = q;
   const Workload back = WorkloadFromJson(WorkloadToJson(w), "p.json");
   EXPECT_EQ(WorkloadToJson(back), WorkloadToJson(w));
   ASSERT_TRUE(back.stability.has_value());
+  EXPECT_EQ(back.stability->one_core_gflops, 95.5);
   EXPECT_EQ(back.stability->disturbances, q.disturbances);
   EXPECT_EQ(back.stability->rounds, 12);
   EXPECT_TRUE(back.HasSpread());
@@ -115,6 +117,7 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
   for (int p = 0; p < 3; ++p) {
     three[p].layers[0].forward_ms = 1.0 + 0.1 * p;
     three[p].stability->step_ms = 9 + p;
+    three[p].stability->one_core_gflops = p == 1 ? 0 : 90 + 20 * p / 2;  // 90, not read, 110
   }
   const Workload mean = MeanOfProfiles(three, {"a.json", "b.json", "c.json"});
   EXPECT_NEAR(mean.layers[0].forward_ms, 1.1, 1e-12);
@@ -123,6 +126,7 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
   EXPECT_NEAR(*mean.layers[1].backward_ms_spread, 0.5 / std::sqrt(3.0), 1e-12);
   EXPECT_EQ(mean.stability->rounds, 36);
   EXPECT_NEAR(mean.stability->step_ms, 10, 1e-12);
+  EXPECT_NEAR(mean.stability->one_core_gflops, 100, 1e-12);  // the profiles that read it
   EXPECT_EQ(mean.stability->disturbances.size(), 3u);
   EXPECT_EQ(mean.stability->disturbances[2].rfind("profile 3 of 3: round 3", 0), 0u);
   three[2].layers[1].id = "other";

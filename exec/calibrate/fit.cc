@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "exec/measure/machine_speed.h"
 #include "partition/util/format.h"
 #include "partition/util/spread.h"
 
@@ -19,8 +20,6 @@ nlohmann::json Microseconds(const std::vector<double>& seconds) {
   for (double s : seconds) out.push_back(s * 1e6);
   return out;
 }
-
-double GemmFlops(int n) { return 2.0 * n * n * n; }
 
 double Mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();

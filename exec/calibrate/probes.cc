@@ -32,6 +32,7 @@
 #include "exec/runtime/communicator.h"
 #include "exec/launch/launcher.h"
 #include "exec/launch/worker.h"
+#include "exec/measure/machine_speed.h"
 #include "partition/util/json_reader.h"
 #include "partition/util/json_writer.h"
 #include "partition/util/machine.h"
@@ -56,7 +57,7 @@ struct ProbePlan {
   std::vector<double> allreduce_sizes;  // all-reduce bytes (fp32), 4 KB to 32 MB
   int allreduce_small_repeats = 0;      // per sweep, below 1 MB
   int allreduce_large_repeats = 0;      // per sweep, from 1 MB
-  int gemm_n = 256;            // 2 n^3 = 33.5 MFLOP: long enough to time, short in cache
+  int gemm_n = kSpeedGemmN;    // the machine's speed reading (machine_speed.h)
   int gemm_warmup = 3;
   int gemm_repeats = 0;
   double copy_bytes = 32 * kMegabyte;  // well beyond the last-level cache of one core
@@ -407,20 +408,6 @@ BusySenderTimes BusySender(Communicator& comm, const ProbePlan& plan, int n) {
 }
 
 // --- 3. Compute ---------------------------------------------------------------------------------
-
-// The median time of one n x n by n x n fp32 GEMM on this process's one thread.
-double GemmSeconds(int n, int warmup, int repeats) {
-  torch::NoGradGuard no_grad;
-  const torch::Tensor a = torch::rand({n, n}), b = torch::rand({n, n});
-  torch::Tensor c = torch::empty({n, n});
-  std::vector<double> seconds;
-  for (int i = 0; i < warmup + repeats; ++i) {
-    const auto start = Clock::now();
-    at::mm_out(c, a, b);
-    if (i >= warmup) seconds.push_back(SecondsSince(start));
-  }
-  return Median(seconds);
-}
 
 // The median time of copying `bytes` of fp32 from one tensor to another.
 double CopySeconds(double bytes, int repeats) {

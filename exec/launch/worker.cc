@@ -19,6 +19,7 @@
 #include "exec/runtime/cpu_policy.h"
 #include "exec/runtime/stage_executor.h"
 #include "exec/launch/worker.h"
+#include "exec/measure/machine_speed.h"
 #include "partition/util/error.h"
 #include "partition/util/host.h"
 #include "partition/util/machine.h"
@@ -207,6 +208,13 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
       chunks.push_back(executors.back().get());
     }
 
+    // The machine's speed before the op lists: rank 0 reads one core's GEMM rate while the
+    // others wait in a barrier (machine_speed.h; compare sets it against the profile's).
+    const bool read_speed = !device.cuda();
+    if (read_speed) {
+      comm.Barrier();
+      if (env.rank == 0) measurement.gflops_before = OneCoreGflops();
+    }
     comm.Barrier();
     const auto origin = StageExecutor::Clock::now();
     const double cpu_at_origin = ProcessCpuSeconds();
@@ -235,7 +243,9 @@ int RunWorker(const RunOptions& options, const ProcessEnv& env) {
       measurement.host_cpu_end = ReadCpuTimes();
       measurement.host_window_s =
           std::chrono::duration<double>(StageExecutor::Clock::now() - origin).count();
+      if (read_speed) measurement.gflops_after = OneCoreGflops();
     }
+    if (read_speed) comm.Barrier();  // the others wait while rank 0 reads the speed
   } catch (const c10::Error& e) {  // the communicator turns its own failures into RunErrors
     DeviceFailure(env, device, e);
   }

@@ -400,6 +400,8 @@ MachineLoad MachineLoadOf(const std::vector<WorkerMeasurement>& workers) {
     }
   load.cpus = static_cast<int>(cpus.size());
   load.load_average_1m = first.load_average_1m;
+  load.gflops_before = first.gflops_before;
+  load.gflops_after = first.gflops_after;
   if (first.load_before) {
     load.sampled_before = true;
     load.before = *first.load_before;

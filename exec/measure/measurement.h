@@ -94,6 +94,9 @@ struct WorkerMeasurement {
   double host_window_s = 0;
   double load_average_1m = -1;
   std::optional<LoadShare> load_before;
+  // Rank 0 of a run on CPUs only: one core's GEMM rate right before the start barrier and right
+  // after the end barrier, the other workers waiting (exec/measure/machine_speed.h); 0: not read.
+  double gflops_before = 0, gflops_after = 0;
 };
 
 nlohmann::json MeasurementToJson(const WorkerMeasurement& m);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <chrono>
 #include <ctime>
 #include <iomanip>
@@ -33,6 +34,7 @@
 #include "exec/runtime/stage_executor.h"
 #include "exec/runtime/weights.h"
 #include "exec/launch/worker.h"
+#include "exec/measure/machine_speed.h"
 #include "partition/cost/stage_costs.h"
 #include "partition/util/host.h"
 #include "partition/util/error.h"
@@ -586,6 +588,7 @@ ProfileStability Stability(const TimedPasses& timed, int layers, const ProfileOp
   q.settled = options.target_spread > 0 && q.rounds >= 2 &&
               timed.step.RelativeHalfWidth() <= options.target_spread;
   q.disturbances = load.Warnings();
+  q.one_core_gflops = load.Gflops();
   const std::vector<double> steps = timed.RoundSteps(layers);
   for (const FarRound& far : RoundsFarOff(steps)) {
     std::ostringstream line;
@@ -669,10 +672,12 @@ int RunProfile(const ProfileOptions& options) {
   if (!device.cuda()) {
     load.before = SampleLoad(cpus, 0.3);
     load.sampled_before = true;
+    load.gflops_before = OneCoreGflops();  // the machine's speed, before the load processes
   }
   LayerClock clock(time_shared, device);
   // The load processes pin themselves within the mask they inherit: pin this one after.
-  LoadProcesses load_processes(options, batch, cores);
+  std::optional<LoadProcesses> load_processes;
+  load_processes.emplace(options, batch, cores);
   if (options.concurrent > 1) PinToCore(0);
 
   Workload w = MeasuredWorkload(model, options, batch, time_shared, cores, device);
@@ -683,12 +688,14 @@ int RunProfile(const ProfileOptions& options) {
     TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
   }
   const CpuTimes cpu_from = ReadCpuTimes();
-  const double own_from = ProcessCpuSeconds() + load_processes.CpuSeconds();
+  const double own_from = ProcessCpuSeconds() + load_processes->CpuSeconds();
   const TimedPasses timed = TimePasses(model, runs, *data, batch, source, options, clock);
   if (!device.cuda()) {
     load.during = ShareBetween(cpu_from, ReadCpuTimes(), cpus, timed.seconds,
-                               ProcessCpuSeconds() + load_processes.CpuSeconds() - own_from);
+                               ProcessCpuSeconds() + load_processes->CpuSeconds() - own_from);
     load.measured_during = true;
+    load_processes.reset();  // stopped, so that the speed is read as before the rounds
+    load.gflops_after = OneCoreGflops();
   }
   for (int i = 0; i < model.LayerCount(); ++i)
     w.layers.push_back(MeasuredLayer(model, runs[i], i, timed, stash_bytes[i]));

@@ -350,9 +350,11 @@ Workload MeanOfProfiles(const std::vector<Workload>& profiles,
     ProfileStability q;
     std::vector<double> steps;
     q.settled = true;
+    int speeds = 0;
     for (size_t p = 0; p < k; ++p) {
       if (!profiles[p].stability) continue;
       const ProfileStability& s = *profiles[p].stability;
+      if (s.one_core_gflops > 0) q.one_core_gflops += s.one_core_gflops, ++speeds;
       q.rounds += s.rounds;
       q.seconds += s.seconds;
       steps.push_back(s.step_ms);
@@ -364,6 +366,7 @@ Workload MeanOfProfiles(const std::vector<Workload>& profiles,
         q.disturbances.push_back("profile " + std::to_string(p + 1) + " of " + std::to_string(k) +
                                  ": " + d);
     }
+    if (speeds > 0) q.one_core_gflops /= speeds;
     const RoundEstimate e = EstimateFromRounds(steps);
     q.step_ms = e.mean;
     q.step_spread_ms = e.half_width;
@@ -432,6 +435,8 @@ nlohmann::json WorkloadToJson(const Workload& w) {
                         {"target_spread", q->target_spread},
                         {"settled", q->settled},
                         {"disturbances", q->disturbances}};
+  if (w.stability && w.stability->one_core_gflops > 0)
+    out["stability"]["one_core_gflops"] = w.stability->one_core_gflops;
   return out;
 }
 
@@ -463,6 +468,7 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     s.highest_round_ms = q->OptionalNonNegativeNumber("highest_round_ms", 0);
     s.target_spread = q->OptionalNonNegativeNumber("target_spread", 0);
     s.settled = q->OptionalBool("settled", false);
+    s.one_core_gflops = q->OptionalNonNegativeNumber("one_core_gflops", 0);
     if (auto d = q->OptionalMember("disturbances"))
       for (const JsonReader& line : d->Elements()) s.disturbances.push_back(line.AsString());
     q->Finish();

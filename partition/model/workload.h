@@ -111,6 +111,9 @@ struct ProfileStability {
   double target_spread = 0;      // the relative half-width asked for (0: no stopping rule)
   bool settled = false;          // step_spread_ms <= target_spread x step_ms
   std::vector<std::string> disturbances;  // the machine's load or steal, rounds far off
+  // One core's GEMM rate, GFLOP/s, before and after the rounds, their mean (the machine's speed
+  // while the profile was taken, exec/measure/machine_speed.h); 0: not read (a GPU, older files).
+  double one_core_gflops = 0;
 };
 
 // Where the times of a workload were taken.

@@ -69,6 +69,13 @@ void CompareBusyByOp(const WorkerReport& predicted, int predicted_iterations,
 
 }  // namespace
 
+void AddProfileSpeed(Comparison& c, double profile_gflops) {
+  c.machine_speed.profile_gflops = profile_gflops;
+  if (auto w = SpeedChangeWarning(profile_gflops, "while the profile was taken",
+                                  c.machine_speed.run_gflops, "during the run"))
+    c.disturbances.push_back(*w);
+}
+
 Comparison CompareReports(const Report& predicted, const Report& measured) {
   RequireSame("schedule", predicted.schedule, measured.schedule);
   RequireSame("workers", std::to_string(predicted.worker_count),
@@ -82,8 +89,11 @@ Comparison CompareReports(const Report& predicted, const Report& measured) {
   c.measured = measured;
   c.samples_per_s = Figure("samples_per_s", predicted.samples_per_s, measured.samples_per_s);
   c.iteration_s = Figure("iteration_s", predicted.iteration_s, measured.iteration_s);
-  if (measured.details.contains("machine_load"))
-    c.disturbances = MachineLoad::FromJson(measured.details["machine_load"]).Warnings();
+  if (measured.details.contains("machine_load")) {
+    const MachineLoad load = MachineLoad::FromJson(measured.details["machine_load"]);
+    c.disturbances = load.Warnings();
+    c.machine_speed.run_gflops = load.Gflops();
+  }
   c.throughput_only = measured.workers.empty() && measured.devices.empty() &&
                       measured.stages.empty();
   if (c.throughput_only) return c;
@@ -155,8 +165,17 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
     band = {{"low_samples_per_s", c.band->low_samples_per_s},
             {"high_samples_per_s", c.band->high_samples_per_s},
             {"measured_inside", c.band->Holds(c.samples_per_s.measured)}};
+  const Comparison::MachineSpeed& speed = c.machine_speed;
+  nlohmann::json machine_speed = nullptr;
+  if (speed.profile_gflops > 0 || speed.run_gflops > 0)
+    machine_speed = {{"profile_gflops", speed.profile_gflops},
+                     {"run_gflops", speed.run_gflops},
+                     {"run_over_profile", speed.profile_gflops > 0 && speed.run_gflops > 0
+                                              ? nlohmann::json(speed.run_gflops / speed.profile_gflops)
+                                              : nlohmann::json(nullptr)}};
   return {{"predicted", ReportToJson(c.predicted)},
           {"predicted_band", band},
+          {"machine_speed", machine_speed},
           {"measured", ReportToJson(c.measured)},
           {"measured_figures", c.throughput_only ? "throughput" : "all"},
           {"measurement_disturbed", !c.disturbances.empty()},

@@ -74,7 +74,19 @@ struct Comparison {
     }
   };
   std::optional<Band> band;
+  // The machine's speed, one core's GEMM rate in GFLOP/s (exec/measure/machine_speed.h), while
+  // the prediction's profile was taken (the mean of its readings; AddProfileSpeed) and during the
+  // measured run (its machine_load); 0 where not read.
+  struct MachineSpeed {
+    double profile_gflops = 0, run_gflops = 0;
+  };
+  MachineSpeed machine_speed;
 };
+
+// Records the profile's speed reading beside the run's; where the two differ by more than
+// kDisturbingSpeedChange (partition/util/machine.h) the comparison is disturbed: the prediction
+// was made on a machine that computed at another speed than the one measured.
+void AddProfileSpeed(Comparison& comparison, double profile_gflops);
 
 // Throws InputError when the reports do not describe the same run (the same schedule, workers,
 // depth and samples per iteration; and stages, workers and devices unless throughput_only).

@@ -9,6 +9,7 @@
 
 #include "partition/report/compare.h"
 #include "partition/util/format.h"
+#include "partition/util/machine.h"
 
 namespace pipetwin {
 
@@ -29,6 +30,9 @@ struct RowFigures {
   std::optional<double> allocated_peak, reserved_peak;
   // The prediction's band from the profile's and the calibration's spread (Comparison::Band), when it had one.
   std::optional<double> band_low, band_high;
+  // The machine's speed (one core's GEMM rate, GFLOP/s) while the profile was taken and during
+  // the run (Comparison::MachineSpeed); 0 where not read.
+  double profile_gflops = 0, run_gflops = 0;
   bool InBand() const { return measured_rate >= *band_low && measured_rate <= *band_high; }
 };
 
@@ -65,6 +69,10 @@ RowFigures FiguresOf(const ValidationRow& row) {
   if (c.contains("predicted_band") && c.at("predicted_band").is_object()) {
     f.band_low = c.at("predicted_band").value("low_samples_per_s", 0.0);
     f.band_high = c.at("predicted_band").value("high_samples_per_s", 0.0);
+  }
+  if (c.contains("machine_speed") && c.at("machine_speed").is_object()) {
+    f.profile_gflops = c.at("machine_speed").value("profile_gflops", 0.0);
+    f.run_gflops = c.at("machine_speed").value("run_gflops", 0.0);
   }
   return f;
 }
@@ -160,6 +168,28 @@ std::string BusyByOpMarkdown(const std::vector<std::string>& configs,
   return out.str();
 }
 
+// The machine's speed while each row's profile was taken and during its run, and how far it
+// moved between them (what a prediction from that profile inherits); empty when no row has both.
+std::string MachineSpeedMarkdown(const std::vector<ValidationRow>& rows) {
+  std::ostringstream table;
+  int shown = 0, moved = 0;
+  for (const ValidationRow& row : rows) {
+    const RowFigures f = FiguresOf(row);
+    if (f.profile_gflops <= 0 || f.run_gflops <= 0) continue;
+    const double change = f.run_gflops / f.profile_gflops - 1;
+    ++shown;
+    moved += std::fabs(change) > kDisturbingSpeedChange ? 1 : 0;
+    table << "| " << row.config << " | " << Fixed(f.profile_gflops, 1) << " | "
+          << Fixed(f.run_gflops, 1) << " | " << SignedPercent(change) << " |\n";
+  }
+  if (shown == 0) return "";
+  return "\nThe machine's speed (one core's GEMM, GFLOP/s) while each row's profile was taken and "
+         "during its measured run; " + std::to_string(moved) + " of " + std::to_string(shown) +
+         " rows moved more than " + Fixed(100 * kDisturbingSpeedChange, 0) +
+         "% between the two (their prediction inherits it):\n\n"
+         "| config | profile | run | run over profile |\n|---|---:|---:|---:|\n" + table.str();
+}
+
 bool AnyOnGpu(const std::vector<ValidationRow>& rows) {
   for (const ValidationRow& row : rows)
     if (FiguresOf(row).reserved_peak) return true;
@@ -174,7 +204,8 @@ std::string ValidationCsv(const std::vector<ValidationRow>& rows) {
          "throughput_error,predicted_peak_memory_bytes,measured_peak_memory_bytes,memory_error,"
          "staleness_match,measured_allocator_peak_allocated_bytes,"
          "measured_allocator_peak_reserved_bytes,predicted_low_samples_per_s,"
-         "predicted_high_samples_per_s,measured_inside_band\n";
+         "predicted_high_samples_per_s,measured_inside_band,profile_one_core_gflops,"
+         "run_one_core_gflops\n";
   for (const ValidationRow& row : rows) {
     const RowFigures f = FiguresOf(row);
     out << CsvField(row.config) << "," << f.schedule << "," << f.stages << "," << f.workers << ","
@@ -185,7 +216,9 @@ std::string ValidationCsv(const std::vector<ValidationRow>& rows) {
         << OptionalFixed(f.allocated_peak, 1, 0)
         << "," << OptionalFixed(f.reserved_peak, 1, 0) << "," << OptionalFixed(f.band_low, 1, 2)
         << "," << OptionalFixed(f.band_high, 1, 2) << ","
-        << (f.band_low ? (f.InBand() ? "true" : "false") : "") << "\n";
+        << (f.band_low ? (f.InBand() ? "true" : "false") : "") << ","
+        << (f.profile_gflops > 0 ? Fixed(f.profile_gflops, 2) : "") << ","
+        << (f.run_gflops > 0 ? Fixed(f.run_gflops, 2) : "") << "\n";
   }
   return out.str();
 }
@@ -242,6 +275,7 @@ std::string ValidationMarkdown(const std::vector<ValidationRow>& rows, const std
   if (banded > 0)
     out << "\nmeasured inside the prediction's band (the profile's 95% spread): " << banded - outside
         << " of " << banded << " rows\n";
+  out << MachineSpeedMarkdown(rows);
   std::vector<std::string> configs;
   std::vector<std::vector<std::map<std::string, double>>> cells;
   for (const ValidationRow& row : rows) {
@@ -258,6 +292,7 @@ namespace {
 struct RepeatedRow {
   std::string config, schedule;
   std::vector<double> predicted, measured, errors;
+  std::vector<double> run_gflops;  // the machine's speed during each repetition's run, when read
   int outside_band = 0, banded = 0;
   std::vector<std::map<std::string, double>> busy_ratio_by_op;  // per repetition
 };
@@ -287,6 +322,7 @@ std::vector<RepeatedRow> Repeated(const std::vector<std::vector<ValidationRow>>&
       it->predicted.push_back(f.predicted_rate);
       it->measured.push_back(f.measured_rate);
       it->errors.push_back(f.rate_error);
+      if (f.run_gflops > 0) it->run_gflops.push_back(f.run_gflops);
       it->busy_ratio_by_op.push_back(BusyRatioByOp(row));
       if (f.band_low) {
         ++it->banded;
@@ -314,14 +350,27 @@ std::string ValidationRepeatMarkdown(const std::vector<std::vector<ValidationRow
   const std::vector<RepeatedRow> rows = Repeated(repetitions);
   std::ostringstream out;
   out << "| config | schedule | predicted samples/s | prediction spread | measured samples/s | "
-         "measurement spread | errors | measured outside band |\n"
-      << "|---|---|---:|---:|---:|---:|---:|---:|\n";
+         "measurement spread | machine's speed in the runs (GFLOP/s, spread) | errors | "
+         "measured outside band |\n"
+      << "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   double sum = 0, worst = 0, worst_spread = 0;
   int count = 0, spread_misses = 0, outside = 0, banded = 0;
+  // Rows whose speed was read in every repetition, and those of them over the spread target
+  // while the machine's own speed held within it: the model's own unrepeatability.
+  int speed_rows = 0, steady_machine_misses = 0;
+  double worst_machine_spread = 0;
   for (const RepeatedRow& r : rows) {
     const double spread = RunToRunSpread(r.predicted);
     worst_spread = std::max(worst_spread, spread);
     spread_misses += spread > kPredictionSpreadTarget ? 1 : 0;
+    const bool speed_known = r.run_gflops.size() == r.predicted.size() && r.predicted.size() > 1;
+    const double machine_spread = speed_known ? RunToRunSpread(r.run_gflops) : 0;
+    if (speed_known) {
+      ++speed_rows;
+      worst_machine_spread = std::max(worst_machine_spread, machine_spread);
+      steady_machine_misses +=
+          spread > kPredictionSpreadTarget && machine_spread <= kPredictionSpreadTarget ? 1 : 0;
+    }
     for (double e : r.errors) {
       sum += std::fabs(e);
       worst = std::max(worst, std::fabs(e));
@@ -332,7 +381,10 @@ std::string ValidationRepeatMarkdown(const std::vector<std::vector<ValidationRow
     out << "| " << r.config << " | " << r.schedule << " | " << Joined(r.predicted, 0, false)
         << " | " << Fixed(100 * spread, 1) << "%" << (spread > kPredictionSpreadTarget ? " (over 3%)" : "")
         << " | " << Joined(r.measured, 0, false) << " | " << Fixed(100 * RunToRunSpread(r.measured), 1)
-        << "% | " << Joined(r.errors, 0, true) << " | "
+        << "% | "
+        << (speed_known ? Joined(r.run_gflops, 0, false) + " (" + Fixed(100 * machine_spread, 1) + "%)"
+                        : std::string(""))
+        << " | " << Joined(r.errors, 0, true) << " | "
         << (r.banded ? std::to_string(r.outside_band) + " of " + std::to_string(r.banded) : "")
         << " |\n";
   }
@@ -350,6 +402,11 @@ std::string ValidationRepeatMarkdown(const std::vector<std::vector<ValidationRow
   if (banded > 0)
     out << "\nmeasured inside the prediction's band: " << banded - outside << " of " << banded
         << " rows\n";
+  if (speed_rows > 0)
+    out << "\nthe machine's own speed (one core's GEMM during the runs) moved up to "
+        << Fixed(100 * worst_machine_spread, 1) << "% over a row's repetitions; rows over the "
+        << "prediction spread target while it held within 3%: " << steady_machine_misses << " of "
+        << speed_rows << "\n";
   std::vector<std::string> configs;
   std::vector<std::vector<std::map<std::string, double>>> cells;
   for (const RepeatedRow& r : rows) {
@@ -363,14 +420,18 @@ std::string ValidationRepeatMarkdown(const std::vector<std::vector<ValidationRow
 std::string ValidationRepeatCsv(const std::vector<std::vector<ValidationRow>>& repetitions) {
   std::ostringstream out;
   out << "config,schedule,repetitions,predicted_spread,measured_spread,mean_abs_error,"
-         "worst_abs_error,outside_band\n";
+         "worst_abs_error,outside_band,machine_speed_spread\n";
   for (const RepeatedRow& r : Repeated(repetitions)) {
     double sum = 0, worst = 0;
     for (double e : r.errors) sum += std::fabs(e), worst = std::max(worst, std::fabs(e));
     out << CsvField(r.config) << "," << r.schedule << "," << r.predicted.size() << ","
         << Fixed(RunToRunSpread(r.predicted), 4) << "," << Fixed(RunToRunSpread(r.measured), 4)
         << "," << Fixed(sum / r.errors.size(), 4) << "," << Fixed(worst, 4) << ","
-        << r.outside_band << "\n";
+        << r.outside_band << ","
+        << (r.run_gflops.size() == r.predicted.size() && r.predicted.size() > 1
+                ? Fixed(RunToRunSpread(r.run_gflops), 4)
+                : "")
+        << "\n";
   }
   return out.str();
 }

@@ -263,6 +263,22 @@ LoadShare SampleLoad(const std::vector<int>& cpus, double seconds) {
   return ShareBetween(from, to, cpus, elapsed, ProcessCpuSeconds() - own);
 }
 
+std::optional<std::string> SpeedChangeWarning(double from_gflops, const std::string& from_when,
+                                              double to_gflops, const std::string& to_when) {
+  if (from_gflops <= 0 || to_gflops <= 0) return std::nullopt;
+  const double change = to_gflops / from_gflops - 1;
+  if (std::fabs(change) <= kDisturbingSpeedChange) return std::nullopt;
+  return "the machine computed " + Percent(std::fabs(change)) + (change < 0 ? " slower " : " faster ") +
+         to_when + " than " + from_when + " (one core's GEMM: " + Fixed(to_gflops, 1) +
+         " against " + Fixed(from_gflops, 1) +
+         " GFLOP/s; a host shared with other guests slows them without steal time)";
+}
+
+double MachineLoad::Gflops() const {
+  if (gflops_before > 0 && gflops_after > 0) return (gflops_before + gflops_after) / 2;
+  return gflops_before > 0 ? gflops_before : gflops_after;
+}
+
 std::vector<std::string> MachineLoad::Warnings() const {
   std::vector<std::string> out;
   const auto judge = [&](const LoadShare& s, const std::string& when) {
@@ -278,6 +294,9 @@ std::vector<std::string> MachineLoad::Warnings() const {
   };
   if (sampled_before) judge(before, "before the " + subject);
   if (measured_during) judge(during, "during the " + subject);
+  if (auto w = SpeedChangeWarning(gflops_before, "before the " + subject, gflops_after,
+                                  "after it"))
+    out.push_back(*w + ": the measurement is disturbed");
   return out;
 }
 
@@ -290,6 +309,9 @@ nlohmann::json MachineLoad::ToJson() const {
           {"load_average_1m", load_average_1m},
           {"before", share(sampled_before, before)},
           {"during", share(measured_during, during)},
+          {"one_core_gflops", gflops_before > 0 || gflops_after > 0
+                                  ? nlohmann::json{{"before", gflops_before}, {"after", gflops_after}}
+                                  : nlohmann::json(nullptr)},
           {"disturbed", Disturbed()}};
 }
 
@@ -306,6 +328,10 @@ MachineLoad MachineLoad::FromJson(const nlohmann::json& j) {
   };
   share("before", &load.sampled_before, &load.before);
   share("during", &load.measured_during, &load.during);
+  if (j.contains("one_core_gflops") && j["one_core_gflops"].is_object()) {
+    load.gflops_before = j["one_core_gflops"].value("before", 0.0);
+    load.gflops_after = j["one_core_gflops"].value("after", 0.0);
+  }
   return load;
 }
 

@@ -8,6 +8,7 @@
 //   LoadShare during = ShareBetween(a, b, cpus, own_cpu_seconds);
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,18 @@ LoadShare SampleLoad(const std::vector<int>& cpus, double seconds);
 // validation matrix's target for the mean throughput error (5%, docs/validation.md).
 constexpr double kDisturbingLoadShare = 0.05;
 
+// The machine's speed is disturbed when one core's GEMM rate (exec/measure/machine_speed.h) moved
+// by more than this share between two readings: a CPU-bound run's throughput moves with it, and
+// a guest's host shared with other guests slows it by that much without any steal time (the
+// 2-vCPU guest of docs/validation.md read 101 and 84 GFLOP/s twenty minutes apart).
+constexpr double kDisturbingSpeedChange = 0.05;
+
+// One sentence when one core's GEMM rate moved by more than kDisturbingSpeedChange from
+// `from_gflops` (read `from_when`, "before the run") to `to_gflops` (`to_when`); none when either
+// reading is missing (0) or they are close.
+std::optional<std::string> SpeedChangeWarning(double from_gflops, const std::string& from_when,
+                                              double to_gflops, const std::string& to_when);
+
 // The load of the machine a run measured on: before it (the launcher's sample, when it launched
 // the workers) and during it (rank 0's host, from its start barrier to its end barrier).
 struct MachineLoad {
@@ -111,12 +124,18 @@ struct MachineLoad {
   LoadShare before;
   bool measured_during = false;
   LoadShare during;
+  // One core's fp32 GEMM rate, GFLOP/s, read right before and right after the measurement with
+  // none of its processes computing (exec/measure/machine_speed.h); 0: not read (a GPU, an older
+  // report).
+  double gflops_before = 0, gflops_after = 0;
+  // The mean of the two readings, or the one taken; 0 when neither.
+  double Gflops() const;
 
   // One sentence per disturbance over kDisturbingLoadShare.
   std::vector<std::string> Warnings() const;
   bool Disturbed() const { return !Warnings().empty(); }
   // {"cpus", "load_average_1m", "before": {"foreign_share", "steal_share"} or null,
-  //  "during": {...} or null, "disturbed"}
+  //  "during": {...} or null, "one_core_gflops": {"before", "after"} or null, "disturbed"}
   nlohmann::json ToJson() const;
   // Back from ToJson's form (a report's details.machine_load); missing fields stay unknown.
   static MachineLoad FromJson(const nlohmann::json& j);

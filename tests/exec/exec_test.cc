@@ -338,6 +338,17 @@ TEST(ExecEquivalence, MessagesStagedThroughHostMemoryEndWithTheSameWeights) {
     for (const auto& w : plain["details"]["workers"]) EXPECT_EQ(w["transport"], "gloo");
   for (const auto& d : plain["devices"])
     EXPECT_EQ(d.contains("cuda_allocator"), TestOnGpu());
+  // On CPUs rank 0 reads the machine's speed before and after the run (machine_speed.h): two
+  // GEMM rates of one core, seconds apart on the same machine.
+  const nlohmann::json& speed = plain["details"]["machine_load"]["one_core_gflops"];
+  if (TestOnGpu()) {
+    EXPECT_TRUE(speed.is_null()) << speed;
+  } else {
+    const double before = speed["before"].get<double>(), after = speed["after"].get<double>();
+    EXPECT_GT(before, 0.1) << speed;
+    EXPECT_GT(after, 0.1) << speed;
+    EXPECT_LT(std::max(before, after) / std::min(before, after), 3) << speed;
+  }
 }
 
 TEST(ExecEquivalence, ReplicatedStageEqualsDataParallelTraining) {

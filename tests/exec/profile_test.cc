@@ -123,6 +123,7 @@ TEST(ExecProfile, TimesInRoundsUntilTheStepSettles) {
   EXPECT_LE(q["step_spread_ms"].get<double>(), 0.5 * q["step_ms"].get<double>());
   EXPECT_LE(q["lowest_round_ms"].get<double>(), q["step_ms"].get<double>());
   EXPECT_GE(q["highest_round_ms"].get<double>(), q["step_ms"].get<double>());
+  EXPECT_GT(q["one_core_gflops"].get<double>(), 0.1) << q.dump();  // the machine's speed, read
   double step = 0;
   for (const auto& l : w["layers"]) {
     EXPECT_GE(l["forward_ms_spread"].get<double>(), 0);

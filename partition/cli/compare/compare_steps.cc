@@ -333,6 +333,7 @@ Comparison CompareStep(const std::string& predicted_report, const MeasuredRuns& 
   Comparison c = CompareReports(ReportFrom(predicted_report, "simulator"),
                                 ReportFrom(measured.report, "executor"));
   c.band = band;
+  if (const auto& q = LoadWorkloadFile(profile).stability) AddProfileSpeed(c, q->one_core_gflops);
   c.predicted.details["profile"] = profile;
   c.predicted.details["calibration"] = calibration;
   if (measured.samples_per_s.size() > 1)

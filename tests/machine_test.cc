@@ -231,8 +231,8 @@ TEST(Machine, ASpeedThatMovedOverFivePercentIsADisturbanceAndSurvivesTheReport) 
   EXPECT_FALSE(SpeedChangeWarning(100, "before", 0, "after"));
   EXPECT_EQ(*SpeedChangeWarning(100, "before the run", 84, "after it"),
             "the machine computed 16.0% slower after it than before the run (one core's GEMM: "
-            "84.0 against 100.0 GFLOP/s; a host shared with other guests slows them without "
-            "steal time)");
+            "84.0 against 100.0 GFLOP/s; other guests of a shared host, or the CPU's own clock, "
+            "change it without any steal time)");
   EXPECT_NE(SpeedChangeWarning(80, "a", 90, "b")->find("12.5% faster b than a"),
             std::string::npos);
 

@@ -271,7 +271,8 @@ std::optional<std::string> SpeedChangeWarning(double from_gflops, const std::str
   return "the machine computed " + Percent(std::fabs(change)) + (change < 0 ? " slower " : " faster ") +
          to_when + " than " + from_when + " (one core's GEMM: " + Fixed(to_gflops, 1) +
          " against " + Fixed(from_gflops, 1) +
-         " GFLOP/s; a host shared with other guests slows them without steal time)";
+         " GFLOP/s; other guests of a shared host, or the CPU's own clock, change it without any "
+         "steal time)";
 }
 
 double MachineLoad::Gflops() const {

@@ -178,7 +178,7 @@ std::string MachineSpeedMarkdown(const std::vector<ValidationRow>& rows) {
     if (f.profile_gflops <= 0 || f.run_gflops <= 0) continue;
     const double change = f.run_gflops / f.profile_gflops - 1;
     ++shown;
-    moved += std::fabs(change) > kDisturbingSpeedChange ? 1 : 0;
+    moved += SpeedChangeWarning(f.profile_gflops, "", f.run_gflops, "") ? 1 : 0;
     table << "| " << row.config << " | " << Fixed(f.profile_gflops, 1) << " | "
           << Fixed(f.run_gflops, 1) << " | " << SignedPercent(change) << " |\n";
   }

@@ -25,9 +25,8 @@ cat >"$dir/trace.json" <<'TRACE'
 TRACE
 out=$(python3 "$source_dir/scripts/message_waits.py" "$dir/trace.json" --slowest 1)
 echo "$out"
-expect() {
-  grep -qF -- "$1" <<<"$out" || { echo "FAIL: expected the line: $1" >&2; exit 1; }
-}
+source "$source_dir/tests/scripts/checks.sh"
+expect() { expect_line "$out" "$1"; }
 expect "3 messages in $dir/trace.json"
 expect "moved while the sender computed: 2, mean 1100 us, median 1100 us, 90th percentile 2000 us, 1 over 1 ms"
 expect "moved while it did not: 1, mean 100 us, median 100 us, 90th percentile 100 us, 0 over 1 ms"
@@ -35,11 +34,6 @@ expect "the first against the second: +1000 us a message on average"
 expect "  1RECV_F0 2000 yes [-1000..0, 0..1000]"
 # Not a trace: one line naming the file, exit 2.
 echo '{"traceEvents": 3' >"$dir/bad.json"
-if err=$(python3 "$source_dir/scripts/message_waits.py" "$dir/bad.json" 2>&1); then
-  echo "FAIL: a malformed trace was accepted" >&2; exit 1
-else
-  [ $? = 2 ] || { echo "FAIL: exit status not 2" >&2; exit 1; }
-fi
-[ "$(wc -l <<<"$err")" = 1 ] && grep -qF "$dir/bad.json: not a pipetwin trace" <<<"$err" ||
-  { echo "FAIL: $err" >&2; exit 1; }
+expect_input_error "a malformed trace" "$dir/bad.json: not a pipetwin trace" \
+  python3 "$source_dir/scripts/message_waits.py" "$dir/bad.json"
 echo "message_waits_test: passed"

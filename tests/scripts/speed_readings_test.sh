@@ -24,9 +24,8 @@ row "$dir/m/c.compare.json" 84 100 2 1.6 '{"profile_gflops": 100, "run_gflops": 
 row "$dir/m/rep-2/d.compare.json" 100 100 2 2 'null'
 out=$(python3 "$source_dir/scripts/speed_readings.py" "$dir/m")
 echo "$out"
-expect() {
-  grep -qF -- "$1" <<<"$out" || { echo "FAIL: expected the line: $1" >&2; exit 1; }
-}
+source "$source_dir/tests/scripts/checks.sh"
+expect() { expect_line "$out" "$1"; }
 expect "4 comparisons in $dir/m, 3 with both speed readings"
 expect "a                                         +20.0%    100.0    80.0       0.800    1.250"
 expect "rep-2/d                                    +0.0%      0.0     0.0         nan    1.000"
@@ -36,11 +35,6 @@ expect "speed held (within 5%: yes): 1 rows, mean absolute error 0.0%, worst 0.0
 expect "speed moved (within 5%: no): 2 rows, mean absolute error 18.0%, worst 20.0%"
 # Not a comparison: one line naming the file, exit 2.
 echo '{"predicted": 3}' >"$dir/m/bad.compare.json"
-if err=$(python3 "$source_dir/scripts/speed_readings.py" "$dir/m" 2>&1); then
-  echo "FAIL: a malformed comparison was accepted" >&2; exit 1
-else
-  [ $? = 2 ] || { echo "FAIL: exit status not 2" >&2; exit 1; }
-fi
-[ "$(wc -l <<<"$err")" = 1 ] && grep -qF "$dir/m/bad.compare.json: not a \`pipetwin compare --json\` result" <<<"$err" ||
-  { echo "FAIL: $err" >&2; exit 1; }
+expect_input_error "a malformed comparison" "$dir/m/bad.compare.json: not a \`pipetwin compare --json\` result" \
+  python3 "$source_dir/scripts/speed_readings.py" "$dir/m"
 echo "speed_readings_test: passed"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
@@ -117,9 +118,21 @@ class WorkerActors {
   void LaunchAll(int w);
   void WaitForJob(int w, long job);
   void WaitForDeliveries(int w);  // a worker's blocking sends, posted and not yet waited on
-  // `seconds` of work on the worker's CPU, on one of its server's core slots (below) unless
-  // the caller holds one. Returns how long it waited for the slot.
-  double Execute(const Worker& me, double seconds, bool holding_slot = false);
+  // One of a server's cores, taken by a worker (CoreSlots below); core -1: the server does
+  // not share its cores.
+  struct CoreSlot {
+    int core = -1;
+    bool kept = false;  // the worker was the last to run on it
+  };
+  CoreSlot TakeCore(const Worker& me);
+  void FreeCore(const Worker& me, CoreSlot slot);
+  // What a compute op of `kind` on `slot` is charged, of its time as profiled (OwnCoreShare).
+  double ComputeShare(CoreSlot slot, OpKind kind) const;
+  // `seconds` of work on the worker's CPU, on one of its server's cores (below) unless the
+  // caller holds one; `compute`: an op of that kind as profiled, charged ComputeShare of it.
+  // Returns how long it waited for the core.
+  double Execute(const Worker& me, double seconds, bool holding_slot = false,
+                 std::optional<OpKind> compute = std::nullopt);
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool BusySenderWait(const Worker& me, const Worker& sender, double moved_from);
@@ -138,8 +151,15 @@ class WorkerActors {
   // (SimGrid's semaphore queues its waiters in order). A worker computes only while it holds
   // one, so each piece of work runs to its end at one core's speed, as a SCHED_RR thread does
   // (cluster.h, exec/cpu_policy.h); without them the multi-core host would share its cores
-  // among every worker that has work.
-  std::unordered_map<const sg4::Host*, sg4::SemaphorePtr> core_slots_;
+  // among every worker that has work. Which core: the one the worker last ran on if it is free,
+  // else the first free one, as Linux places a woken real-time thread (its previous CPU when
+  // that runs nothing of its priority, kernel/sched/rt.c, find_lowest_rq).
+  struct CoreSlots {
+    sg4::SemaphorePtr free;
+    std::vector<int> holder;  // by core: the worker running on it, -1 none
+    std::vector<int> last;    // by core: the worker that ran on it last, -1 none
+  };
+  std::unordered_map<const sg4::Host*, CoreSlots> core_slots_;
   SimulationRecord record_;
   char token_ = 0;
   std::string fault_;
@@ -254,7 +274,11 @@ void WorkerActors::Prepare() {
     w.finished = sg4::Semaphore::create(0);
   }
   for (const auto& [cpu, n] : workers_on_)
-    if (Oversubscribed(cpu)) core_slots_[cpu] = sg4::Semaphore::create(setup_.cluster.shared_cores);
+    if (Oversubscribed(cpu)) {
+      const int cores = setup_.cluster.shared_cores;
+      core_slots_[cpu] = {sg4::Semaphore::create(cores), std::vector<int>(cores, -1),
+                          std::vector<int>(cores, -1)};
+    }
   for (const auto& group : replicas) {
     if (group.size() < 2) continue;
     PrepareRing(group);
@@ -431,19 +455,62 @@ void WorkerActors::Load(int w) {
   me.load_slots->release();  // and the loader may fetch one more
 }
 
-double WorkerActors::Execute(const Worker& me, double seconds, bool holding_slot) {
+WorkerActors::CoreSlot WorkerActors::TakeCore(const Worker& me) {
+  const auto it = core_slots_.find(me.cpu);
+  if (it == core_slots_.end()) return {};
+  CoreSlots& c = it->second;
+  c.free->acquire();
+  const int w = static_cast<int>(&me - workers_.data());
+  int core = -1;
+  for (size_t k = 0; k < c.holder.size(); ++k) {
+    if (c.holder[k] != -1) continue;
+    if (core == -1 || c.last[k] == w) core = static_cast<int>(k);
+  }
+  c.holder[core] = w;
+  return {core, c.last[core] == w};
+}
+
+void WorkerActors::FreeCore(const Worker& me, CoreSlot slot) {
+  if (slot.core < 0) return;
+  CoreSlots& c = core_slots_.at(me.cpu);
+  c.last[slot.core] = c.holder[slot.core];
+  c.holder[slot.core] = -1;
+  c.free->release();
+}
+
+// The profile timed every op on a core another process ran on between its slices (workload.h,
+// OwnCoreShare); an op whose worker was the last on its core finds its caches as it left
+// them, and takes the share of that time the profile measured on a core of its own.
+double WorkerActors::ComputeShare(CoreSlot slot, OpKind kind) const {
+  if (!slot.kept) return 1;
+  const OwnCoreShare& own = setup_.own_core;
+  double share = 0;
+  switch (kind) {
+    case OpKind::kForward:
+    case OpKind::kRecompute: share = own.forward; break;
+    case OpKind::kBackward:
+    case OpKind::kBackwardInput:
+    case OpKind::kBackwardWeight: share = own.backward; break;
+    case OpKind::kUpdate: share = own.update; break;
+    default: break;
+  }
+  return share > 0 ? share : 1;
+}
+
+double WorkerActors::Execute(const Worker& me, double seconds, bool holding_slot,
+                             std::optional<OpKind> compute) {
   if (me.cpu == me.host) {
     sg4::this_actor::execute(seconds * kHostSpeed);
     return 0;
   }
   const double asked = Now();
-  const auto slots = holding_slot ? core_slots_.end() : core_slots_.find(me.cpu);
-  if (slots != core_slots_.end()) slots->second->acquire();
+  const CoreSlot slot = holding_slot ? CoreSlot{} : TakeCore(me);
   const double waited = Now() - asked;
+  if (compute) seconds *= ComputeShare(slot, *compute);
   sg4::ExecPtr exec = sg4::this_actor::exec_init(seconds * kHostSpeed);
   exec->set_host(me.cpu);
   exec->wait();
-  if (slots != core_slots_.end()) slots->second->release();
+  FreeCore(me, slot);
   return waited;
 }
 
@@ -512,15 +579,15 @@ double WorkerActors::Compute(int w, size_t i) {
   const int allreduce = me.feeds_allreduce[i];
   const bool buckets = allreduce >= 0 && !me.buckets.empty();
   if (!buckets && !collectives) {
-    const double waited = Execute(me, seconds);
+    const double waited = Execute(me, seconds, false, op.kind);
     ++record_.activities;
     return waited;
   }
   // On one core slot throughout, as the executor's backward runs straight through.
   const double asked = Now();
-  const auto slots = core_slots_.find(me.cpu);
-  if (slots != core_slots_.end()) slots->second->acquire();
+  const CoreSlot slot = TakeCore(me);
   const double waited = Now() - asked;
+  const double share = ComputeShare(slot, op.kind);
   // The group's collectives that run beside the op's kernels start with it; in the lists' op
   // granularity a stage's layers run together, so they are one pair of flows.
   const std::vector<sg4::CommPtr> beside = StartGroupCollectives(me, group.overlapped_s);
@@ -532,23 +599,24 @@ double WorkerActors::Compute(int w, size_t i) {
     bool first = true;
     for (const GradientBucket& b : me.buckets) {
       if (b.model_stage != op.stage) continue;
-      Execute(me, work * b.backward_fraction + (first ? setup_.launch_overhead_s : 0), true);
+      Execute(me, share * work * b.backward_fraction + (first ? setup_.launch_overhead_s : 0),
+              true);
       ++record_.activities;
       first = false;
       Launch(w, b.bytes, job);
     }
-    if (first) Execute(me, seconds, true);  // a backward of no stage with gradients here
+    if (first) Execute(me, share * seconds, true);  // a backward of no stage with gradients here
     for (const GradientBucket& b : me.buckets)
       if (b.model_stage != op.stage) Launch(w, b.bytes, job);
     me.launched[allreduce] = true;
   } else {
-    Execute(me, seconds, true);
+    Execute(me, share * seconds, true);
     ++record_.activities;
   }
   for (const sg4::CommPtr& c : beside) c->wait();
   if (collectives)
     for (const sg4::CommPtr& c : StartGroupCollectives(me, group.exposed_s)) c->wait();
-  if (slots != core_slots_.end()) slots->second->release();
+  FreeCore(me, slot);
   return waited;
 }
 
@@ -641,7 +709,7 @@ void WorkerActors::WorkerMain(int w) {
       if (update_s > 0) {
         WaitForJob(w, me.version_job[op.weight_version]);
         start = Now();
-        start += Execute(me, update_s);
+        start += Execute(me, update_s, false, OpKind::kUpdate);
         ++record_.activities;
         rec.busy_s += Now() - start;
         rec.busy_by_op_s[op.kind] += Now() - start;

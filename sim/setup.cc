@@ -78,6 +78,7 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
   setup.overlap_param_gather = scenario.training.overlap_param_gather;
   setup.launch_overhead_s = cluster.launch_overhead_us * 1e-6;
   setup.communication_overhead_s = cluster.communication_overhead_us * 1e-6;
+  if (cluster.shared_cores > 0) setup.own_core = workload.own_core;
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
   setup.microbatch_size = micro.microbatch_size;
   setup.load_s = LoadMs(workload, setup.microbatch_size) * 1e-3;

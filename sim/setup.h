@@ -74,6 +74,9 @@ struct SimulationSetup {
   bool overlap_param_gather = false;
   double launch_overhead_s = 0;
   double communication_overhead_s = 0;
+  // Of a compute op's time, what one whose worker kept its core costs, on a server whose workers
+  // outnumber its cores (workload.h, OwnCoreShare); not measured: every op as profiled.
+  OwnCoreShare own_core;
   // Loading one micro-batch on an input-stage worker, and how it meets the compute
   // (cost/data_loading.h).
   double load_s = 0;

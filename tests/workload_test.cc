@@ -94,6 +94,7 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
   q.disturbances = {"round 3 of 12 took 10.50 ms a step"};
   q.one_core_gflops = 95.5;
   w.stability = q;
+  w.own_core = {0.95, 0.9, 0};  // no optimizer step measured on a core of its own
   const Workload back = WorkloadFromJson(WorkloadToJson(w), "p.json");
   EXPECT_EQ(WorkloadToJson(back), WorkloadToJson(w));
   ASSERT_TRUE(back.stability.has_value());
@@ -101,6 +102,22 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
   EXPECT_EQ(back.stability->disturbances, q.disturbances);
   EXPECT_EQ(back.stability->rounds, 12);
   EXPECT_TRUE(back.HasSpread());
+  EXPECT_EQ(back.own_core.forward, 0.95);
+  EXPECT_EQ(back.own_core.backward, 0.9);
+  EXPECT_EQ(back.own_core.update, 0);
+  EXPECT_FALSE(WorkloadToJson(Workload()).contains("own_core"));  // not measured, not written
+  for (const auto& [bad, where] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"forward", -0.5}}, "own_core.forward"}, {{{"fowrard", 0.9}}, "fowrard"}}) {
+    nlohmann::json doc = WorkloadToJson(w);
+    doc["own_core"] = bad;
+    try {
+      WorkloadFromJson(doc, "p.json");
+      FAIL() << bad.dump() << " was read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("p.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+    }
+  }
 
   const Workload slow = w.AtSpreadEdge(+1), fast = w.AtSpreadEdge(-1);
   EXPECT_DOUBLE_EQ(slow.layers[0].forward_ms, 1.1);
@@ -118,6 +135,7 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
     three[p].layers[0].forward_ms = 1.0 + 0.1 * p;
     three[p].stability->step_ms = 9 + p;
     three[p].stability->one_core_gflops = p == 1 ? 0 : 90 + 20 * p / 2;  // 90, not read, 110
+    three[p].own_core = p == 2 ? OwnCoreShare{} : OwnCoreShare{0.9 + 0.04 * p, 0.8, 0.99};
   }
   const Workload mean = MeanOfProfiles(three, {"a.json", "b.json", "c.json"});
   EXPECT_NEAR(mean.layers[0].forward_ms, 1.1, 1e-12);
@@ -127,6 +145,9 @@ TEST(Workload, AProfilesSpreadAndStabilitySurviveJsonAndGiveItsEdges) {
   EXPECT_EQ(mean.stability->rounds, 36);
   EXPECT_NEAR(mean.stability->step_ms, 10, 1e-12);
   EXPECT_NEAR(mean.stability->one_core_gflops, 100, 1e-12);  // the profiles that read it
+  EXPECT_NEAR(mean.own_core.forward, 0.92, 1e-12);  // the profiles that measured it: 0.9, 0.94
+  EXPECT_NEAR(mean.own_core.backward, 0.8, 1e-12);
+  EXPECT_NEAR(mean.own_core.update, 0.99, 1e-12);
   EXPECT_EQ(mean.stability->disturbances.size(), 3u);
   EXPECT_EQ(mean.stability->disturbances[2].rfind("profile 3 of 3: round 3", 0), 0u);
   three[2].layers[1].id = "other";

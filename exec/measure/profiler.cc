@@ -9,7 +9,9 @@
 // step; the mean over the steps after warm-up, slow ones included (util/spread.h, Mean). With more
 // processes than cores, by the thread's CPU time (LayerClock).
 #include <algorithm>
+#include <array>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -382,6 +384,7 @@ class LoadProcesses {
         throw RunError("pipetwin profile: cannot start a load process");
       }
       pids_.push_back(pid);
+      shares_this_core_.push_back(k % cores == 0);
       char c = 0;
       const ssize_t got = ::read(fds[0], &c, 1);
       ::close(fds[0]);
@@ -405,11 +408,23 @@ class LoadProcesses {
     }
     return total;
   }
+  // Whether a load process computes on this process's core (more processes than cores).
+  bool ShareThisCore() const {
+    return std::find(shares_this_core_.begin(), shares_this_core_.end(), true) !=
+           shares_this_core_.end();
+  }
+  // Stops (SIGSTOP) or resumes (SIGCONT) the load processes on this process's core, leaving it
+  // a core of its own while the other cores stay loaded.
+  void PauseThisCore(bool pause) {
+    for (size_t k = 0; k < pids_.size(); ++k)
+      if (shares_this_core_[k]) ::kill(pids_[k], pause ? SIGSTOP : SIGCONT);
+  }
   LoadProcesses(const LoadProcesses&) = delete;
   LoadProcesses& operator=(const LoadProcesses&) = delete;
 
  private:
   std::vector<pid_t> pids_;
+  std::vector<bool> shares_this_core_;
 };
 
 // A load process: the layers' forwards and backwards in a loop, forever.
@@ -471,8 +486,13 @@ struct TimedPasses {
   std::vector<PassTimes> passes;
   std::vector<std::vector<double>> updates;  // per timed pass, per layer
   std::vector<size_t> round_starts;          // index of each round's first pass
-  double seconds = 0;
+  double seconds = 0;       // of the shared rounds
+  double wall_seconds = 0;  // all rounds
   RoundEstimate step;  // the training step's time over the rounds (ms)
+  // With the load processes of this core paused after each round (`own_core`): the round
+  // that followed, on a core of its own: every layer's forward, backward and update summed
+  // (ms, the mean of its passes), one per round.
+  std::vector<std::array<double, 3>> own_core_rounds;
 
   // The pass indices [begin, end) of round r.
   std::pair<size_t, size_t> Round(size_t r) const {
@@ -505,9 +525,15 @@ struct TimedPasses {
   }
 };
 
+// The training step's time on a core of its own (`own_core` pauses and resumes the load
+// processes sharing this core) over its time on the shared core, in rounds alternating with
+// the shared ones, so that a machine whose speed wanders over seconds moves both alike. What
+// the simulator charges an op whose worker kept its core since its last op (sim/actors.cc): the
+// shared profile's times include the caches refilled after another process ran, which such an
+// op does not meet.
 TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
                        int64_t batch, const Source& source, const ProfileOptions& options,
-                       LayerClock& clock) {
+                       LayerClock& clock, const std::function<void(bool)>& own_core = {}) {
   auto sums = GradientSums(runs);
   UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
                     source.versioned_weights);
@@ -522,6 +548,7 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
   }
   const Clock::time_point timed_from = Clock::now();
   const bool stopping_rule = options.target_spread > 0;
+  double own_core_seconds = 0;
   while (true) {
     timed.round_starts.push_back(timed.passes.size());
     const Clock::time_point round_from = Clock::now();
@@ -530,7 +557,29 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
       timed.updates.push_back(update.Run(sums, clock));
       ++k;
     } while (since(round_from) < options.round_seconds);
-    const double elapsed = since(timed_from);
+    if (own_core) {
+      own_core(true);
+      const Clock::time_point own_from = Clock::now();
+      std::array<double, 3> sum{};
+      int passes = 0;
+      do {
+        const PassTimes pass = TrainingPass(model, runs, data, 1 + k, batch, sums, clock);
+        const std::vector<double> updates = update.Run(sums, clock);
+        ++k;
+        ++passes;
+        for (size_t i = 0; i < updates.size(); ++i) {
+          sum[0] += pass.forward_ms[i];
+          sum[1] += pass.backward_ms[i];
+          sum[2] += updates[i];
+        }
+      } while (since(own_from) < options.round_seconds);
+      own_core(false);
+      for (double& figure : sum) figure /= passes;
+      timed.own_core_rounds.push_back(sum);
+      own_core_seconds += since(own_from);
+    }
+    // The limits count the shared rounds only, which the profile's times come from.
+    const double elapsed = since(timed_from) - own_core_seconds;
     const int rounds = static_cast<int>(timed.round_starts.size());
     if (static_cast<int>(timed.passes.size()) < options.repeats || elapsed < options.min_seconds)
       continue;
@@ -540,9 +589,25 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
     if (timed.step.RelativeHalfWidth() <= options.target_spread || elapsed >= options.max_seconds)
       break;
   }
-  timed.seconds = since(timed_from);
+  timed.wall_seconds = since(timed_from);
+  timed.seconds = timed.wall_seconds - own_core_seconds;
   timed.step = EstimateFromRounds(timed.RoundSteps(model.LayerCount()));
   return timed;
+}
+
+// Each figure's time on a core of its own over its time on the shared core, summed over the
+// layers and averaged over the rounds of each kind; a figure not measured (no optimizer step)
+// stays 0, charged as profiled.
+OwnCoreShare OwnCoreShareOf(const TimedPasses& timed, int layers) {
+  std::array<double, 3> ratio{};
+  for (int figure = 0; figure < 3; ++figure) {
+    double shared = 0, own = 0;
+    for (int i = 0; i < layers; ++i) shared += Mean(timed.RoundMeans(i, figure));
+    for (const std::array<double, 3>& round : timed.own_core_rounds) own += round[figure];
+    own /= static_cast<double>(timed.own_core_rounds.size());
+    if (shared > 0 && own > 0) ratio[figure] = own / shared;
+  }
+  return {ratio[0], ratio[1], ratio[2]};
 }
 
 // Layer `i` as measured: the mean of its rounds' means, with the half-width of that
@@ -638,6 +703,11 @@ void PrintProfile(std::ostream& out, const Workload& w, const ProfileOptions& op
       << "%), rounds from " << std::setprecision(3) << q.lowest_round_ms << " to "
       << q.highest_round_ms << " ms, " << q.rounds << " rounds in " << std::setprecision(1)
       << q.seconds << " s" << (q.settled ? ": settled" : "") << "\n" << std::defaultfloat;
+  if (w.own_core.Measured())
+    out << "on a core of its own (the load processes of this core paused in alternate rounds): "
+        << std::setprecision(3) << w.own_core.forward << " x the forwards' time, "
+        << w.own_core.backward << " x the backwards', " << w.own_core.update
+        << " x the optimizer steps'\n";
   for (const std::string& d : q.disturbances) out << "warning: " << d << "\n";
   out << std::fixed << std::setprecision(3) << "\ntotal: forward " << w.TotalForwardMs()
       << " ms, backward " << w.TotalBackwardMs() << " ms\n" << std::defaultfloat;
@@ -689,9 +759,13 @@ int RunProfile(const ProfileOptions& options) {
   }
   const CpuTimes cpu_from = ReadCpuTimes();
   const double own_from = ProcessCpuSeconds() + load_processes->CpuSeconds();
-  const TimedPasses timed = TimePasses(model, runs, *data, batch, source, options, clock);
+  std::function<void(bool)> own_core;
+  if (load_processes->ShareThisCore())
+    own_core = [&](bool pause) { load_processes->PauseThisCore(pause); };
+  const TimedPasses timed =
+      TimePasses(model, runs, *data, batch, source, options, clock, own_core);
   if (!device.cuda()) {
-    load.during = ShareBetween(cpu_from, ReadCpuTimes(), cpus, timed.seconds,
+    load.during = ShareBetween(cpu_from, ReadCpuTimes(), cpus, timed.wall_seconds,
                                ProcessCpuSeconds() + load_processes->CpuSeconds() - own_from);
     load.measured_during = true;
     load_processes.reset();  // stopped, so that the speed is read as before the rounds
@@ -700,6 +774,7 @@ int RunProfile(const ProfileOptions& options) {
   for (int i = 0; i < model.LayerCount(); ++i)
     w.layers.push_back(MeasuredLayer(model, runs[i], i, timed, stash_bytes[i]));
   w.stability = Stability(timed, model.LayerCount(), options, load);
+  if (!timed.own_core_rounds.empty()) w.own_core = OwnCoreShareOf(timed, model.LayerCount());
   ValidateAndSortWorkload(w, options.workload);
 
   if (!options.output_file.empty()) SaveWorkloadFile(w, options.output_file);

@@ -346,6 +346,16 @@ Workload MeanOfProfiles(const std::vector<Workload>& profiles,
           combine([i](const Workload& w) { return w.layers[i].update_ms.value_or(0); },
                   [i](const Workload& w) { return w.layers[i].update_ms_spread.value_or(0); });
   }
+  // The own-core shares: the mean of the profiles that measured each.
+  const auto mean_share = [&](double OwnCoreShare::*figure) {
+    double sum = 0;
+    int measured = 0;
+    for (const Workload& w : profiles)
+      if (w.own_core.*figure > 0) sum += w.own_core.*figure, ++measured;
+    return measured > 0 ? sum / measured : 0;
+  };
+  mean.own_core = {mean_share(&OwnCoreShare::forward), mean_share(&OwnCoreShare::backward),
+                   mean_share(&OwnCoreShare::update)};
   if (mean.stability) {
     ProfileStability q;
     std::vector<double> steps;
@@ -425,6 +435,10 @@ nlohmann::json WorkloadToJson(const Workload& w) {
   if (w.tensor_parallel > 1) out["tensor_parallel"] = w.tensor_parallel;
   if (w.model_flops_per_sample > 0) out["model_flops_per_sample"] = w.model_flops_per_sample;
   if (w.stash_holds_input) out["stash_holds_input"] = true;
+  if (w.own_core.Measured())
+    out["own_core"] = {{"forward", w.own_core.forward},
+                       {"backward", w.own_core.backward},
+                       {"update", w.own_core.update}};
   if (const auto& q = w.stability)
     out["stability"] = {{"rounds", q->rounds},
                         {"seconds", q->seconds},
@@ -458,6 +472,12 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
   if (root.Has("tensor_parallel"))
     w.tensor_parallel = root.OptionalInteger("tensor_parallel", 1, kMaxDevices, 1);
   w.stash_holds_input = root.OptionalBool("stash_holds_input", false);
+  if (auto o = root.OptionalMember("own_core")) {
+    w.own_core.forward = o->OptionalNonNegativeNumber("forward", 0);
+    w.own_core.backward = o->OptionalNonNegativeNumber("backward", 0);
+    w.own_core.update = o->OptionalNonNegativeNumber("update", 0);
+    o->Finish();
+  }
   if (auto q = root.OptionalMember("stability")) {
     ProfileStability s;
     s.rounds = q->OptionalInteger("rounds", 0, kMaxCount, 0);

@@ -116,6 +116,18 @@ struct ProfileStability {
   double one_core_gflops = 0;
 };
 
+// A profile taken on cores shared with other processes (`pipetwin profile --concurrent` beyond
+// the cores) times each layer by its thread's CPU time while another process runs on its core
+// between its slices, and so pays for the caches refilled after it. The profiler also times
+// rounds on a core of its own (that process paused, the other cores still loaded), alternating
+// with the shared ones; each figure's time there over its time shared, every layer's summed.
+// The simulator charges a compute op this share of its time where its worker was the last to
+// run on its core. 0: not measured (a figure without ops, or a profile without time-sharing).
+struct OwnCoreShare {
+  double forward = 0, backward = 0, update = 0;
+  bool Measured() const { return forward > 0 || backward > 0 || update > 0; }
+};
+
 // Where the times of a workload were taken.
 struct ReferencePoint {
   int batch_size = 1;           // samples per minibatch the times are for
@@ -146,6 +158,9 @@ class Workload {
   // its first layer's stash (cost/memory.h, KeptActivationBytes). Otherwise layers stash their
   // outputs and a stage keeps its input besides.
   bool stash_holds_input = false;
+  // Times measured by processes sharing CPU cores (`pipetwin profile --concurrent` beyond the
+  // cores): what a core of its own costs (sim/actors.cc). Not measured: every op as profiled.
+  OwnCoreShare own_core;
   std::optional<ProfileStability> stability;  // measured workloads only
   std::vector<Layer> layers;
 

@@ -260,6 +260,38 @@ TEST(SimClosedForm, WorkersBeyondTheCoresTakeThemFirstComeFirstServed) {
             kTolerance);
 }
 
+// A profile taken on shared cores carries what an op costs on a core of its own
+// (Workload::own_core): the simulator charges that share where the op's worker was the last to
+// run on its core, the full time where another worker ran there in between. Two stages on one
+// core, one micro-batch, f = 1 ms and b = 2 ms, both shares 0.5, eight iterations: stage 0's
+// forward follows its own backward of the iteration before (0.5 ms, the first one excepted);
+// stage 1's forward follows stage 0's forward (1 ms); stage 1's backward its own forward
+// (1 ms); stage 0's backward stage 1's backward (2 ms): 4.5 ms an iteration against 6 ms.
+TEST(SimClosedForm, AnOpOnTheCoreItsWorkerRanOnLastTakesTheOwnCoreShare) {
+  Cluster cluster = TwoLevelCluster(2, 1, 800, 0, 0, 0);
+  cluster.shared_cores = 1;
+  const int iterations = 8;
+  Workload w = EqualLayers(2, 1, 2, 0, 4e6);
+  const Report shared = simtest::Simulate(MakeScenario(w, cluster, EvenPlan(2, 1, 1), "gpipe", 1,
+                                                       iterations));
+  EXPECT_LT(RelativeError(shared.iteration_s, 6e-3), kTolerance) << shared.iteration_s;
+  w.own_core = {0.5, 0.5, 0};
+  const Report own = simtest::Simulate(MakeScenario(w, cluster, EvenPlan(2, 1, 1), "gpipe", 1,
+                                                    iterations));
+  EXPECT_LT(RelativeError(own.iteration_s, 4.5e-3), kTolerance) << own.iteration_s;
+  // Each stage's busy time an iteration: stage 0 0.5 + 2 ms, stage 1 1 + 1 ms (the first
+  // iteration's forward of stage 0 took its whole 1 ms).
+  EXPECT_NEAR(own.workers[0].busy_s, iterations * 2.5e-3 + 0.5e-3, 1e-6);
+  EXPECT_NEAR(own.workers[1].busy_s, iterations * 2e-3, 1e-6);
+  // With a core each (no shared cores), the shares are not charged: the profile was not
+  // time-shared there.
+  cluster.shared_cores = 0;
+  EXPECT_NEAR(simtest::Simulate(MakeScenario(w, cluster, EvenPlan(2, 1, 1), "gpipe", 1,
+                                             iterations))
+                  .iteration_s,
+              6e-3, 6e-3 * kTolerance);
+}
+
 // CPU worker processes with a core each post each receive at its op (ReceivePostingOf), and c10d
 // Gloo moves a message only once its receive is posted, after the receiver's notification has
 // crossed to the sender (a rendezvous). GPipe on two stages, the second three times slower:

@@ -19,6 +19,7 @@
 #include <simgrid/s4u/Semaphore.hpp>
 #include <xbt/log.h>
 
+#include "partition/report/kept_core.h"
 #include "partition/util/error.h"
 #include "sim/collective.h"
 #include "sim/platform.h"
@@ -86,6 +87,7 @@ class WorkerActors {
     // Its latest compute: from when, and until when (infinity while it runs), for a message
     // that moves while its sender computes (BusySenderWait).
     double computing_from_s = -1, computing_until_s = -1;
+    int core_id = -1;  // the core it took last (CoreSlots::first_id + its index), -1 none
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
@@ -124,19 +126,19 @@ class WorkerActors {
     int core = -1;
     bool kept = false;  // the worker was the last to run on it
   };
-  CoreSlot TakeCore(const Worker& me);
+  CoreSlot TakeCore(Worker& me);
   void FreeCore(const Worker& me, CoreSlot slot);
   // What a compute op of `kind` on `slot` is charged, of its time as profiled (OwnCoreShare).
   double ComputeShare(CoreSlot slot, OpKind kind) const;
   // `seconds` of work on the worker's CPU, on one of its server's cores (below) unless the
   // caller holds one; `compute`: an op of that kind as profiled, charged ComputeShare of it.
   // Returns how long it waited for the core.
-  double Execute(const Worker& me, double seconds, bool holding_slot = false,
+  double Execute(Worker& me, double seconds, bool holding_slot = false,
                  std::optional<OpKind> compute = std::nullopt);
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool BusySenderWait(const Worker& me, const Worker& sender, double moved_from);
-  bool ChargeMessageCpu(const Worker& me);
+  bool ChargeMessageCpu(Worker& me);
   // Whether the shared CPU host `cpu` runs more workers than the server's cores.
   bool Oversubscribed(const sg4::Host* cpu) const;
   void Count(int level, double bytes, bool allreduce);
@@ -158,7 +160,10 @@ class WorkerActors {
     sg4::SemaphorePtr free;
     std::vector<int> holder;  // by core: the worker running on it, -1 none
     std::vector<int> last;    // by core: the worker that ran on it last, -1 none
+    int first_id = 0;         // its first core's number among all servers' (WorkerRecord::op_core)
   };
+  // Each worker's kept_core_share, from the cores its ops ran on (KeptCoreShares).
+  void RecordKeptCores();
   std::unordered_map<const sg4::Host*, CoreSlots> core_slots_;
   SimulationRecord record_;
   char token_ = 0;
@@ -277,7 +282,8 @@ void WorkerActors::Prepare() {
     if (Oversubscribed(cpu)) {
       const int cores = setup_.cluster.shared_cores;
       core_slots_[cpu] = {sg4::Semaphore::create(cores), std::vector<int>(cores, -1),
-                          std::vector<int>(cores, -1)};
+                          std::vector<int>(cores, -1),
+                          static_cast<int>(core_slots_.size()) * cores};
     }
   for (const auto& group : replicas) {
     if (group.size() < 2) continue;
@@ -455,7 +461,7 @@ void WorkerActors::Load(int w) {
   me.load_slots->release();  // and the loader may fetch one more
 }
 
-WorkerActors::CoreSlot WorkerActors::TakeCore(const Worker& me) {
+WorkerActors::CoreSlot WorkerActors::TakeCore(Worker& me) {
   const auto it = core_slots_.find(me.cpu);
   if (it == core_slots_.end()) return {};
   CoreSlots& c = it->second;
@@ -467,6 +473,7 @@ WorkerActors::CoreSlot WorkerActors::TakeCore(const Worker& me) {
     if (core == -1 || c.last[k] == w) core = static_cast<int>(k);
   }
   c.holder[core] = w;
+  me.core_id = c.first_id + core;
   return {core, c.last[core] == w};
 }
 
@@ -497,7 +504,7 @@ double WorkerActors::ComputeShare(CoreSlot slot, OpKind kind) const {
   return share > 0 ? share : 1;
 }
 
-double WorkerActors::Execute(const Worker& me, double seconds, bool holding_slot,
+double WorkerActors::Execute(Worker& me, double seconds, bool holding_slot,
                              std::optional<OpKind> compute) {
   if (me.cpu == me.host) {
     sg4::this_actor::execute(seconds * kHostSpeed);
@@ -527,7 +534,7 @@ bool WorkerActors::Oversubscribed(const sg4::Host* cpu) const {
 // server's cores: the sender's before the message leaves, the receiver's once it has arrived.
 // Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
 // charged anything.
-bool WorkerActors::ChargeMessageCpu(const Worker& me) {
+bool WorkerActors::ChargeMessageCpu(Worker& me) {
   if (me.cpu == me.host || setup_.cluster.oversubscribed_message_us <= 0 ||
       !Oversubscribed(me.cpu))
     return false;
@@ -629,6 +636,7 @@ void WorkerActors::WorkerMain(int w) {
   rec.op_start_s.assign(ops.size(), 0);
   rec.op_end_s.assign(ops.size(), 0);
   rec.delivered_s.assign(ops.size(), 0);
+  rec.op_core.assign(ops.size(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     double start = Now();
@@ -650,6 +658,7 @@ void WorkerActors::WorkerMain(int w) {
       // Waiting for a core is idle time, as a worker's wait for a core shows in the executor
       // (inside the receive it was woken from): the op starts when it has one.
       start += Compute(w, i);
+      rec.op_core[i] = me.core_id;
       me.computing_until_s = Now();
       rec.busy_s += Now() - start;
       rec.busy_by_op_s[op.kind] += Now() - start;
@@ -710,6 +719,7 @@ void WorkerActors::WorkerMain(int w) {
         WaitForJob(w, me.version_job[op.weight_version]);
         start = Now();
         start += Execute(me, update_s, false, OpKind::kUpdate);
+        rec.op_core[i] = me.core_id;
         ++record_.activities;
         rec.busy_s += Now() - start;
         rec.busy_by_op_s[op.kind] += Now() - start;
@@ -742,6 +752,26 @@ void WorkerActors::WorkerMain(int w) {
                                  rec.allreduces[me.version_job[ops[i].weight_version]].end_s);
   rec.finish_s = Now();
   me.done = true;
+}
+
+void WorkerActors::RecordKeptCores() {
+  std::vector<CoreUse> uses;
+  for (size_t w = 0; w < record_.workers.size(); ++w) {
+    const WorkerRecord& rec = record_.workers[w];
+    const std::vector<Op>& ops = s_.workers[w].ops;
+    size_t updates = 0;
+    for (size_t i = 0; i < rec.op_core.size(); ++i) {
+      const bool update = ops[i].kind == OpKind::kUpdate;
+      // An update's op ends with the all-reduce it applies; its step, at step_end_s.
+      const double end_s = update && updates < rec.step_end_s.size() ? rec.step_end_s[updates]
+                                                                       : rec.op_end_s[i];
+      updates += update;
+      if (rec.op_core[i] >= 0)
+        uses.push_back({static_cast<int>(w), rec.op_start_s[i], end_s - rec.op_start_s[i],
+                        rec.op_core[i]});
+    }
+  }
+  for (const auto& [w, share] : KeptCoreShares(uses)) record_.workers[w].kept_core_share = share;
 }
 
 void WorkerActors::CopyReplicas() {
@@ -780,6 +810,7 @@ SimulationRecord WorkerActors::Run() {
   engine.run();
   record_.run_wall_s = Elapsed(started);
   if (!fault_.empty()) throw std::runtime_error(fault_);
+  RecordKeptCores();
   CopyReplicas();
   for (size_t w = 0; w < workers_.size(); ++w) {
     if (!workers_[reduction_.representative[w]].done)

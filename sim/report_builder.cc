@@ -111,6 +111,7 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
     w.busy_s = rec.busy_s;
     for (const auto& [kind, seconds] : rec.busy_by_op_s) w.busy_by_op_s[OpKindName(kind)] = seconds;
     w.exposed_communication_s = rec.exposed_communication_s;
+    w.kept_core_share = rec.kept_core_share;
     r.workers.push_back(w);
     const MemoryTracker& memory = record.states[p.worker];
     r.devices.push_back(memory.peaks().Report(w.device, p.worker,

@@ -1,6 +1,7 @@
 // partition/compare.h: relative errors figure by figure, staleness matched stage by stage, runs
 // that differ refused, and timelines read back from the Chrome traces both back ends write.
 #include "partition/report/compare.h"
+#include "partition/report/kept_core.h"
 
 #include <gtest/gtest.h>
 
@@ -425,6 +426,58 @@ TEST(Report, ComputeByOpKindSurvivesJsonAndOnlyOpKindsAreAccepted) {
   refused({{"fwd", 0.1}}, "workers[1].busy_by_op_s.fwd");
   refused({{"update", -0.1}}, "workers[1].busy_by_op_s.update");
   refused(nlohmann::json::array({0.1}), "workers[1].busy_by_op_s");
+}
+
+// Which core each compute op ran on (kept_core.h), computed by hand: two cores, ops out of
+// order; a use on an unknown core is left out. Core 0: w0 (1 s), w1 (1 s, w0 was there), w0
+// (3 s, w1 was); core 1: w1 (1 s), w0 (2 s, w1 was), w0 (1 s, kept). w0 kept 1 of 7 s, w1 0 of
+// 2 s; worker 2's only use has no core.
+TEST(KeptCore, AWorkersShareIsItsTimeOnTheCoreItsOwnOpLeft) {
+  const std::map<int, double> shares =
+      KeptCoreShares({{0, 4.0, 2, 1}, {1, 1.0, 1, 0}, {0, 0.0, 1, 0}, {2, 0.5, 1, -1},
+                      {1, 0.1, 1, 1}, {0, 6.5, 1, 1}, {0, 2.0, 3, 0}});
+  ASSERT_EQ(shares.size(), 2u);
+  EXPECT_NEAR(shares.at(0), 1.0 / 7, 1e-12);
+  EXPECT_EQ(shares.at(1), 0);
+  // Every op on one worker's own core: kept, its first excepted.
+  EXPECT_NEAR(KeptCoreShares({{0, 0, 1, 3}, {0, 1, 1, 3}, {0, 2, 2, 3}}).at(0), 0.75, 1e-12);
+}
+
+// The share survives the report's JSON, is compared where both reports know it, and a value
+// outside [0, 1] is refused with its path.
+TEST(KeptCore, TheShareIsComparedWhereBothReportsKnowIt) {
+  Report predicted = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  Report measured = predicted;
+  predicted.workers[1].kept_core_share = 0.8;
+  measured.workers[1].kept_core_share = 0.5;
+  measured.workers[0].kept_core_share = 0.9;  // unknown in the prediction: not compared
+  const Report back = ReportFromJson(ReportToJson(measured), "report.json");
+  EXPECT_EQ(back.workers[0].kept_core_share, 0.9);
+  EXPECT_EQ(back.workers[1].kept_core_share, 0.5);
+  EXPECT_FALSE(ReportToJson(predicted)["workers"][0].contains("kept_core_share"));
+  EXPECT_EQ(ReportFromJson(ReportToJson(predicted), "report.json").workers[0].kept_core_share, -1);
+
+  const Comparison c = CompareReports(predicted, measured);
+  ASSERT_EQ(c.worker_kept_core.size(), 1u);
+  EXPECT_EQ(c.worker_kept_core[0].worker, 1);
+  EXPECT_NEAR(c.worker_kept_core[0].figure.absolute_error, 0.3, 1e-12);
+  const nlohmann::json j = ComparisonToJson(c);
+  ASSERT_EQ(j["kept_core"].size(), 1u);
+  EXPECT_EQ(j["kept_core"][0]["worker"], 1);
+  EXPECT_EQ(j["kept_core"][0]["measured"], 0.5);
+  const std::string text = ComparisonToText(c);
+  EXPECT_NE(text.find("worker 1 kept its core"), std::string::npos) << text;
+  EXPECT_NE(text.find("+30.0 pt"), std::string::npos) << text;
+
+  nlohmann::json bad = ReportToJson(measured);
+  bad["workers"][1]["kept_core_share"] = 1.5;
+  try {
+    ReportFromJson(bad, "report.json");
+    ADD_FAILURE() << "a share of 1.5 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("workers[1].kept_core_share"), std::string::npos)
+        << e.what();
+  }
 }
 
 // The matrix's tables add each row's compute by op kind, measured over predicted, over every

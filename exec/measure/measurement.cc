@@ -1,5 +1,6 @@
 #include "exec/measure/measurement.h"
 
+#include "partition/report/kept_core.h"
 #include "partition/report/summarize.h"
 #include "partition/timeline/chrome_trace.h"
 
@@ -13,6 +14,9 @@ namespace pipetwin::exec {
 namespace {
 
 bool IsBusy(OpKind kind) { return IsComputeOp(kind) || kind == OpKind::kUpdate; }
+// Past any CPU number of one host (Linux's NR_CPUS is at most 8192): CPU numbers of distinct
+// hosts stay distinct.
+constexpr int kCpusPerHost = 8192;
 bool IsCommunication(OpKind kind) {
   return IsCommunicationOp(kind) || kind == OpKind::kAllReduce;
 }
@@ -97,7 +101,7 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& o : m.ops)
     ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.weight_version, o.peer,
-                   o.bytes, o.iteration, o.start_s, o.end_s});
+                   o.bytes, o.iteration, o.start_s, o.end_s, o.cpu});
   nlohmann::json memory = nlohmann::json::array();
   for (const auto& s : m.memory_timeline) memory.push_back({s.time_s, CategoriesJson(s.bytes)});
   nlohmann::json versions = nlohmann::json::array();
@@ -144,7 +148,7 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.cpu_policy = j.value("cpu_policy", std::string("SCHED_OTHER"));
   for (const auto& o : j.at("ops"))
     m.ops.push_back({static_cast<OpKind>(o[0].get<int>()), o[1], o[2], o[3], o[4], o[5], o[6],
-                     o[7], o[8]});
+                     o[7], o[8], o.size() > 9 ? o[9].get<int>() : -1});
   m.end_s = j.at("end_s");
   for (const auto& s : j.at("memory")) m.memory_timeline.push_back({s[0], CategoriesFrom(s[1])});
   m.max_weight_versions = j.at("max_weight_versions");
@@ -216,6 +220,16 @@ RunHeader HeaderOf(const ExecutorJob& job) {
 // executor's own figures per worker (details.workers).
 nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report& r) {
   const std::vector<double> exposed = ExposedCommunication(workers);
+  // Which core each compute op ran on, numbered across the hosts (kept_core.h).
+  std::vector<CoreUse> uses;
+  std::map<std::string, int> hosts;
+  for (const WorkerMeasurement& w : workers) {
+    const int host = hosts.emplace(w.host, static_cast<int>(hosts.size())).first->second;
+    for (const OpRecord& op : w.ops)
+      if (IsBusy(op.kind) && op.cpu >= 0)
+        uses.push_back({w.rank, op.start_s, op.end_s - op.start_s, host * kCpusPerHost + op.cpu});
+  }
+  const std::map<int, double> kept = KeptCoreShares(uses);
   nlohmann::json overhead = nlohmann::json::array();
   for (size_t i = 0; i < workers.size(); ++i) {
     const WorkerMeasurement& w = workers[i];
@@ -233,6 +247,7 @@ nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report&
       if (IsCommunication(op.kind)) communication += op.end_s - op.start_s;
     }
     wr.exposed_communication_s = exposed[i];
+    if (const auto k = kept.find(w.rank); k != kept.end()) wr.kept_core_share = k->second;
     r.workers.push_back(wr);
     // The executor's own time: neither computing nor in a communication call.
     const double own = std::max(0.0, w.end_s - wr.busy_s - communication);

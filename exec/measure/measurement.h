@@ -36,6 +36,9 @@ struct OpRecord {
   double bytes = 0;         // Send/Recv/AllReduce: payload
   int iteration = 0;
   double start_s = 0, end_s = 0;
+  // Compute ops and updates on CPUs: the CPU the op started on (sched_getcpu), for the share of
+  // its compute a worker ran on the core it ran on last (kept_core.h); else -1.
+  int cpu = -1;
 };
 
 // The weight versions one micro-batch used on this worker.

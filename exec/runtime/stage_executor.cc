@@ -1,5 +1,6 @@
 #include "exec/runtime/stage_executor.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -236,6 +237,9 @@ void StageExecutor::Execute(const Op& op) {
   record.weight_version = version;
   record.peer = op.peer_worker;
   record.iteration = mb >= 0 ? job_.IterationOf(mb) : current_iteration_;
+  // The CPU it starts on (measurement.h, OpRecord::cpu); a GPU's ops are the GPU's.
+  if ((IsComputeOp(op.kind) || op.kind == OpKind::kUpdate) && !device_.cuda())
+    record.cpu = ::sched_getcpu();
   const auto start = Clock::now();
   if (timer_) timer_->Start(out_.ops.size());
   switch (op.kind) {

@@ -116,6 +116,11 @@ Comparison CompareReports(const Report& predicted, const Report& measured) {
         Figure("worker " + std::to_string(predicted.workers[w].worker) + " exposed comm",
                predicted.workers[w].exposed_communication_s / std::max(1, predicted.iterations),
                measured.workers[w].exposed_communication_s / std::max(1, measured.iterations)));
+    if (predicted.workers[w].kept_core_share >= 0 && measured.workers[w].kept_core_share >= 0)
+      c.worker_kept_core.push_back(
+          {predicted.workers[w].worker,
+           Figure("worker " + std::to_string(predicted.workers[w].worker) + " kept its core",
+                  predicted.workers[w].kept_core_share, measured.workers[w].kept_core_share)});
   }
   for (size_t d = 0; d < predicted.devices.size(); ++d)
     c.device_peak_memory.push_back(
@@ -160,6 +165,11 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
                        {"measured_s", f.measured},
                        {"relative_error", ErrorJson(f.relative_error)}});
   }
+  nlohmann::json kept_core = nlohmann::json::array();
+  for (const Comparison::WorkerFigure& k : c.worker_kept_core)
+    kept_core.push_back({{"worker", k.worker},
+                         {"predicted", k.figure.predicted},
+                         {"measured", k.figure.measured}});
   nlohmann::json band = nullptr;
   if (c.band)
     band = {{"low_samples_per_s", c.band->low_samples_per_s},
@@ -198,7 +208,8 @@ nlohmann::json ComparisonToJson(const Comparison& c) {
            c.throughput_only ? nlohmann::json(nullptr) : nlohmann::json(c.staleness_match)},
           {"staleness", staleness},
           {"busy_by_op", busy_by_op},
-          {"exposed_communication", exposed}};
+          {"exposed_communication", exposed},
+          {"kept_core", kept_core}};
 }
 
 std::string ComparisonToText(const Comparison& c) {
@@ -235,14 +246,16 @@ std::string ComparisonToText(const Comparison& c) {
   }
   row(c.peak_memory_bytes, 2, 1e-6, " (MB)");
   for (const ComparedFigure& f : c.device_peak_memory) row(f, 2, 1e-6, " (MB)");
-  for (const ComparedFigure& f : c.worker_bubble) {
+  const auto share_row = [&](const ComparedFigure& f) {
     out << std::left << std::setw(34) << f.name << std::right << std::fixed
         << std::setprecision(1) << std::setw(15) << 100 * f.predicted << "%" << std::setw(15)
         << 100 * f.measured << "%" << std::setw(10) << std::showpos << 100 * f.absolute_error
         << std::noshowpos << " pt\n" << std::defaultfloat;
-  }
+  };
+  for (const ComparedFigure& f : c.worker_bubble) share_row(f);
   for (const Comparison::OpBusy& b : c.worker_busy_by_op) row(b.figure, 3, 1e3, " (ms/iter)");
   for (const ComparedFigure& f : c.worker_exposed_communication) row(f, 3, 1e3, " (ms/iter)");
+  for (const Comparison::WorkerFigure& k : c.worker_kept_core) share_row(k.figure);
   out << "\nstage  staleness predicted (min/mean/max, versions)  measured              match\n";
   for (const StalenessComparison& s : c.staleness) {
     const auto cell = [](const StageSummary& x) {

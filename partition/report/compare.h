@@ -53,6 +53,14 @@ struct Comparison {
   // Each worker's exposed communication (WorkerReport::exposed_communication_s), in seconds per
   // iteration run: the rest of what a worker spends that is neither compute nor bubble.
   std::vector<ComparedFigure> worker_exposed_communication;  // by worker
+  // Each worker's share of its compute on the core it computed on last (WorkerReport::
+  // kept_core_share, kept_core.h), where both reports know it: whether the simulator placed
+  // the workers of a shared machine on its cores as the run did. By worker.
+  struct WorkerFigure {
+    int worker = 0;
+    ComparedFigure figure;  // "worker 2 kept its core"
+  };
+  std::vector<WorkerFigure> worker_kept_core;
   std::vector<ComparedFigure> device_peak_memory;  // by device (tensor bytes)
   std::vector<StalenessComparison> staleness;      // by stage
   bool staleness_match = false;                    // every stage's

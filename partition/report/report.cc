@@ -75,6 +75,7 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                        {"bubble_fraction", w.bubble_fraction},
                        {"exposed_communication_s", w.exposed_communication_s}});
     if (!w.busy_by_op_s.empty()) workers.back()["busy_by_op_s"] = w.busy_by_op_s;
+    if (w.kept_core_share >= 0) workers.back()["kept_core_share"] = w.kept_core_share;
   }
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceReport& d : r.devices) {
@@ -179,6 +180,10 @@ WorkerReport WorkerFromJson(JsonReader w) {
       x.busy_by_op_s[kind] = by_op->NonNegativeNumber(kind);
     }
     by_op->Finish();
+  }
+  if (w.Has("kept_core_share")) {
+    x.kept_core_share = w.NonNegativeNumber("kept_core_share");
+    if (x.kept_core_share > 1) w.FailAt("kept_core_share", "expected a share in [0, 1]");
   }
   w.Finish();
   return x;

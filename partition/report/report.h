@@ -53,6 +53,9 @@ struct WorkerReport {
   // a comparison can say which kind of op a prediction got wrong; empty in reports written
   // before it existed.
   std::map<std::string, double> busy_by_op_s;
+  // Of busy_s, the share in ops on the core the worker itself computed on last (kept_core.h);
+  // -1 where no core is known (cores not shared, a GPU, reports written before it existed).
+  double kept_core_share = -1;
 };
 
 // What the CUDA caching allocator reported for a GPU worker (the executor on GPUs; never the

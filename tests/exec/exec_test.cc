@@ -730,6 +730,10 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
     }
     EXPECT_EQ(w["busy_by_op_s"].size(), 3u) << w;
     EXPECT_NEAR(by_op, w["busy_s"].get<double>(), 1e-9 * w["busy_s"].get<double>());
+    // On CPUs every compute op knows the core it started on (kept_core.h).
+    ASSERT_TRUE(w.contains("kept_core_share")) << w;
+    EXPECT_GE(w["kept_core_share"].get<double>(), 0) << w;
+    EXPECT_LE(w["kept_core_share"].get<double>(), 1) << w;
   }
   // The kernel's account of each worker's threads over its ops (where it keeps one): the
   // computing thread's wait for its CPU within the run, and c10d Gloo's threads' own CPU.
@@ -1280,6 +1284,17 @@ TEST(ExecReport, AGpuWorkersMeasurementReadsBack) {
   EXPECT_EQ(back.cuda_allocator->allocated_peak_bytes, 2e9);
   EXPECT_EQ(back.cuda_allocator->reserved_peak_bytes, 4e9);
   EXPECT_FALSE(MeasurementFromJson(MeasurementToJson(WorkerMeasurement())).cuda_allocator);
+}
+
+// The CPU each op started on travels to rank 0 with it; a measurement written before it was
+// recorded reads as unknown (-1).
+TEST(ExecReport, AnOpsCpuReadsBack) {
+  WorkerMeasurement m;
+  m.ops.push_back({OpKind::kForward, 0, 3, 1, -1, 0, 0, 0.5, 0.75, 1});
+  nlohmann::json j = MeasurementToJson(m);
+  EXPECT_EQ(MeasurementFromJson(j).ops.at(0).cpu, 1);
+  j["ops"][0].erase(9);
+  EXPECT_EQ(MeasurementFromJson(j).ops.at(0).cpu, -1);
 }
 
 // The kernel's account of a worker's threads travels to rank 0 too; a worker whose kernel keeps

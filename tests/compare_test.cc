@@ -507,6 +507,24 @@ TEST(ValidationTable, RowsShowComputeByOpKindMeasuredOverPredicted) {
   const std::string repeated = ValidationRepeatMarkdown({first, second}, "m", "c");
   EXPECT_NE(repeated.find("| a | 1.00, 1.00 | 2.00, 1.50 | 5.00, 1.00 |"), std::string::npos)
       << repeated;
+  // Where both reports know which core each op ran on, the workers' kept_core_share weighted
+  // by their busy time: predicted (0.2 x 1 + 0.8 x 3) / 4 = 0.65, measured (0.5 x 1 + 1 x 3) /
+  // 4 = 0.875.
+  const auto kept = [&](double samples_per_s, double share0, double share1) {
+    Report r = with_ops(samples_per_s, 0.3, 0.1, 0.01);
+    r.workers[0].busy_s = 1;
+    r.workers[1].busy_s = 3;
+    r.workers[0].kept_core_share = share0;
+    r.workers[1].kept_core_share = share1;
+    return r;
+  };
+  const std::string with_kept = ValidationMarkdown(
+      {{"k", ComparisonToJson(CompareReports(kept(1000, 0.2, 0.8), kept(900, 0.5, 1)))}}, "m",
+      "c");
+  EXPECT_NE(with_kept.find("| exposed communication | kept its core |"), std::string::npos)
+      << with_kept;
+  EXPECT_NE(with_kept.find("| 0.65 / 0.88 |"), std::string::npos) << with_kept;
+  EXPECT_EQ(md.find("kept its core"), std::string::npos) << md;  // not known there
   // Without the figures, no such table.
   const std::vector<ValidationRow> plain = {{"b", ComparisonToJson(CompareReports(
       TwoWorkerReport(1000, 2e6, 0.2, 0.75), TwoWorkerReport(900, 2e6, 0.2, 0.75)))}};

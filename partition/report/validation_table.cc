@@ -89,11 +89,32 @@ std::string OptionalFixed(const std::optional<double>& v, double scale, int prec
 
 // The column of BusyRatioByOp's table that is not an op kind.
 constexpr const char* kExposedColumn = "exposed communication";
+// BusyRatioByOp's entries that are not ratios: the workers' kept_core_share (kept_core.h),
+// predicted and measured, each worker's weighted by its busy time in that report.
+constexpr const char* kKeptPredicted = "kept its core, predicted";
+constexpr const char* kKeptMeasured = "kept its core, measured";
+
+// The busy-weighted mean of the workers' kept_core_share; none unless every worker has one.
+std::optional<double> MeanKeptCore(const nlohmann::json& report) {
+  if (!report.is_object() || !report.contains("workers") || !report.at("workers").is_array())
+    return std::nullopt;
+  double kept = 0, busy = 0;
+  for (const nlohmann::json& w : report.at("workers")) {
+    if (!w.is_object() || !w.contains("kept_core_share") || !w.at("kept_core_share").is_number() ||
+        !w.contains("busy_s") || !w.at("busy_s").is_number())
+      return std::nullopt;
+    kept += w.at("kept_core_share").get<double>() * w.at("busy_s").get<double>();
+    busy += w.at("busy_s").get<double>();
+  }
+  if (busy <= 0) return std::nullopt;
+  return kept / busy;
+}
 
 // Measured over predicted compute of each op kind, every worker's summed (WorkerReport::
 // busy_by_op_s in the comparison's two reports), and of exposed communication
 // (kExposedColumn): which part of a worker's time a row's prediction got wrong. Parts the
-// prediction gives no time are left out; empty when a report lacks the split by op kind.
+// prediction gives no time are left out; empty when a report lacks the split by op kind. Where
+// both reports know which core each op ran on, kKeptPredicted and kKeptMeasured too.
 std::map<std::string, double> BusyRatioByOp(const ValidationRow& row) {
   const auto sum = [](const nlohmann::json& report) {
     std::map<std::string, double> total;
@@ -118,6 +139,12 @@ std::map<std::string, double> BusyRatioByOp(const ValidationRow& row) {
   if (!split(predicted) || !split(measured)) return ratio;
   for (const auto& [kind, seconds] : predicted)
     if (seconds > 0) ratio[kind] = (measured.count(kind) ? measured.at(kind) : 0) / seconds;
+  const std::optional<double> kept_predicted = MeanKeptCore(row.comparison.at("predicted"));
+  const std::optional<double> kept_measured = MeanKeptCore(row.comparison.at("measured"));
+  if (kept_predicted && kept_measured) {
+    ratio[kKeptPredicted] = *kept_predicted;
+    ratio[kKeptMeasured] = *kept_measured;
+  }
   return ratio;
 }
 
@@ -148,12 +175,20 @@ std::string BusyByOpMarkdown(const std::vector<std::string>& configs,
   for (const auto& row : cells) all.insert(all.end(), row.begin(), row.end());
   const std::vector<std::string> columns = OpColumns(all);
   if (columns.empty()) return "";
+  const bool kept = std::any_of(all.begin(), all.end(), [](const auto& r) {
+    return r.count(kKeptPredicted) > 0;
+  });
   std::ostringstream out;
   out << "\nCompute by op kind and exposed communication, measured over predicted (every "
-         "worker's time in ops of that kind, or waiting on bytes in flight, summed):\n\n| config |";
+         "worker's time in ops of that kind, or waiting on bytes in flight, summed)"
+      << (kept ? "; and the share of the workers' compute on the core their own op left, "
+                 "predicted / measured"
+               : "")
+      << ":\n\n| config |";
   for (const std::string& k : columns) out << " " << k << " |";
+  if (kept) out << " kept its core |";
   out << "\n|---|";
-  for (size_t k = 0; k < columns.size(); ++k) out << "---:|";
+  for (size_t k = 0; k < columns.size() + (kept ? 1 : 0); ++k) out << "---:|";
   out << "\n";
   for (size_t r = 0; r < configs.size(); ++r) {
     out << "| " << configs[r] << " |";
@@ -161,6 +196,15 @@ std::string BusyByOpMarkdown(const std::vector<std::string>& configs,
       std::string cell;
       for (const auto& ratios : cells[r])
         cell += (cell.empty() ? "" : ", ") + (ratios.count(k) ? Fixed(ratios.at(k), 2) : "-");
+      out << " " << cell << " |";
+    }
+    if (kept) {
+      std::string cell;
+      for (const auto& ratios : cells[r])
+        cell += (cell.empty() ? "" : ", ") +
+                (ratios.count(kKeptPredicted) ? Fixed(ratios.at(kKeptPredicted), 2) + " / " +
+                                                    Fixed(ratios.at(kKeptMeasured), 2)
+                                              : std::string("-"));
       out << " " << cell << " |";
     }
     out << "\n";

@@ -50,8 +50,8 @@ struct WorkerRecord {
   std::vector<double> op_start_s, op_end_s;
   std::vector<double> delivered_s;  // per op: a Send's message delivered (transfer's end), else 0
   std::vector<double> step_end_s;   // per Update op, in order: the end of its optimizer step
-  // Per op: the core a compute op or an optimizer step ran on where its server's workers share
-  // cores (numbered across the servers), else -1.
+  // Per op: the core a compute op or an optimizer step ran on where its server's workers
+  // outnumber its cores (numbered across the servers), else -1.
   std::vector<int> op_core;
   // Of busy_s, the share on the core the worker computed on last (kept_core.h); -1: no cores.
   double kept_core_share = -1;

@@ -306,12 +306,6 @@ struct RingTimes {
   double hop_s = 0, gemm_cpu_s = 0, process_cpu_s = 0;  // process_cpu_s: this process's, per hop
 };
 
-double CpuSeconds(clockid_t clock) {
-  timespec t{};
-  ::clock_gettime(clock, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-double ThreadCpuSeconds() { return CpuSeconds(CLOCK_THREAD_CPUTIME_ID); }
 
 RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
   torch::NoGradGuard no_grad;
@@ -327,7 +321,7 @@ RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
   for (int hop = 0; hop < plan.ring_warmup + plan.ring_hops; ++hop) {
     if (hop == plan.ring_warmup) {
       start = Clock::now();
-      process_cpu_start_s = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+      process_cpu_start_s = ProcessCpuSeconds();
     }
     const double cpu_before = ThreadCpuSeconds();
     for (int g = 0; g < plan.ring_gemms; ++g) at::mm_out(c, a, b);
@@ -336,7 +330,7 @@ RingTimes OversubscribedRing(Communicator& comm, const ProbePlan& plan, int n) {
     comm.Recv(incoming, previous, 2 << 20 | (hop & 0xffff), what);
   }
   RingTimes times{SecondsSince(start) / plan.ring_hops, gemm_cpu_s / plan.ring_hops,
-                  (CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start_s) / plan.ring_hops};
+                  (ProcessCpuSeconds() - process_cpu_start_s) / plan.ring_hops};
   comm.FinishSends();
   return times;
 }

@@ -101,7 +101,7 @@ nlohmann::json MeasurementToJson(const WorkerMeasurement& m) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& o : m.ops)
     ops.push_back({static_cast<int>(o.kind), o.stage, o.microbatch, o.weight_version, o.peer,
-                   o.bytes, o.iteration, o.start_s, o.end_s, o.cpu});
+                   o.bytes, o.iteration, o.start_s, o.end_s, o.cpu, o.cpu_s});
   nlohmann::json memory = nlohmann::json::array();
   for (const auto& s : m.memory_timeline) memory.push_back({s.time_s, CategoriesJson(s.bytes)});
   nlohmann::json versions = nlohmann::json::array();
@@ -148,7 +148,8 @@ WorkerMeasurement MeasurementFromJson(const nlohmann::json& j) {
   m.cpu_policy = j.value("cpu_policy", std::string("SCHED_OTHER"));
   for (const auto& o : j.at("ops"))
     m.ops.push_back({static_cast<OpKind>(o[0].get<int>()), o[1], o[2], o[3], o[4], o[5], o[6],
-                     o[7], o[8], o.size() > 9 ? o[9].get<int>() : -1});
+                     o[7], o[8], o.size() > 9 ? o[9].get<int>() : -1,
+                     o.size() > 10 ? o[10].get<double>() : -1.0});
   m.end_s = j.at("end_s");
   for (const auto& s : j.at("memory")) m.memory_timeline.push_back({s[0], CategoriesFrom(s[1])});
   m.max_weight_versions = j.at("max_weight_versions");
@@ -239,10 +240,16 @@ nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report&
     wr.stage = w.stage;
     wr.replica = w.replica;
     double communication = 0;
+    double off_cpu = 0;  // in compute ops, the computing thread not running
+    bool cpu_known = false;
     for (const auto& op : w.ops) {
       if (IsBusy(op.kind)) {
         wr.busy_s += op.end_s - op.start_s;
         wr.busy_by_op_s[OpKindName(op.kind)] += op.end_s - op.start_s;
+        if (op.cpu_s >= 0) {
+          cpu_known = true;
+          off_cpu += std::max(0.0, op.end_s - op.start_s - op.cpu_s);
+        }
       }
       if (IsCommunication(op.kind)) communication += op.end_s - op.start_s;
     }
@@ -259,6 +266,7 @@ nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report&
                         {"peak_rss_bytes", w.peak_rss_bytes}, {"threads", w.threads},
                         {"cpu_policy", w.cpu_policy}, {"host", w.host},
                         {"device", w.device}, {"transport", w.transport}});
+    if (cpu_known) overhead.back()["off_cpu_in_compute_s"] = off_cpu;
     // Where the kernel keeps the account: what the worker's computing thread lost on its CPU.
     if (w.thread_account.available) {
       nlohmann::json& o = overhead.back();

@@ -39,6 +39,10 @@ struct OpRecord {
   // Compute ops and updates on CPUs: the CPU the op started on (sched_getcpu), for the share of
   // its compute a worker ran on the core it ran on last (kept_core.h); else -1.
   int cpu = -1;
+  // Compute ops and updates on CPUs: the computing thread's CPU time over the op
+  // (CLOCK_THREAD_CPUTIME_ID); end_s - start_s beyond it is time the thread did not run, as when
+  // another worker's thread took its core in the middle of the op. Else -1.
+  double cpu_s = -1;
 };
 
 // The weight versions one micro-batch used on this worker.

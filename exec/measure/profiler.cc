@@ -92,9 +92,7 @@ class LayerClock {
   double NowMs() const {
     if (!thread_cpu_time_)
       return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
-    timespec t{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+    return ThreadCpuSeconds() * 1e3;
   }
 
   bool thread_cpu_time_;

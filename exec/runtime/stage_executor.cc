@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "exec/runtime/cpu_allocator.h"
+#include "partition/util/machine.h"
 
 namespace pipetwin::exec {
 
@@ -237,9 +238,11 @@ void StageExecutor::Execute(const Op& op) {
   record.weight_version = version;
   record.peer = op.peer_worker;
   record.iteration = mb >= 0 ? job_.IterationOf(mb) : current_iteration_;
-  // The CPU it starts on (measurement.h, OpRecord::cpu); a GPU's ops are the GPU's.
-  if ((IsComputeOp(op.kind) || op.kind == OpKind::kUpdate) && !device_.cuda())
-    record.cpu = ::sched_getcpu();
+  // The CPU it starts on and the thread's CPU time over it (measurement.h, OpRecord::cpu and
+  // cpu_s); a GPU's ops are the GPU's.
+  const bool on_cpu = (IsComputeOp(op.kind) || op.kind == OpKind::kUpdate) && !device_.cuda();
+  if (on_cpu) record.cpu = ::sched_getcpu();
+  const double cpu_start = on_cpu ? ThreadCpuSeconds() : 0;
   const auto start = Clock::now();
   if (timer_) timer_->Start(out_.ops.size());
   switch (op.kind) {
@@ -293,6 +296,7 @@ void StageExecutor::Execute(const Op& op) {
   }
   if (timer_) timer_->End(out_.ops.size());
   const auto end = Clock::now();
+  if (on_cpu) record.cpu_s = ThreadCpuSeconds() - cpu_start;
   record.start_s = std::chrono::duration<double>(start - origin_).count();
   record.end_s = std::chrono::duration<double>(end - origin_).count();
   out_.ops.push_back(record);

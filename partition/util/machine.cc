@@ -174,11 +174,17 @@ double LoadAverage1m() {
   return NumberIn("/proc/loadavg", -1);
 }
 
-double ProcessCpuSeconds() {
+namespace {
+double ClockSeconds(clockid_t clock) {
   timespec t{};
-  if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
+  if (::clock_gettime(clock, &t) != 0) return 0;
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
+}  // namespace
+
+double ProcessCpuSeconds() { return ClockSeconds(CLOCK_PROCESS_CPUTIME_ID); }
+
+double ThreadCpuSeconds() { return ClockSeconds(CLOCK_THREAD_CPUTIME_ID); }
 
 std::vector<int> ThreadIdsOfThisProcess() {
   std::vector<int> ids;

@@ -63,6 +63,8 @@ double LoadAverage1m();
 double MemInfoBytes(const std::string& field);
 // This process's CPU time so far (every thread), seconds.
 double ProcessCpuSeconds();
+// The calling thread's CPU time so far, seconds.
+double ThreadCpuSeconds();
 // The ids of this process's threads (/proc/self/task); the calling thread's alone where that
 // cannot be read.
 std::vector<int> ThreadIdsOfThisProcess();

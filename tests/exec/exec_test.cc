@@ -746,6 +746,14 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
     EXPECT_GE(w["preemptions"].get<double>(), 0) << w;
     EXPECT_GT(w["helper_threads_cpu_s"].get<double>(), 0) << w;  // Gloo's loop moved messages
   }
+  // The computing thread's time off its CPU inside compute ops: at least none, at most all.
+  for (size_t k = 0; k < report["workers"].size(); ++k) {
+    const auto& w = report["details"]["workers"][k];
+    ASSERT_TRUE(w.contains("off_cpu_in_compute_s")) << w;
+    EXPECT_GE(w["off_cpu_in_compute_s"].get<double>(), 0) << w;
+    EXPECT_LT(w["off_cpu_in_compute_s"].get<double>(),
+              report["workers"][k]["busy_s"].get<double>()) << w;
+  }
   for (const auto& d : report["devices"]) {
     EXPECT_GT(d["peak_memory_bytes"].get<double>(), 0);
     EXPECT_GT(d["category_peaks"]["weights"].get<double>(), 0);
@@ -1286,15 +1294,18 @@ TEST(ExecReport, AGpuWorkersMeasurementReadsBack) {
   EXPECT_FALSE(MeasurementFromJson(MeasurementToJson(WorkerMeasurement())).cuda_allocator);
 }
 
-// The CPU each op started on travels to rank 0 with it; a measurement written before it was
-// recorded reads as unknown (-1).
+// The CPU each op started on and its thread's CPU time travel to rank 0 with it; a measurement
+// written before they were recorded reads them as unknown (-1).
 TEST(ExecReport, AnOpsCpuReadsBack) {
   WorkerMeasurement m;
-  m.ops.push_back({OpKind::kForward, 0, 3, 1, -1, 0, 0, 0.5, 0.75, 1});
+  m.ops.push_back({OpKind::kForward, 0, 3, 1, -1, 0, 0, 0.5, 0.75, 1, 0.2});
   nlohmann::json j = MeasurementToJson(m);
   EXPECT_EQ(MeasurementFromJson(j).ops.at(0).cpu, 1);
+  EXPECT_EQ(MeasurementFromJson(j).ops.at(0).cpu_s, 0.2);
+  j["ops"][0].erase(10);
   j["ops"][0].erase(9);
   EXPECT_EQ(MeasurementFromJson(j).ops.at(0).cpu, -1);
+  EXPECT_EQ(MeasurementFromJson(j).ops.at(0).cpu_s, -1);
 }
 
 // The kernel's account of a worker's threads travels to rank 0 too; a worker whose kernel keeps

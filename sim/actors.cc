@@ -87,7 +87,13 @@ class WorkerActors {
     // Its latest compute: from when, and until when (infinity while it runs), for a message
     // that moves while its sender computes (BusySenderWait).
     double computing_from_s = -1, computing_until_s = -1;
-    int core_id = -1;  // the core it took last (CoreSlots::first_id + its index), -1 none
+    // The core its current op started on (CoreSlots::first_id + its index; WorkerRecord::op_core),
+    // -1 none.
+    int op_core = -1;
+    // Round robin (cluster.h, round_robin_slice_ms): the core it holds (index), -1 none, and
+    // its running time since its slice was last refilled.
+    int held = -1;
+    double slice_used_s = 0;
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
@@ -128,6 +134,8 @@ class WorkerActors {
   };
   CoreSlot TakeCore(Worker& me);
   void FreeCore(const Worker& me, CoreSlot slot);
+  // Round robin: the worker is about to wait, and gives back the core it holds (if any).
+  void ReleaseCore(Worker& me);
   // What a compute op of `kind` on `slot` is charged, of its time as profiled (OwnCoreShare).
   double ComputeShare(CoreSlot slot, OpKind kind) const;
   // `seconds` of work on the worker's CPU, on one of its server's cores (below) unless the
@@ -141,6 +149,9 @@ class WorkerActors {
   bool ChargeMessageCpu(Worker& me);
   // Whether the shared CPU host `cpu` runs more workers than the server's cores.
   bool Oversubscribed(const sg4::Host* cpu) const;
+  // Whether workers outnumbering a server's cores hold them as SCHED_RR threads do (cluster.h,
+  // round_robin_slice_ms) rather than one piece of work at a time.
+  bool RoundRobin() const;
   void Count(int level, double bytes, bool allreduce);
   void CopyReplicas();  // the records of the replicas left out (sim/symmetry.h)
 
@@ -155,11 +166,14 @@ class WorkerActors {
   // (cluster.h, exec/cpu_policy.h); without them the multi-core host would share its cores
   // among every worker that has work. Which core: the one the worker last ran on if it is free,
   // else the first free one, as Linux places a woken real-time thread (its previous CPU when
-  // that runs nothing of its priority, kernel/sched/rt.c, find_lowest_rq).
+  // that runs nothing of its priority, kernel/sched/rt.c, find_lowest_rq). With a round-robin
+  // slice (cluster.h) a worker holds the core it took until it waits (ReleaseCore), and shares
+  // it in slices with those waiting (Execute).
   struct CoreSlots {
     sg4::SemaphorePtr free;
     std::vector<int> holder;  // by core: the worker running on it, -1 none
     std::vector<int> last;    // by core: the worker that ran on it last, -1 none
+    int waiting = 0;          // workers waiting for a core
     int first_id = 0;         // its first core's number among all servers' (WorkerRecord::op_core)
   };
   // Each worker's kept_core_share, from the cores its ops ran on (KeptCoreShares).
@@ -350,7 +364,11 @@ void WorkerActors::WaitForDeliveries(int w) {
   Worker& me = workers_[w];
   if (me.undelivered.empty()) return;
   const double from = Now();
-  for (const sg4::CommPtr& c : me.undelivered) c->wait();
+  for (const sg4::CommPtr& c : me.undelivered) {
+    if (me.held >= 0 && c->test()) continue;  // delivered: the worker runs on
+    ReleaseCore(me);
+    c->wait();
+  }
   me.undelivered.clear();
   record_.workers[w].exposed_communication_s += Now() - from;
 }
@@ -359,6 +377,7 @@ void WorkerActors::WaitForJob(int w, long job) {
   Worker& me = workers_[w];
   if (job < 0 || static_cast<long>(me.jobs_done) > job) return;
   const double start = Now();
+  ReleaseCore(me);
   while (static_cast<long>(me.jobs_done) <= job) me.finished->acquire();
   record_.workers[w].exposed_communication_s += Now() - start;
 }
@@ -457,6 +476,7 @@ void WorkerActors::Load(int w) {
     ++record_.activities;
     return;
   }
+  if (me.loaded->would_block()) ReleaseCore(me);
   me.loaded->acquire();      // its micro-batch is loaded
   me.load_slots->release();  // and the loader may fetch one more
 }
@@ -465,20 +485,38 @@ WorkerActors::CoreSlot WorkerActors::TakeCore(Worker& me) {
   const auto it = core_slots_.find(me.cpu);
   if (it == core_slots_.end()) return {};
   CoreSlots& c = it->second;
-  c.free->acquire();
   const int w = static_cast<int>(&me - workers_.data());
+  if (me.held >= 0) {
+    if (me.op_core < 0) me.op_core = c.first_id + me.held;
+    return {me.held, true};
+  }
+  // Counted while it asks: actors asking at the same instant all find the semaphore open before
+  // any of them has taken it (SimGrid applies their acquisitions after the round).
+  ++c.waiting;
+  c.free->acquire();
+  --c.waiting;
   int core = -1;
   for (size_t k = 0; k < c.holder.size(); ++k) {
     if (c.holder[k] != -1) continue;
     if (core == -1 || c.last[k] == w) core = static_cast<int>(k);
   }
   c.holder[core] = w;
-  me.core_id = c.first_id + core;
+  if (me.op_core < 0) me.op_core = c.first_id + core;
+  if (RoundRobin()) me.held = core;
   return {core, c.last[core] == w};
 }
 
+void WorkerActors::ReleaseCore(Worker& me) {
+  if (me.held < 0) return;
+  CoreSlots& c = core_slots_.at(me.cpu);
+  c.last[me.held] = c.holder[me.held];
+  c.holder[me.held] = -1;
+  me.held = -1;
+  c.free->release();
+}
+
 void WorkerActors::FreeCore(const Worker& me, CoreSlot slot) {
-  if (slot.core < 0) return;
+  if (slot.core < 0 || RoundRobin()) return;  // round robin: given back at a wait
   CoreSlots& c = core_slots_.at(me.cpu);
   c.last[slot.core] = c.holder[slot.core];
   c.holder[slot.core] = -1;
@@ -510,18 +548,47 @@ double WorkerActors::Execute(Worker& me, double seconds, bool holding_slot,
     sg4::this_actor::execute(seconds * kHostSpeed);
     return 0;
   }
+  const auto run_for = [&](double s) {
+    sg4::ExecPtr exec = sg4::this_actor::exec_init(s * kHostSpeed);
+    exec->set_host(me.cpu);
+    exec->wait();
+  };
   const double asked = Now();
-  const CoreSlot slot = holding_slot ? CoreSlot{} : TakeCore(me);
+  CoreSlot slot = holding_slot && !RoundRobin() ? CoreSlot{} : TakeCore(me);
   const double waited = Now() - asked;
-  if (compute) seconds *= ComputeShare(slot, *compute);
-  sg4::ExecPtr exec = sg4::this_actor::exec_init(seconds * kHostSpeed);
-  exec->set_host(me.cpu);
-  exec->wait();
-  FreeCore(me, slot);
+  if (slot.core < 0 || !RoundRobin()) {
+    if (compute) seconds *= ComputeShare(slot, *compute);
+    run_for(seconds);
+    FreeCore(me, slot);
+    return waited;
+  }
+  // Round robin: the work in pieces up to the end of the worker's slice; at its end the slice is
+  // refilled, and the worker goes behind the workers waiting for a core, if any (kernel/sched/
+  // rt.c, task_tick_rt). The rest of an op resumed on a core another worker ran on meanwhile is
+  // charged as profiled (ComputeShare of a slot not kept).
+  const double slice = setup_.cluster.round_robin_slice_ms * 1e-3;
+  double left = 1;  // of the work
+  while (left > 1e-12) {
+    if (me.slice_used_s >= slice * (1 - 1e-12)) {
+      me.slice_used_s = 0;
+      if (core_slots_.at(me.cpu).waiting > 0) {
+        ReleaseCore(me);
+        slot = TakeCore(me);
+      }
+    }
+    const double whole = seconds * (compute ? ComputeShare(slot, *compute) : 1);
+    if (whole <= 0) break;
+    const double piece = std::min(left * whole, slice - me.slice_used_s);
+    run_for(piece);
+    me.slice_used_s += piece;
+    left -= piece / whole;
+  }
   return waited;
 }
 
 // Whether more workers share the server's CPU than it has cores (cluster.h, shared_cores).
+bool WorkerActors::RoundRobin() const { return setup_.cluster.round_robin_slice_ms > 0; }
+
 bool WorkerActors::Oversubscribed(const sg4::Host* cpu) const {
   const auto it = workers_on_.find(cpu);
   return cpu != nullptr && setup_.cluster.shared_cores > 0 && it != workers_on_.end() &&
@@ -657,8 +724,9 @@ void WorkerActors::WorkerMain(int w) {
       me.computing_until_s = std::numeric_limits<double>::infinity();
       // Waiting for a core is idle time, as a worker's wait for a core shows in the executor
       // (inside the receive it was woken from): the op starts when it has one.
+      me.op_core = -1;
       start += Compute(w, i);
-      rec.op_core[i] = me.core_id;
+      rec.op_core[i] = me.op_core;
       me.computing_until_s = Now();
       rec.busy_s += Now() - start;
       rec.busy_by_op_s[op.kind] += Now() - start;
@@ -684,13 +752,17 @@ void WorkerActors::WorkerMain(int w) {
       // notification has crossed to its sender (ReceivePosting::kAtTheirOp): one latency first.
       if (me.receives_at_op && me.op_mailbox[i]->listen()) {
         const int level = setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]);
+        ReleaseCore(me);
         sg4::this_actor::sleep_for(setup_.cluster.levels[level].latency_us * 1e-6);
         ++record_.activities;
       }
       const double posted = Now();
       Message* message = nullptr;
       sg4::CommPtr delivery = me.op_mailbox[i]->get_async<Message>(&message);
-      delivery->wait();
+      if (me.held < 0 || !delivery->test()) {
+        ReleaseCore(me);
+        delivery->wait();
+      }
       if (BusySenderWait(me, workers_[op.peer_worker], std::max(posted, message->posted_s)))
         ++record_.activities;
       // A channel's messages arrive in order (ValidateSchedule's rule): this never fails.
@@ -718,8 +790,9 @@ void WorkerActors::WorkerMain(int w) {
       if (update_s > 0) {
         WaitForJob(w, me.version_job[op.weight_version]);
         start = Now();
+        me.op_core = -1;
         start += Execute(me, update_s, false, OpKind::kUpdate);
-        rec.op_core[i] = me.core_id;
+        rec.op_core[i] = me.op_core;
         ++record_.activities;
         rec.busy_s += Now() - start;
         rec.busy_by_op_s[op.kind] += Now() - start;
@@ -750,6 +823,7 @@ void WorkerActors::WorkerMain(int w) {
     if (ops[i].kind == OpKind::kUpdate && me.version_job[ops[i].weight_version] >= 0)
       rec.op_end_s[i] = std::max(rec.op_end_s[i],
                                  rec.allreduces[me.version_job[ops[i].weight_version]].end_s);
+  ReleaseCore(me);
   rec.finish_s = Now();
   me.done = true;
 }

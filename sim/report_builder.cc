@@ -72,8 +72,8 @@ std::vector<std::string> OversubscriptionWarnings(const SimulationSetup& setup,
       warnings.push_back(
           "server " + std::to_string(k) + " runs " + std::to_string(workers[k]) +
           " workers on " + std::to_string(cluster.shared_cores) +
-          " shared cores: modelled as the executor runs them there, under SCHED_RR (each op on "
-          "a core, first come, first served); under the OS's default policy (pipetwin run "
+          " shared cores: modelled as the executor runs them there, under SCHED_RR (the cores "
+          "taken first come, first served); under the OS's default policy (pipetwin run "
           "--default-scheduler, or SCHED_RR refused) the cores also stand idle while a worker "
           "waits in another core's queue, which this model leaves out: expect such a run to be "
           "slower than predicted");

@@ -55,6 +55,9 @@ TEST(Cluster, JsonRoundTripAndPresetOverrides) {
   EXPECT_FALSE(ClusterToJson(c).contains("busy_sender_message_us"));
   c.busy_sender_message_us = 310;
   EXPECT_EQ(ClusterFromJson(ClusterToJson(c), "x").busy_sender_message_us, 310);
+  EXPECT_FALSE(ClusterToJson(c).contains("round_robin_slice_ms"));
+  c.round_robin_slice_ms = 100;
+  EXPECT_EQ(ClusterFromJson(ClusterToJson(c), "x").round_robin_slice_ms, 100);
   // A measured all-reduce table on the host level travels with it.
   c.levels[0].allreduce = {2, {4096, 1 << 20, 16 << 20}, {1e-4, 4e-3, 1.3e-2}};
   const Cluster with_table = ClusterFromJson(ClusterToJson(c), "x");
@@ -170,6 +173,8 @@ TEST(ClusterBadInput, NamesFileAndJsonPath) {
             "(pipetwin's limit for chunks, buckets, cores and tallies), got 0");
   EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "oversubscribed_message_us": -1})"),
             "scenario.json: cluster.oversubscribed_message_us: expected a number >= 0, got -1");
+  EXPECT_EQ(ErrorOf(R"({"preset": "cluster-a", "round_robin_slice_ms": -1})"),
+            "scenario.json: cluster.round_robin_slice_ms: expected a number >= 0, got -1");
   const std::string level = R"({"levels": [{"count": 2, "bandwidth_gbps": 10, "allreduce": )";
   EXPECT_EQ(ErrorOf(level + R"({"ranks": 1, "bytes": [1, 2], "seconds": [1, 2]}}]})"),
             "scenario.json: cluster.levels[0].allreduce.ranks: expected at least 2 ranks, got 1");

@@ -211,6 +211,9 @@ RingCost OversubscribedRingCost(const CalibrationProbes& p, double busy_s) {
 // Where each of the cluster's numbers comes from, stated in the file it is written to.
 nlohmann::json Sources() {
   return {{"shared_cores", "CPUs in this process's affinity mask (sched_getaffinity)"},
+          {"round_robin_slice_ms",
+           "sched_rr_get_interval of the ring's processes under SCHED_RR (absent where SCHED_RR "
+           "was refused)"},
           {"latency_us", "one-way time of the raw TCP ping-pong (loopback_tcp)"},
           {"communication_overhead_us",
            "fit intercept_us - latency_us: c10d Gloo's own cost per message"},
@@ -311,6 +314,7 @@ Cluster CalibratedCluster(const CalibrationProbes& p, int workers) {
   c.launch_overhead_us = 0;
   c.communication_overhead_us = (fit.intercept_s - latency_s) * 1e6;
   c.shared_cores = p.cores();
+  c.round_robin_slice_ms = p.ring.round_robin_slice_s * 1e3;
   const RingCost ring = OversubscribedRingCost(p, Mean(p.compute.busy_s));
   c.oversubscribed_message_us = ring.message_us;
   if (p.busy_sender.messages > 0)
@@ -632,6 +636,9 @@ std::string CalibrationSummary(const Cluster& c) {
           << "% busy";
     out << ")\n";
   }
+  if (c.round_robin_slice_ms > 0)
+    out << std::setprecision(0) << "round robin  a worker keeps its core until it waits, "
+        << c.round_robin_slice_ms << " ms slices while others wait (sched_rr_get_interval)\n";
   if (k.contains("busy_sender") && k["busy_sender"].value("messages", 0) > 0) {
     const nlohmann::json& busy = k["busy_sender"];
     out << std::setprecision(0) << "busy sender  a message waits " << c.busy_sender_message_us

@@ -61,6 +61,8 @@ struct RingProbe {
   // The policy the ring's threads ran under: "SCHED_RR", as the executor's workers run where
   // they outnumber the cores, or "SCHED_OTHER (why SCHED_RR was refused)".
   std::string policy = "SCHED_OTHER";
+  // Under SCHED_RR, its round-robin slice (sched_rr_get_interval; 0: not read).
+  double round_robin_slice_s = 0;
 };
 
 // The busy sender (BusySender in probes.cc): two workers with a core each as two 1F1B stages;

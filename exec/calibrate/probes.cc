@@ -622,6 +622,8 @@ CalibrationProbes ProbeRound(Communicator& comm, const ProbePlan& plan, const Pr
   // As the executor's workers run where they outnumber the cores (cpu_policy.h).
   std::string refused;
   probes.ring.policy = UseRoundRobin(&refused) ? "SCHED_RR" : "SCHED_OTHER (" + refused + ")";
+  if (timespec slice{}; probes.ring.policy == "SCHED_RR" && sched_rr_get_interval(0, &slice) == 0)
+    probes.ring.round_robin_slice_s = static_cast<double>(slice.tv_sec) + slice.tv_nsec * 1e-9;
   for (int k = 0; k < plan.ring_repeats; ++k) {
     if (k > 0) comm.Barrier();  // every ring starts together
     const RingTimes ring = OversubscribedRing(comm, plan, plan.gemm_n);

@@ -397,6 +397,8 @@ Cluster ClusterFromJson(const nlohmann::json& doc, const std::string& file,
       root.OptionalNonNegativeNumber("communication_overhead_us", c.communication_overhead_us);
   if (root.Has("shared_cores"))
     c.shared_cores = root.OptionalInteger("shared_cores", 1, kMaxCount, 1);
+  c.round_robin_slice_ms =
+      root.OptionalNonNegativeNumber("round_robin_slice_ms", c.round_robin_slice_ms);
   c.oversubscribed_message_us =
       root.OptionalNonNegativeNumber("oversubscribed_message_us", c.oversubscribed_message_us);
   c.busy_sender_message_us =
@@ -480,6 +482,7 @@ nlohmann::json ClusterToJson(const Cluster& c) {
           {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"tflops", g.tflops}});
   }
   if (c.shared_cores > 0) out["shared_cores"] = c.shared_cores;
+  if (c.round_robin_slice_ms > 0) out["round_robin_slice_ms"] = c.round_robin_slice_ms;
   if (c.oversubscribed_message_us > 0)
     out["oversubscribed_message_us"] = c.oversubscribed_message_us;
   if (c.busy_sender_message_us > 0) out["busy_sender_message_us"] = c.busy_sender_message_us;

@@ -140,9 +140,17 @@ class Cluster {
   // are worker processes sharing this many CPU cores, as on the machine `pipetwin compare` runs
   // on: a worker computes at one core's speed on a core of its own while there are enough.
   // With more workers than cores, the cores serve them first come, first served, each piece of
-  // work run to its end on one core, as the executor's workers run under SCHED_RR there
-  // (exec/cpu_policy.h).
+  // work run to its end on one core (or kept longer: round_robin_slice_ms), as the executor's
+  // workers run under SCHED_RR there (exec/cpu_policy.h).
   int shared_cores = 0;
+  // With shared cores and more workers than cores: the round-robin slice of SCHED_RR (ms). > 0:
+  // a worker keeps the core it took until it waits (for a message, an all-reduce, a loaded
+  // micro-batch) or ends, and each time it has run a slice, if another worker waits for a core,
+  // it goes behind it, inside an op if need be (Linux: kernel/sched/rt.c, task_tick_rt refills
+  // the slice and requeues the thread behind the runnable ones of its priority; the slice
+  // counts running time only). `pipetwin calibrate` reads it with sched_rr_get_interval under
+  // SCHED_RR. 0: a worker takes a core for each piece of work and gives it back at its end.
+  double round_robin_slice_ms = 0;
   // With shared cores and more workers on a server than cores: the CPU time each message
   // between workers there costs on top of its transfer, half at each end, on one of the
   // server's cores (the sender's half before the message leaves). `pipetwin

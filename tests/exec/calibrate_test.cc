@@ -368,6 +368,15 @@ TEST(ExecCalibrateFit, TheRingsProcessCpuTellsHowBusyItKeptTheCores) {
   EXPECT_NEAR(rr.oversubscribed_message_us, 100, 1e-6);
   EXPECT_EQ(rr.calibration["oversubscribed_ring"]["policy"], "SCHED_RR");
   EXPECT_TRUE(rr.levels[0].allreduce_round_robin.empty());  // not probed
+  // The slice was not read: workers take a core per op in the simulator.
+  EXPECT_EQ(rr.round_robin_slice_ms, 0);
+  EXPECT_EQ(ClusterToJson(rr).count("round_robin_slice_ms"), 0u);
+  probes.ring.round_robin_slice_s = 0.1;  // sched_rr_get_interval's 100 ms
+  const Cluster sliced = CalibratedCluster(probes, 4);
+  EXPECT_NEAR(sliced.round_robin_slice_ms, 100, 1e-9);
+  EXPECT_NE(CalibrationSummary(sliced).find("keeps its core until it waits, 100 ms slices"),
+            std::string::npos) << CalibrationSummary(sliced);
+  probes.ring.round_robin_slice_s = 0;
   probes.allreduce_round_robin = {{4096, 20, 5e-5, 4e-5, 5e-5}, {kMegabyte, 8, 5e-4, 4e-4, 5e-4}};
   const Cluster rr_table = CalibratedCluster(probes, 4);
   EXPECT_EQ(rr_table.levels[0].allreduce_round_robin.ranks, 2);

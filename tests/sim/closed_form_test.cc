@@ -260,6 +260,32 @@ TEST(SimClosedForm, WorkersBeyondTheCoresTakeThemFirstComeFirstServed) {
             kTolerance);
 }
 
+// With the executor's SCHED_RR slice in the cluster (round_robin_slice_ms), a worker keeps the
+// core it took until it waits, and gives it up inside an op once it has run a slice while
+// another waits. The three replicas above (1 ms forward, 2 ms backward, 2 cores): with a 100 ms
+// slice the first two run their forward and backward from 0 to 3 ms, the third waits for a core
+// until then and ends at 6 ms; each keeps its core for its backward (2 of its 3 ms). With a
+// 0.5 ms slice the 18 slices of work rotate over the two cores first come, first served, every
+// slice a whole one, and the last ends at 4.5 ms.
+TEST(SimClosedForm, UnderRoundRobinAWorkerKeepsItsCoreUntilItWaitsAndSharesItBySlices) {
+  Cluster cluster = TwoLevelCluster(3, 1, 800, 0, 0, 0);
+  cluster.shared_cores = 2;
+  auto simulate = [&](double slice_ms) {
+    cluster.round_robin_slice_ms = slice_ms;
+    return simtest::Simulate(
+        MakeScenario(EqualLayers(1, 1, 2, 0, 4), cluster, EvenPlan(1, 1, 3), "flush", 1, 1));
+  };
+  const Report held = simulate(100);
+  EXPECT_LT(RelativeError(held.iteration_s, 6e-3), kTolerance) << held.iteration_s;
+  EXPECT_NEAR(held.workers[2].busy_s, 3e-3, 1e-6);
+  EXPECT_NEAR(held.workers[2].idle_s, 3e-3, 1e-6);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(held.workers[k].kept_core_share, 2.0 / 3, 1e-6) << k;
+  const Report sliced = simulate(0.5);
+  EXPECT_LT(RelativeError(sliced.iteration_s, 4.5e-3), kTolerance) << sliced.iteration_s;
+  // Without the slice, one op at a time (the test above): 5 ms.
+  EXPECT_LT(RelativeError(simulate(0).iteration_s, 5e-3), kTolerance);
+}
+
 // A profile taken on shared cores carries what an op costs on a core of its own
 // (Workload::own_core): the simulator charges that share where the op's worker was the last to
 // run on its core, the full time where another worker ran there in between. Two stages on one

@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 #include <tuple>
+#include <deque>
+#include <map>
 #include <unordered_map>
 
 #include <simgrid/s4u/Actor.hpp>
@@ -16,6 +18,7 @@
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
+#include <simgrid/s4u/Mutex.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 #include <xbt/log.h>
 
@@ -73,10 +76,29 @@ class WorkerActors {
     sg4::Mailbox* to_next = nullptr;
     sg4::Mailbox* from_prev = nullptr;
   };
-  // A worker's runtime: its mailboxes, its communication stream and what it waits for.
-  struct Worker {
+  // A thread that computes on its server's cores (CoreSlots): a worker's, or the thread of c10d
+  // Gloo that reads its messages (ReadMessages).
+  struct CoreUser {
     sg4::Host* host = nullptr;
     sg4::Host* cpu = nullptr;  // where it computes (platform.h: shared by a server's workers)
+    int id = -1;               // its number in CoreSlots::holder and last
+    // The core its current op started on (CoreSlots::first_id + its index; WorkerRecord::op_core),
+    // -1 none.
+    int op_core = -1;
+    // Round robin (cluster.h, round_robin_slice_ms): the core it holds (index), -1 none, and
+    // its running time since its slice was last refilled.
+    int held = -1;
+    double slice_used_s = 0;
+  };
+  // Messages of one channel that c10d Gloo's thread has read, in order, not yet taken by the
+  // worker's receive.
+  struct ReadChannel {
+    std::deque<Message*> messages;
+    std::deque<double> arrived_s;  // each one's transfer end
+    sg4::SemaphorePtr ready;
+  };
+  // A worker's runtime: its mailboxes, its communication stream and what it waits for.
+  struct Worker : CoreUser {
     sg4::Host* nvswitch = nullptr;  // its server's switch, for the group's collectives
     sg4::ActorPtr actor;
     std::vector<sg4::Mailbox*> op_mailbox;  // Send/Recv ops: the pair's mailbox
@@ -87,13 +109,12 @@ class WorkerActors {
     // Its latest compute: from when, and until when (infinity while it runs), for a message
     // that moves while its sender computes (BusySenderWait).
     double computing_from_s = -1, computing_until_s = -1;
-    // The core its current op started on (CoreSlots::first_id + its index; WorkerRecord::op_core),
-    // -1 none.
-    int op_core = -1;
-    // Round robin (cluster.h, round_robin_slice_ms): the core it holds (index), -1 none, and
-    // its running time since its slice was last refilled.
-    int held = -1;
-    double slice_used_s = 0;
+    // Round robin on an oversubscribed server with a message CPU: c10d Gloo's thread of the
+    // worker, which reads its messages off the sockets (ReadMessages), and what it has read, by
+    // channel mailbox. Empty: the worker reads its own messages at its receives.
+    CoreUser gloo;
+    sg4::MutexPtr gloo_busy;  // one such thread per process: it reads one message at a time
+    std::map<sg4::Mailbox*, ReadChannel> read;
     std::vector<int> feeds_allreduce;       // backward ops: the AllReduce they launch, or -1
     std::vector<bool> launched;             // AllReduce ops already launched
     std::vector<Phase> phases;              // ring all-reduce program (empty: no replicas)
@@ -132,21 +153,24 @@ class WorkerActors {
     int core = -1;
     bool kept = false;  // the worker was the last to run on it
   };
-  CoreSlot TakeCore(Worker& me);
-  void FreeCore(const Worker& me, CoreSlot slot);
+  CoreSlot TakeCore(CoreUser& me);
+  void FreeCore(const CoreUser& me, CoreSlot slot);
   // Round robin: the worker is about to wait, and gives back the core it holds (if any).
-  void ReleaseCore(Worker& me);
+  void ReleaseCore(CoreUser& me);
+  // Round robin: c10d Gloo's thread of worker w reading the `count` messages of one channel as
+  // they arrive, each at the receiver's half of a message's CPU on a core it waits for.
+  void ReadMessages(int w, sg4::Mailbox* channel, int count);
   // What a compute op of `kind` on `slot` is charged, of its time as profiled (OwnCoreShare).
   double ComputeShare(CoreSlot slot, OpKind kind) const;
   // `seconds` of work on the worker's CPU, on one of its server's cores (below) unless the
   // caller holds one; `compute`: an op of that kind as profiled, charged ComputeShare of it.
   // Returns how long it waited for the core.
-  double Execute(Worker& me, double seconds, bool holding_slot = false,
+  double Execute(CoreUser& me, double seconds, bool holding_slot = false,
                  std::optional<OpKind> compute = std::nullopt);
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool BusySenderWait(const Worker& me, const Worker& sender, double moved_from);
-  bool ChargeMessageCpu(Worker& me);
+  bool ChargeMessageCpu(CoreUser& me);
   // Whether the shared CPU host `cpu` runs more workers than the server's cores.
   bool Oversubscribed(const sg4::Host* cpu) const;
   // Whether workers outnumbering a server's cores hold them as SCHED_RR threads do (cluster.h,
@@ -258,6 +282,7 @@ void WorkerActors::Prepare() {
     Worker& w = workers_[p.worker];
     w.host = platform.hosts[setup_.worker_device[p.worker]];
     w.cpu = platform.cpus[setup_.worker_device[p.worker]];
+    w.id = p.worker;
     if (!platform.switches.empty()) w.nvswitch = platform.switches[setup_.worker_device[p.worker]];
     ++workers_on_[w.cpu];
     const size_t n = p.ops.size();
@@ -340,9 +365,32 @@ void WorkerActors::Prepare() {
     Worker& w = workers_[p.worker];
     w.receives_at_op = ReceivePostingOf(setup_.cluster.shared_cores > 0, Oversubscribed(w.cpu)) ==
                        ReceivePosting::kAtTheirOp;
+    // Round robin on an oversubscribed server: c10d Gloo's thread reads each message as it
+    // arrives, itself a SCHED_RR thread of the worker's priority (exec/runtime/cpu_policy.cc)
+    // that waits for a core like the workers. Else the worker reads it at its receive.
+    const bool gloo_reads = !w.receives_at_op && RoundRobin() && Oversubscribed(w.cpu) &&
+                            setup_.cluster.oversubscribed_message_us > 0;
+    std::map<sg4::Mailbox*, int> counts;
     for (size_t i = 0; !w.receives_at_op && i < p.ops.size(); ++i)
-      if (IsCommunicationOp(p.ops[i].kind) && !IsSendOp(p.ops[i].kind))
+      if (IsCommunicationOp(p.ops[i].kind) && !IsSendOp(p.ops[i].kind)) {
         w.op_mailbox[i]->set_receiver(w.actor);
+        ++counts[w.op_mailbox[i]];
+      }
+    if (!gloo_reads || counts.empty()) continue;
+    w.gloo.host = w.host;
+    w.gloo.cpu = w.cpu;
+    w.gloo.id = static_cast<int>(workers_.size()) + p.worker;
+    w.gloo_busy = sg4::Mutex::create();
+    for (const auto& [channel, count] : counts) {
+      w.read[channel].ready = sg4::Semaphore::create(0);
+      sg4::ActorPtr reader = sg4::Actor::create(
+          "gloo" + std::to_string(p.worker) + "-" + channel->get_name(), w.host,
+          [this, worker = p.worker, channel = channel, count = count] {
+            ReadMessages(worker, channel, count);
+          });
+      reader->daemonize();
+      channel->set_receiver(reader);
+    }
   }
 }
 
@@ -481,11 +529,11 @@ void WorkerActors::Load(int w) {
   me.load_slots->release();  // and the loader may fetch one more
 }
 
-WorkerActors::CoreSlot WorkerActors::TakeCore(Worker& me) {
+WorkerActors::CoreSlot WorkerActors::TakeCore(CoreUser& me) {
   const auto it = core_slots_.find(me.cpu);
   if (it == core_slots_.end()) return {};
   CoreSlots& c = it->second;
-  const int w = static_cast<int>(&me - workers_.data());
+  const int w = me.id;
   if (me.held >= 0) {
     if (me.op_core < 0) me.op_core = c.first_id + me.held;
     return {me.held, true};
@@ -506,16 +554,38 @@ WorkerActors::CoreSlot WorkerActors::TakeCore(Worker& me) {
   return {core, c.last[core] == w};
 }
 
-void WorkerActors::ReleaseCore(Worker& me) {
+void WorkerActors::ReleaseCore(CoreUser& me) {
   if (me.held < 0) return;
   CoreSlots& c = core_slots_.at(me.cpu);
-  c.last[me.held] = c.holder[me.held];
+  // A read by c10d Gloo's thread (ReadMessages) is microseconds of copying: the core's caches
+  // stay the last computing worker's.
+  if (me.id < static_cast<int>(workers_.size())) c.last[me.held] = c.holder[me.held];
   c.holder[me.held] = -1;
   me.held = -1;
   c.free->release();
 }
 
-void WorkerActors::FreeCore(const Worker& me, CoreSlot slot) {
+void WorkerActors::ReadMessages(int w, sg4::Mailbox* channel, int count) {
+  Worker& me = workers_[w];
+  ReadChannel& read = me.read.at(channel);
+  for (int k = 0; k < count; ++k) {
+    Message* message = nullptr;
+    sg4::CommPtr delivery = channel->get_async<Message>(&message);
+    delivery->wait();
+    const double arrived = delivery->get_finish_time();
+    // The thread takes the socket's bytes on a core, then blocks for the next ones (epoll).
+    me.gloo_busy->lock();
+    Execute(me.gloo, setup_.cluster.oversubscribed_message_us * 1e-6 / 2);
+    ReleaseCore(me.gloo);
+    me.gloo_busy->unlock();
+    ++record_.activities;
+    read.messages.push_back(message);
+    read.arrived_s.push_back(arrived);
+    read.ready->release();
+  }
+}
+
+void WorkerActors::FreeCore(const CoreUser& me, CoreSlot slot) {
   if (slot.core < 0 || RoundRobin()) return;  // round robin: given back at a wait
   CoreSlots& c = core_slots_.at(me.cpu);
   c.last[slot.core] = c.holder[slot.core];
@@ -542,7 +612,7 @@ double WorkerActors::ComputeShare(CoreSlot slot, OpKind kind) const {
   return share > 0 ? share : 1;
 }
 
-double WorkerActors::Execute(Worker& me, double seconds, bool holding_slot,
+double WorkerActors::Execute(CoreUser& me, double seconds, bool holding_slot,
                              std::optional<OpKind> compute) {
   if (me.cpu == me.host) {
     sg4::this_actor::execute(seconds * kHostSpeed);
@@ -601,7 +671,7 @@ bool WorkerActors::Oversubscribed(const sg4::Host* cpu) const {
 // server's cores: the sender's before the message leaves, the receiver's once it has arrived.
 // Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
 // charged anything.
-bool WorkerActors::ChargeMessageCpu(Worker& me) {
+bool WorkerActors::ChargeMessageCpu(CoreUser& me) {
   if (me.cpu == me.host || setup_.cluster.oversubscribed_message_us <= 0 ||
       !Oversubscribed(me.cpu))
     return false;
@@ -747,6 +817,29 @@ void WorkerActors::WorkerMain(int w) {
       ++record_.activities;
       Count(setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]),
             bytes, false);
+    } else if (IsCommunicationOp(op.kind) && !me.read.empty()) {
+      // Read by c10d Gloo's thread (ReadMessages); the receive returns once it has been and the
+      // worker's thread runs again, on a core it may wait for.
+      ReadChannel& channel = me.read.at(me.op_mailbox[i]);
+      if (channel.ready->would_block()) ReleaseCore(me);
+      channel.ready->acquire();
+      const Message* message = channel.messages.front();
+      const double arrived = channel.arrived_s.front();
+      channel.messages.pop_front();
+      channel.arrived_s.pop_front();
+      if (me.held < 0) {
+        const int op_core = me.op_core;
+        TakeCore(me);
+        me.op_core = op_core;  // not a compute op's
+      }
+      if (MessageOf(*message->op, op.peer_worker) != MessageOf(op, w)) {
+        fault_ = "worker " + std::to_string(w) + " received another message than " +
+                 ActionName(op) + " expects";
+        return;
+      }
+      const std::vector<Op>& sender_ops = s_.workers[op.peer_worker].ops;
+      record_.workers[op.peer_worker].delivered_s[message->op - sender_ops.data()] = arrived;
+      rec.exposed_communication_s += Now() - std::max(start, message->posted_s);
     } else if (IsCommunicationOp(op.kind)) {
       // A message already sent to a receive posted at its op moves once the receiver's "ready"
       // notification has crossed to its sender (ReceivePosting::kAtTheirOp): one latency first.

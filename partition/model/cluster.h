@@ -148,8 +148,10 @@ class Cluster {
   // micro-batch) or ends, and each time it has run a slice, if another worker waits for a core,
   // it goes behind it, inside an op if need be (Linux: kernel/sched/rt.c, task_tick_rt refills
   // the slice and requeues the thread behind the runnable ones of its priority; the slice
-  // counts running time only). `pipetwin calibrate` reads it with sched_rr_get_interval under
-  // SCHED_RR. 0: a worker takes a core for each piece of work and gives it back at its end.
+  // counts running time only); and each worker's c10d Gloo thread, such a thread too, reads its
+  // messages (the receiver's half of oversubscribed_message_us) on a core it waits for.
+  // `pipetwin calibrate` reads it with sched_rr_get_interval under SCHED_RR. 0: a worker takes
+  // a core for each piece of work and gives it back at its end, and reads its own messages.
   double round_robin_slice_ms = 0;
   // With shared cores and more workers on a server than cores: the CPU time each message
   // between workers there costs on top of its transfer, half at each end, on one of the

@@ -286,6 +286,33 @@ TEST(SimClosedForm, UnderRoundRobinAWorkerKeepsItsCoreUntilItWaitsAndSharesItByS
   EXPECT_LT(RelativeError(simulate(0).iteration_s, 5e-3), kTolerance);
 }
 
+// Under round robin c10d Gloo's thread of the receiver reads each message off its socket, a
+// thread of its own that waits for a core like the workers (sim/actors.cc, ReadMessages), and
+// the receive returns once it has and the worker's thread holds a core again. GPipe on 2
+// workers sharing 1 core, a message's CPU 4 ms (2 ms at each end), one micro-batch: worker 0
+// computes its forward (0-1 ms) and its half of the send (1-3), then waits for the gradient and
+// gives the core up; worker 1's Gloo thread reads the activation (3-5); worker 1 computes from 5
+// to 8 and sends (8-10); worker 0's Gloo thread reads the gradient (10-12); worker 0's backward
+// ends at 14 ms. Each receive is exposed from its message's sending to 5 and 12 ms: 2 ms each.
+// Without the slice the receiver reads its message itself after the receive, as idle time.
+TEST(SimClosedForm, UnderRoundRobinGloosThreadReadsTheMessageOnACoreItWaitsFor) {
+  Cluster cluster = TwoLevelCluster(2, 1, 800, 0, 0, 0);
+  cluster.shared_cores = 1;
+  cluster.oversubscribed_message_us = 4000;
+  auto simulate = [&](double slice_ms) {
+    cluster.round_robin_slice_ms = slice_ms;
+    return simtest::Simulate(
+        MakeScenario(EqualLayers(2, 1, 2, 0, 4e6), cluster, EvenPlan(2, 1, 1), "gpipe", 1, 1));
+  };
+  const Report gloo = simulate(100);
+  EXPECT_LT(RelativeError(gloo.iteration_s, 14e-3), kTolerance) << gloo.iteration_s;
+  EXPECT_NEAR(gloo.workers[0].exposed_communication_s, 2e-3, 1e-6);
+  EXPECT_NEAR(gloo.workers[1].exposed_communication_s, 2e-3, 1e-6);
+  const Report itself = simulate(0);
+  EXPECT_LT(RelativeError(itself.iteration_s, 14e-3), kTolerance) << itself.iteration_s;
+  EXPECT_NEAR(itself.workers[1].exposed_communication_s, 0, 1e-6);
+}
+
 // A profile taken on shared cores carries what an op costs on a core of its own
 // (Workload::own_core): the simulator charges that share where the op's worker was the last to
 // run on its core, the full time where another worker ran there in between. Two stages on one

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
-#include <deque>
-#include <map>
 #include <unordered_map>
 
 #include <simgrid/s4u/Actor.hpp>
@@ -155,7 +155,7 @@ class WorkerActors {
   };
   CoreSlot TakeCore(CoreUser& me);
   void FreeCore(const CoreUser& me, CoreSlot slot);
-  // Round robin: the worker is about to wait, and gives back the core it holds (if any).
+  // Round robin: the thread is about to wait, and gives back the core it holds (if any).
   void ReleaseCore(CoreUser& me);
   // Round robin: c10d Gloo's thread of worker w reading the `count` messages of one channel as
   // they arrive, each at the receiver's half of a message's CPU on a core it waits for.
@@ -195,9 +195,9 @@ class WorkerActors {
   // it in slices with those waiting (Execute).
   struct CoreSlots {
     sg4::SemaphorePtr free;
-    std::vector<int> holder;  // by core: the worker running on it, -1 none
-    std::vector<int> last;    // by core: the worker that ran on it last, -1 none
-    int waiting = 0;          // workers waiting for a core
+    std::vector<int> holder;  // by core: the thread running on it (CoreUser::id), -1 none
+    std::vector<int> last;    // by core: the worker that computed on it last, -1 none
+    int waiting = 0;          // threads waiting for a core
     int first_id = 0;         // its first core's number among all servers' (WorkerRecord::op_core)
   };
   // Each worker's kept_core_share, from the cores its ops ran on (KeptCoreShares).
@@ -632,8 +632,8 @@ double WorkerActors::Execute(CoreUser& me, double seconds, bool holding_slot,
     FreeCore(me, slot);
     return waited;
   }
-  // Round robin: the work in pieces up to the end of the worker's slice; at its end the slice is
-  // refilled, and the worker goes behind the workers waiting for a core, if any (kernel/sched/
+  // Round robin: the work in pieces up to the end of the thread's slice; at its end the slice is
+  // refilled, and the thread goes behind the threads waiting for a core, if any (kernel/sched/
   // rt.c, task_tick_rt). The rest of an op resumed on a core another worker ran on meanwhile is
   // charged as profiled (ComputeShare of a slot not kept).
   const double slice = setup_.cluster.round_robin_slice_ms * 1e-3;
@@ -669,7 +669,8 @@ bool WorkerActors::Oversubscribed(const sg4::Host* cpu) const {
 // Gloo's send and receive paths and the kernel's copies, at both ends. The calibration's ring
 // measures both ends together (cpu_per_message_us); each end is charged half, on one of the
 // server's cores: the sender's before the message leaves, the receiver's once it has arrived.
-// Neither computing nor communicating, it shows as the worker's idle time. Returns whether it
+// Neither computing nor communicating, it shows as the worker's idle time. With a round-robin
+// slice the receiver's half is its c10d Gloo thread's instead (ReadMessages). Returns whether it
 // charged anything.
 bool WorkerActors::ChargeMessageCpu(CoreUser& me) {
   if (me.cpu == me.host || setup_.cluster.oversubscribed_message_us <= 0 ||
@@ -818,8 +819,8 @@ void WorkerActors::WorkerMain(int w) {
       Count(setup_.cluster.LinkLevel(device, setup_.worker_device[op.peer_worker]),
             bytes, false);
     } else if (IsCommunicationOp(op.kind) && !me.read.empty()) {
-      // Read by c10d Gloo's thread (ReadMessages); the receive returns once it has been and the
-      // worker's thread runs again, on a core it may wait for.
+      // Read by c10d Gloo's thread (ReadMessages); the receive returns once the message has been
+      // read and the worker's thread runs again, on a core it may wait for.
       ReadChannel& channel = me.read.at(me.op_mailbox[i]);
       if (channel.ready->would_block()) ReleaseCore(me);
       channel.ready->acquire();

@@ -720,7 +720,7 @@ double WorkerActors::Compute(int w, size_t i) {
   // Without a switch host the collectives' link is the group's own: they are in the op's time.
   const bool collectives = me.nvswitch && group.exposed_s + group.overlapped_s > 0;
   // The op's compute: its time less the group's collectives that run alone (they follow it).
-  const double seconds = setup_.ComputeSeconds(op) - (collectives ? group.exposed_s : 0);
+  const double seconds = setup_.ComputeSeconds(w, i) - (collectives ? group.exposed_s : 0);
   const int allreduce = me.feeds_allreduce[i];
   const bool buckets = allreduce >= 0 && !me.buckets.empty();
   if (!buckets && !collectives) {
@@ -878,9 +878,7 @@ void WorkerActors::WorkerMain(int w) {
       me.version_job[op.weight_version] = me.phases.empty() ? -1 : me.last_allreduce_job;
       // The optimizer step (Layer::update_ms: measured on CPUs, Megatron's kernels on GPUs; absent
       // for the papers' profiles) runs on the worker once its gradients are summed.
-      double update_s = 0;
-      for (int g : s_.workers[w].model_stages)
-        update_s += UpdateMs(setup_.model_stages[g], me.optimizer_shards) * 1e-3;
+      const double update_s = setup_.UpdateSeconds(w, i, me.optimizer_shards);
       if (update_s > 0) {
         WaitForJob(w, me.version_job[op.weight_version]);
         start = Now();

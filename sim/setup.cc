@@ -94,6 +94,10 @@ SimulationSetup PrepareSimulation(const Scenario& scenario, const Plan& plan,
 
   PipelineSchedule schedule = ScheduleForScenario(scenario, plan, setup.iterations, file, path);
   setup.worker_device = PlaceWorkers(schedule, plan, cluster.DeviceCount(), file, path);
+  for (const WorkerProgram& program : schedule.workers) {
+    setup.gradient_adds.push_back(GradientSumAdds(program));
+    setup.update_copies.push_back(UpdatesCopyingWeights(program));
+  }
   setup.schedule = std::move(schedule);
   return setup;
 }
@@ -113,6 +117,23 @@ double SimulationSetup::ComputeSeconds(const Op& op) const {
     default: return 0;
   }
   return seconds + launch_overhead_s;
+}
+
+double SimulationSetup::ComputeSeconds(int worker, size_t i) const {
+  const Op& op = schedule.workers[worker].ops[i];
+  const double seconds = ComputeSeconds(op);
+  const bool weight_gradients = op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardWeight;
+  if (!weight_gradients || gradient_adds[worker][i]) return seconds;
+  return seconds - model_stages[op.stage].gradient_add_ms * 1e-3;
+}
+
+double SimulationSetup::UpdateSeconds(int worker, size_t i, int shards) const {
+  double ms = 0;
+  for (int g : schedule.workers[worker].model_stages) {
+    ms += UpdateMs(model_stages[g], shards);
+    if (!update_copies[worker][i]) ms -= model_stages[g].update_copy_ms;
+  }
+  return std::max(0.0, ms) * 1e-3;
 }
 
 SimulationSetup::GroupCollectiveWork SimulationSetup::GroupCollectivesOf(const Op& op) const {

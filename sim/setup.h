@@ -87,8 +87,20 @@ struct SimulationSetup {
   double model_flops_per_sample = 0;
   int gpus_per_worker = 1;
 
-  // Seconds a compute op occupies its device (launch overhead included).
+  // Seconds a compute op occupies its device (launch overhead included), a weight-gradient op
+  // adding its gradients into the sums.
   double ComputeSeconds(const Op& op) const;
+  // Op i of worker w's list: as above, less the additions where it takes its gradients as they
+  // are (gradient_adds).
+  double ComputeSeconds(int worker, size_t i) const;
+  // Per worker, per op: whether it adds its gradients into the sums (op.h, GradientSumAdds).
+  std::vector<std::vector<bool>> gradient_adds;
+  // Seconds of the optimizer step at Update op i of worker w, over every stage it holds, each
+  // replica stepping its 1 / `shards` of a sharded optimizer's part (UpdateMs), less the copy of
+  // the weights where the update steps its version in place (update_copies).
+  double UpdateSeconds(int worker, size_t i, int shards) const;
+  // Per worker, per op: whether an Update copies the weights first (op.h, UpdatesCopyingWeights).
+  std::vector<std::vector<bool>> update_copies;
   // The tensor-parallel group's collectives inside a compute op (StageCost::collectives; zeros
   // for a workload that is not split): part of ComputeSeconds, run by the simulator as flows on
   // the device's server link. A recompute repeats its recomputed layers' forward ones; a split

@@ -623,6 +623,75 @@ TEST(ScheduleAllReduce, TheOpListsCarryTheBuckets) {
   EXPECT_THROW(BuildSchedule(spec), InputError);
 }
 
+// The gradient sums (op.h, AddsToGradientSums): a stage's first weight gradient after an update
+// is taken as it is and each later one added in place, so a worker adds (backwards - updates)
+// times per stage it holds; PipeDream, which updates after every minibatch's backward (SOSP'19,
+// section 3.3), never adds; a replicated stage's sums are its all-reduce's buffer, always added to.
+TEST(ScheduleGradientSums, TheFirstGradientAfterAnUpdateIsTakenAsItIs) {
+  const auto count = [](const WorkerProgram& w, OpKind kind) {
+    return static_cast<int>(std::count_if(w.ops.begin(), w.ops.end(),
+                                          [kind](const Op& op) { return op.kind == kind; }));
+  };
+  const auto adds = [](const WorkerProgram& w) {
+    const std::vector<bool> a = GradientSumAdds(w);
+    EXPECT_EQ(a.size(), w.ops.size());
+    for (size_t i = 0; i < a.size(); ++i)  // only weight-gradient ops add
+      if (a[i]) EXPECT_TRUE(w.ops[i].kind == OpKind::kBackward ||
+                            w.ops[i].kind == OpKind::kBackwardWeight) << ActionName(w.ops[i]);
+    return static_cast<int>(std::count(a.begin(), a.end(), true));
+  };
+  // Three flushed iterations of 4 micro-batches: 3 of each iteration's 4 backwards add.
+  for (const WorkerProgram& w : RepeatSchedule(Build(ScheduleKind::kFlush, 2, 4), 3).workers) {
+    EXPECT_EQ(count(w, OpKind::kBackward), 12);
+    EXPECT_EQ(count(w, OpKind::kUpdate), 3);
+    EXPECT_EQ(adds(w), 9) << "worker " << w.worker;
+  }
+  for (const WorkerProgram& w : Build(ScheduleKind::kPipeDream, 3, 8).workers)
+    EXPECT_EQ(adds(w), 0) << "PipeDream worker " << w.worker;
+  for (const WorkerProgram& w : Build(ScheduleKind::kTwoBW, 2, 8, {}, 1, false, 2).workers)
+    EXPECT_EQ(adds(w), count(w, OpKind::kBackward) - count(w, OpKind::kUpdate));
+  // Two chunks a worker: each chunk's first backward of the batch takes its gradient as it is.
+  for (const WorkerProgram& w : Build(ScheduleKind::kInterleaved, 2, 4, {}, 2).workers)
+    EXPECT_EQ(adds(w), 2 * (4 - 1)) << "interleaved worker " << w.worker;
+  // Zero bubble: the W passes make the weight gradients, the I passes never add.
+  for (const WorkerProgram& w : Build(ScheduleKind::kZeroBubbleH1, 2, 4).workers)
+    EXPECT_EQ(adds(w), 4 - 1) << "ZB-H1 worker " << w.worker;
+  // Stage 0 in two replicas: they add every backward; stage 1 alone: m - 1.
+  const PipelineSchedule replicated = Build(ScheduleKind::kFlush, 2, 4, {2, 1});
+  for (const WorkerProgram& w : replicated.workers)
+    EXPECT_EQ(adds(w), w.stage == 0 ? count(w, OpKind::kBackward) : 4 - 1)
+        << "replicated, worker " << w.worker;
+  EXPECT_TRUE(AddsToGradientSums(0, true));
+  EXPECT_FALSE(AddsToGradientSums(0, false));
+  EXPECT_TRUE(AddsToGradientSums(1, false));
+}
+
+// An update copies the weights when their current version is stashed for a backward to come
+// (op.h, UpdatesCopyingWeights). PipeDream's 1F1B (SOSP'19, section 3.3): stage s of P runs
+// d = P - 1 - s minibatches ahead, F(k + d) B(k) then the update, and F(k + d) took the version
+// that update replaces; its backward is still to come when d >= 1 and k + d < m. So the last
+// stage (d = 0) steps in place every time, and stage s copies at m - d of its m updates.
+// Flushing schedules keep one version and never copy.
+TEST(ScheduleWeightsTest, AnUpdateCopiesTheWeightsOnlyWhileABackwardNeedsThem) {
+  const int p = 3, m = 8;
+  for (const WorkerProgram& w : Build(ScheduleKind::kPipeDream, p, m).workers) {
+    const std::vector<bool> copies = UpdatesCopyingWeights(w);
+    int updates = 0, copying = 0;
+    for (size_t i = 0; i < w.ops.size(); ++i) {
+      if (copies[i]) EXPECT_EQ(w.ops[i].kind, OpKind::kUpdate);
+      updates += w.ops[i].kind == OpKind::kUpdate;
+      copying += copies[i];
+    }
+    EXPECT_EQ(updates, m) << "worker " << w.worker;
+    const int d = p - 1 - w.stage;
+    EXPECT_EQ(copying, d >= 1 ? m - d : 0) << "stage " << w.stage;
+  }
+  for (const WorkerProgram& w : Build(ScheduleKind::kFlush, p, m).workers) {
+    const std::vector<bool> copies = UpdatesCopyingWeights(w);
+    EXPECT_EQ(std::count(copies.begin(), copies.end(), true), 0);
+  }
+}
+
 // A flushing schedule's iterations are its one-iteration lists back to back: micro-batch k of
 // repeat r is r m + k, versions continue, and the result is a valid schedule.
 TEST(ScheduleRepeat, IterationsFollowOneAnother) {

@@ -65,7 +65,12 @@ TEST(Workload, JsonRoundTripIsExact) {
   w.layers[1].update_ms = 0.25;
   w.layers[1].update_sharded_ms = 0.125;
   w.layers[1].stash_bytes = 4096;
+  w.layers[1].gradient_add_ms = 0.0625;
+  w.layers[1].update_copy_ms = 0.03125;
   const Workload profiled = WorkloadFromJson(WorkloadToJson(w), "p.json");
+  EXPECT_EQ(profiled.layers[1].gradient_add_ms, 0.0625);
+  EXPECT_FALSE(profiled.layers[0].gradient_add_ms.has_value());
+  EXPECT_EQ(profiled.layers[1].update_copy_ms, 0.03125);
   EXPECT_EQ(profiled.layers[1].update_ms, 0.25);
   EXPECT_EQ(profiled.layers[1].update_sharded_ms, 0.125);
   EXPECT_FALSE(profiled.layers[0].update_sharded_ms.has_value());
@@ -279,6 +284,16 @@ TEST(WorkloadBadInput, EachFaultNamesItsJsonPath) {
       {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
           "parameter_bytes": 1, "update_ms": 0.5, "update_sharded_ms": 0.75}]})",
        "w.json: layers[0].update_sharded_ms: expected at most the layer's update_ms (0.5), got "
+       "0.75"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "gradient_add_ms": 1.5}]})",
+       "w.json: layers[0].gradient_add_ms: expected at most the layer's backward_ms (1), got 1.5"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "gradient_add_ms": -1}]})",
+       "w.json: layers[0].gradient_add_ms: expected a number >= 0"},
+      {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
+          "parameter_bytes": 1, "update_ms": 0.5, "update_copy_ms": 0.75}]})",
+       "w.json: layers[0].update_copy_ms: expected at most the layer's update_ms (0.5), got "
        "0.75"},
       {R"({"layers": [{"id": "a", "forward_ms": 1, "backward_ms": 1, "activation_bytes": 1,
           "parameter_bytes": 1, "update_sharded_ms": 0.75}]})",

@@ -207,6 +207,8 @@ std::vector<LayerRun> PrepareLayers(const Model& model, Batch sample, const Exec
 // makes its forward faster than the executor's.
 struct PassTimes {
   std::vector<double> forward_ms, backward_ms;
+  // Of backward_ms, the additions into the gradient sums (Layer::gradient_add_ms).
+  std::vector<double> gradient_add_ms;
 };
 
 // Micro-batch `k` of `batch` samples comes from `data` inside the first layer's forward, and the
@@ -221,7 +223,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
                        const AllocatorProbe* allocator = nullptr,
                        std::vector<double>* stash_bytes = nullptr) {
   const int n = model.LayerCount();
-  PassTimes times{std::vector<double>(n), std::vector<double>(n)};
+  PassTimes times{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
   std::vector<std::vector<torch::Tensor>> inputs(n);
   std::vector<torch::Tensor> graph_outputs(n), outputs(n), output_grads(n);
   Batch sample;
@@ -268,10 +270,12 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
     clock.Start(2 * i + 1);
     const auto grads = torch::autograd::grad({graph_outputs[i]}, targets, {grad_out}, false,
                                              false, /*allow_unused=*/true);
-    {
+    if (grads.size() > first_parameter) {  // timed apart too: a backward after an update skips it
       torch::NoGradGuard no_grad;
+      clock.Start(2 * n + i);
       for (size_t k = first_parameter; k < grads.size(); ++k)
         if (grads[k].defined()) gradient_sums[i][k - first_parameter].add_(grads[k]);
+      clock.End(2 * n + i);
     }
     clock.End(2 * i + 1);
     for (size_t k = 0; k < first_parameter; ++k) {
@@ -279,8 +283,10 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
       g = g.defined() ? g + grads[k] : grads[k];
     }
   }
-  for (const auto& [key, ms] : clock.Read())
-    (key % 2 ? times.backward_ms : times.forward_ms)[key / 2] = ms;
+  for (const auto& [key, ms] : clock.Read()) {
+    if (key >= static_cast<size_t>(2 * n)) times.gradient_add_ms[key - 2 * n] = ms;
+    else (key % 2 ? times.backward_ms : times.forward_ms)[key / 2] = ms;
+  }
   return times;
 }
 
@@ -289,7 +295,8 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
 // stage after its last backward. (Timed over and over on its own, hot in the caches, a step takes
 // far less than it does in a pipeline, where the gradients and the state come from memory.) With
 // versioned weights (PipeDream, 2BW) the step writes a
-// copy, as StageWeights::Update does while the old version is stashed.
+// copy, as StageWeights::Update does while the old version is stashed; the copy is timed apart
+// too (Layer::update_copy_ms), since an update of a version nobody needs steps it in place.
 class UpdatePass {
  public:
   UpdatePass(const std::vector<LayerRun>& runs, const OptimizerSettings& settings,
@@ -302,20 +309,29 @@ class UpdatePass {
       optimizers_.emplace_back(settings);
     }
   }
-  // Per layer, the milliseconds of its step (0 for a layer without parameters).
+  // Per layer, the milliseconds of its step (0 for a layer without parameters); with `copy_ms`,
+  // also those of its copy (part of the step; 0 without versioned weights).
   std::vector<double> Run(const std::vector<std::vector<torch::Tensor>>& gradients,
-                          LayerClock& clock) {
+                          LayerClock& clock, std::vector<double>* copy_ms = nullptr) {
     torch::NoGradGuard no_grad;
-    std::vector<double> ms(parameters_.size(), 0);
-    for (size_t i = parameters_.size(); i-- > 0;) {  // in the backward's order
+    const size_t n = parameters_.size();
+    std::vector<double> ms(n, 0);
+    for (size_t i = n; i-- > 0;) {  // in the backward's order
       if (parameters_[i].empty()) continue;
       clock.Start(i);
-      if (versioned_)
+      if (versioned_) {
+        clock.Start(n + i);
         for (auto& p : parameters_[i]) p = p.clone();
+        clock.End(n + i);
+      }
       optimizers_[i].Step(parameters_[i], gradients[i], 0.125);
       clock.End(i);
     }
-    for (const auto& [key, span] : clock.Read()) ms[key] = span;
+    if (copy_ms) copy_ms->assign(n, 0);
+    for (const auto& [key, span] : clock.Read()) {
+      if (key < n) ms[key] = span;
+      else if (copy_ms) (*copy_ms)[key - n] = span;
+    }
     return ms;
   }
 
@@ -483,6 +499,7 @@ Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int
 struct TimedPasses {
   std::vector<PassTimes> passes;
   std::vector<std::vector<double>> updates;  // per timed pass, per layer
+  std::vector<std::vector<double>> update_copies;  // of them, the weights' copy
   std::vector<size_t> round_starts;          // index of each round's first pass
   double seconds = 0;       // of the shared rounds
   double wall_seconds = 0;  // all rounds
@@ -496,7 +513,8 @@ struct TimedPasses {
   std::pair<size_t, size_t> Round(size_t r) const {
     return {round_starts[r], r + 1 < round_starts.size() ? round_starts[r + 1] : passes.size()};
   }
-  // Layer i's figure (0 forward, 1 backward, 2 update) in each round: the mean of its
+  // Layer i's figure (0 forward, 1 backward, 2 update; 3 the backward's additions into the
+  // gradient sums, part of 1; 4 the update's copy, part of 2) in each round: the mean of its
   // passes there.
   std::vector<double> RoundMeans(int i, int figure) const {
     std::vector<double> means;
@@ -506,7 +524,9 @@ struct TimedPasses {
       for (size_t p = begin; p < end; ++p)
         v.push_back(figure == 0   ? passes[p].forward_ms[i]
                     : figure == 1 ? passes[p].backward_ms[i]
-                                  : updates[p][i]);
+                    : figure == 2 ? updates[p][i]
+                    : figure == 3 ? passes[p].gradient_add_ms[i]
+                                  : update_copies[p][i]);
       means.push_back(Mean(v));
     }
     return means;
@@ -552,7 +572,8 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
     const Clock::time_point round_from = Clock::now();
     do {
       timed.passes.push_back(TrainingPass(model, runs, data, 1 + k, batch, sums, clock));
-      timed.updates.push_back(update.Run(sums, clock));
+      timed.update_copies.emplace_back();
+      timed.updates.push_back(update.Run(sums, clock, &timed.update_copies.back()));
       ++k;
     } while (since(round_from) < options.round_seconds);
     if (own_core) {
@@ -620,7 +641,12 @@ Layer MeasuredLayer(const Model& model, const LayerRun& r, int i, const TimedPas
   const RoundEstimate step = EstimateFromRounds(timed.RoundMeans(i, 2));
   l.forward_ms = forward.mean;
   l.backward_ms = backward.mean;
-  if (!r.parameters.empty()) l.update_ms = step.mean;
+  if (!r.parameters.empty()) {
+    l.update_ms = step.mean;
+    l.gradient_add_ms = std::min(l.backward_ms, Mean(timed.RoundMeans(i, 3)));
+    const double copy_ms = Mean(timed.RoundMeans(i, 4));
+    if (copy_ms > 0) l.update_copy_ms = std::min(*l.update_ms, copy_ms);
+  }
   if (forward.rounds > 1) {
     l.forward_ms_spread = forward.half_width;
     l.backward_ms_spread = backward.half_width;

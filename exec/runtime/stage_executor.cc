@@ -412,9 +412,10 @@ std::vector<torch::Tensor> StageExecutor::Differentiate(
   // one layer's gradient at a time, not all of them until the backward ends (holding all of them
   // makes the backward slower than the profile, which times layer by layer). The first gradient
   // after an update is taken as it is (no pass over a buffer), unless the sums are views of the
-  // all-reduce's flat buffer: that is zeroed and added to.
+  // all-reduce's flat buffer: that is zeroed and added to (op.h, AddsToGradientSums).
   const auto& parameters = weights_.Version(f.version);
-  const bool into_sums = gradient_count_ > 0 || gradient_flat_.defined();
+  const bool into_sums =
+      AddsToGradientSums(static_cast<int>(gradient_count_), gradient_flat_.defined());
   if (gradient_count_ == 0 && gradient_flat_.defined()) gradient_flat_.zero_();
   for (size_t i = 0; i < parameters.size(); ++i)
     parameters[i].mutable_grad() = into_sums ? gradient_sum_[i] : torch::Tensor();
@@ -458,7 +459,8 @@ void StageExecutor::Backward(const Op& op, int mb, int version) {
         input_grads.push_back(grads[i].defined() ? grads[i] : torch::zeros_like(f.inputs[i]));
       gradients_to_send_[mb] = Pack(input_grads);
     }
-    if (weight_part && gradient_count_ == 0 && !gradient_flat_.defined())
+    if (weight_part &&
+        !AddsToGradientSums(static_cast<int>(gradient_count_), gradient_flat_.defined()))
       for (size_t i = 0; i < parameters.size(); ++i) {
         const torch::Tensor& g = grads[parameters_at + i];
         if (!g.defined()) gradient_sum_[i].zero_();  // unused: a zero gradient

@@ -50,7 +50,14 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
       cost.backward_input_ms += (split ? *layer.backward_input_ms : share * layer.backward_ms) * per_ms;
       cost.backward_weight_ms +=
           (split ? *layer.backward_weight_ms : (1 - share) * layer.backward_ms) * per_ms;
+      // Within the backward, scaled with it (exact at the reference batch, which is the
+      // scenario's micro-batch in the profiles that measure it).
+      cost.gradient_add_ms += std::min(layer.gradient_add_ms.value_or(0),
+                                       split ? *layer.backward_weight_ms : layer.backward_ms) *
+                              per_ms;
       cost.update_ms += layer.update_ms.value_or(0) * per_ms;
+      cost.update_copy_ms +=
+          std::min(layer.update_copy_ms.value_or(0), layer.update_ms.value_or(0)) * per_ms;
       cost.update_sharded_ms +=
           layer.update_sharded_ms.value_or(layer.update_ms.value_or(0)) * per_ms;
       if (layer.collectives) {

@@ -37,8 +37,15 @@ struct StageCost {
   // A zero-bubble schedule's two backward passes, one micro-batch: each layer's own split where
   // it gives one (Layer::backward_input_ms), else its backward_ms split by BackwardInputShare.
   double backward_input_ms = 0, backward_weight_ms = 0;
+  // Of backward_ms (and of backward_weight_ms, the pass that makes the parameters' gradients),
+  // the additions into the gradient sums (Layer::gradient_add_ms), which a backward that takes
+  // its gradient as it is does not run (op.h, AddsToGradientSums).
+  double gradient_add_ms = 0;
   double update_ms = 0;    // the optimizer step, once per weight update (Layer::update_ms)
   double update_sharded_ms = 0;  // of it, what a sharded optimizer divides (Layer's own)
+  // Of update_ms, the copy into new tensors that an update of a stashed version makes
+  // (Layer::update_copy_ms; op.h, UpdatesCopyingWeights).
+  double update_copy_ms = 0;
   double parameters = 0;
   double weight_bytes = 0;      // one version: parameters x parameter dtype bytes
   double gradient_bytes = 0;    // parameters x gradient dtype bytes (as the weights)

@@ -151,14 +151,19 @@ void ValidateAndSortWorkload(Workload& w, const std::string& file, const std::st
     if (l.weight_stash_bytes)
       CheckNumber(*l.weight_stash_bytes, file, at + ".weight_stash_bytes", false);
     if (l.update_ms) CheckNumber(*l.update_ms, file, at + ".update_ms", false);
-    if (l.update_sharded_ms) {
-      CheckNumber(*l.update_sharded_ms, file, at + ".update_sharded_ms", false);
-      if (*l.update_sharded_ms > l.update_ms.value_or(0) * (1 + 1e-9))
-        throw InputError(file, at + ".update_sharded_ms",
-                         "expected at most the layer's update_ms (" +
-                             DescribeJson(l.update_ms.value_or(0)) + "), got " +
-                             DescribeJson(*l.update_sharded_ms));
-    }
+    // A part of a figure: a number, at most the figure it is part of.
+    const auto part = [&](const std::optional<double>& value, const char* key, double whole,
+                          const char* whole_key) {
+      if (!value) return;
+      CheckNumber(*value, file, at + "." + key, false);
+      if (*value > whole * (1 + 1e-9))
+        throw InputError(file, at + "." + key,
+                         std::string("expected at most the layer's ") + whole_key + " (" +
+                             DescribeJson(whole) + "), got " + DescribeJson(*value));
+    };
+    part(l.update_sharded_ms, "update_sharded_ms", l.update_ms.value_or(0), "update_ms");
+    part(l.update_copy_ms, "update_copy_ms", l.update_ms.value_or(0), "update_ms");
+    part(l.gradient_add_ms, "gradient_add_ms", l.backward_ms, "backward_ms");
     if (l.checkpoint_bytes) {
       CheckNumber(*l.checkpoint_bytes, file, at + ".checkpoint_bytes", false);
       if (!l.recomputed)
@@ -299,7 +304,12 @@ Workload Workload::AtSpreadEdge(int side) const {
       *l.backward_input_ms *= l.backward_ms / backward;
       *l.backward_weight_ms *= l.backward_ms / backward;
     }
-    if (l.update_ms) edge(*l.update_ms, l.update_ms_spread);
+    if (l.gradient_add_ms && backward > 0) *l.gradient_add_ms *= l.backward_ms / backward;
+    if (l.update_ms) {
+      const double update = *l.update_ms;
+      edge(*l.update_ms, l.update_ms_spread);
+      if (l.update_copy_ms && update > 0) *l.update_copy_ms *= *l.update_ms / update;
+    }
   }
   w.name += side > 0 ? " (slow end of its spread)" : " (fast end of its spread)";
   return w;
@@ -341,10 +351,20 @@ Workload MeanOfProfiles(const std::vector<Workload>& profiles,
     std::tie(l.backward_ms, l.backward_ms_spread) =
         combine([i](const Workload& w) { return w.layers[i].backward_ms; },
                 [i](const Workload& w) { return w.layers[i].backward_ms_spread.value_or(0); });
+    // A part of a figure: the mean over the profiles that measured it, at most the figure.
+    const auto part = [&](std::optional<double> Layer::*member, double whole) {
+      double sum = 0;
+      int measured = 0;
+      for (const Workload& w : profiles)
+        if (w.layers[i].*member) sum += *(w.layers[i].*member), ++measured;
+      if (measured > 0) l.*member = std::min(whole, sum / measured);
+    };
+    part(&Layer::gradient_add_ms, l.backward_ms);
     if (l.update_ms)
       std::tie(l.update_ms, l.update_ms_spread) =
           combine([i](const Workload& w) { return w.layers[i].update_ms.value_or(0); },
                   [i](const Workload& w) { return w.layers[i].update_ms_spread.value_or(0); });
+    part(&Layer::update_copy_ms, l.update_ms.value_or(0));
   }
   // The own-core shares: the mean of the profiles that measured each.
   const auto mean_share = [&](double OwnCoreShare::*figure) {
@@ -405,6 +425,8 @@ nlohmann::json WorkloadToJson(const Workload& w) {
     if (!l.recomputed) j["recomputed"] = false;
     if (l.update_ms) j["update_ms"] = *l.update_ms;
     if (l.update_sharded_ms) j["update_sharded_ms"] = *l.update_sharded_ms;
+    if (l.gradient_add_ms) j["gradient_add_ms"] = *l.gradient_add_ms;
+    if (l.update_copy_ms) j["update_copy_ms"] = *l.update_copy_ms;
     if (l.forward_ms_spread) j["forward_ms_spread"] = *l.forward_ms_spread;
     if (l.backward_ms_spread) j["backward_ms_spread"] = *l.backward_ms_spread;
     if (l.update_ms_spread) j["update_ms_spread"] = *l.update_ms_spread;
@@ -523,6 +545,8 @@ Workload WorkloadFromJson(const nlohmann::json& doc, const std::string& file,
     l.recomputed = e.OptionalBool("recomputed", true);
     l.update_ms = e.MaybeNonNegativeNumber("update_ms");
     l.update_sharded_ms = e.MaybeNonNegativeNumber("update_sharded_ms");
+    l.gradient_add_ms = e.MaybeNonNegativeNumber("gradient_add_ms");
+    l.update_copy_ms = e.MaybeNonNegativeNumber("update_copy_ms");
     l.forward_ms_spread = e.MaybeNonNegativeNumber("forward_ms_spread");
     l.backward_ms_spread = e.MaybeNonNegativeNumber("backward_ms_spread");
     l.update_ms_spread = e.MaybeNonNegativeNumber("update_ms_spread");

@@ -63,11 +63,22 @@ struct Layer {
   // The optimizer step of this layer's parameters, once per weight update (`pipetwin profile`
   // measures it for the scenario's optimizer on CPUs, where it is not negligible); absent: 0.
   std::optional<double> update_ms;
+  // Of update_ms, the copy of the layer's weights into new tensors that an update makes when the
+  // current version is stashed for a backward still to come (versioned weights: PipeDream,
+  // 2BW); an update of a version nobody needs steps it in place and costs update_ms less this
+  // (op.h, UpdatesCopyingWeights). `pipetwin profile` measures it for such schedules; absent: 0.
+  std::optional<double> update_copy_ms;
   // Of update_ms, the part a sharded optimizer (training.distributed_optimizer) divides among
   // the stage's d replicas, each stepping its 1 / d of the parameters; the rest every replica
   // runs whole (Megatron-LM's distributed optimizer norms, steps and copies its shard but
   // scales and zeroes its whole gradient buffer: OptimizerStepBytes). Absent: all of it.
   std::optional<double> update_sharded_ms;
+  // Of backward_ms, the time spent adding the parameters' gradients into the sums an update's
+  // micro-batches accumulate (a pass over the gradient bytes: read the sum and the new gradient,
+  // write the sum). backward_ms counts it, as most backwards of a batch add; the first backward
+  // after an update takes its gradient as it is and costs backward_ms less this
+  // (op.h, AddsToGradientSums). `pipetwin profile` measures it; absent: 0.
+  std::optional<double> gradient_add_ms;
   // How far each time may move on a second profiling: the half-width of the 95% interval of
   // the mean of the profiler's rounds (util/spread.h), in ms; absent when not measured.
   std::optional<double> forward_ms_spread, backward_ms_spread, update_ms_spread;

@@ -1,6 +1,8 @@
 // Names and comparisons of the op-list data model (op.h).
 #include "partition/schedule/op.h"
 
+#include <map>
+#include <set>
 #include <tuple>
 
 namespace pipetwin {
@@ -128,6 +130,43 @@ const char* SendModeName(SendMode mode) {
 
 ReceivePosting ReceivePostingOf(bool cpu_processes, bool oversubscribed) {
   return cpu_processes && !oversubscribed ? ReceivePosting::kAtTheirOp : ReceivePosting::kAhead;
+}
+
+std::vector<bool> GradientSumAdds(const WorkerProgram& program) {
+  bool all_reduced = false;
+  for (const Op& op : program.ops) all_reduced = all_reduced || op.kind == OpKind::kAllReduce;
+  std::map<int, int> since_update;  // per model stage
+  std::vector<bool> adds(program.ops.size(), false);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    if (op.kind == OpKind::kUpdate) {
+      since_update.clear();
+    } else if (op.kind == OpKind::kBackward || op.kind == OpKind::kBackwardWeight) {
+      int& count = since_update[op.stage];
+      adds[i] = AddsToGradientSums(count, all_reduced);
+      ++count;
+    }
+  }
+  return adds;
+}
+
+std::vector<bool> UpdatesCopyingWeights(const WorkerProgram& program) {
+  std::multiset<int> stashed;
+  int current = 0;  // the weights' first version (StageWeights)
+  std::vector<bool> copies(program.ops.size(), false);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    if (op.kind == OpKind::kStashWeights) {
+      stashed.insert(op.weight_version);
+    } else if (op.kind == OpKind::kReleaseWeights) {
+      auto it = stashed.find(op.weight_version);
+      if (it != stashed.end()) stashed.erase(it);
+    } else if (op.kind == OpKind::kUpdate) {
+      copies[i] = stashed.count(current) > 0;
+      current = op.weight_version;
+    }
+  }
+  return copies;
 }
 
 std::optional<SendMode> ParseSendMode(const std::string& name) {

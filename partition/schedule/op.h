@@ -203,6 +203,33 @@ std::optional<SendMode> ParseSendMode(const std::string& name);
 enum class ReceivePosting { kAhead, kAtTheirOp };
 ReceivePosting ReceivePostingOf(bool cpu_processes, bool oversubscribed);
 
+// Whether a weight-gradient op (Backward, BackwardWeight) of a stage adds its parameters'
+// gradients into the sums its next optimizer step reads, or takes them as they are. The first
+// gradient after an update (none counted since, for that model stage) replaces the sums at no
+// cost; every later one is added in place, a pass that reads the sum and the new gradient and
+// writes the sum (Layer::gradient_add_ms). A replicated stage's sums are views of the flat buffer
+// its all-reduce runs on (`all_reduced`): it is zeroed and always added to. So a schedule that
+// updates after every micro-batch (PipeDream's 1F1B) never adds, and one with m micro-batches
+// per update adds m - 1 times. pipetwin's executor sums this way (stage_executor.cc,
+// Differentiate), and the simulator charges the addition where it happens.
+inline bool AddsToGradientSums(int gradients_since_update, bool all_reduced) {
+  return gradients_since_update > 0 || all_reduced;
+}
+// For every op of `program`, whether it is a weight-gradient op that adds (AddsToGradientSums):
+// counted per model stage from the start and from each Update (which steps every stage of the
+// worker); all-reduced when the program has an AllReduce.
+std::vector<bool> GradientSumAdds(const WorkerProgram& program);
+
+// For every op of `program`, whether it is an Update that writes the new weights to new tensors
+// (a copy of the current version, then stepped) because the current version is stashed for a
+// backward still to come; an Update of a version nobody needs any more steps it in place. The
+// lists say which: StashWeights and ReleaseWeights name the versions kept (weight stashing,
+// PipeDream SOSP'19 section 3.3; 2BW's second buffer). pipetwin's executor copies this way
+// (weights.cc, StageWeights::Update) and the simulator charges the copy (Layer::update_copy_ms)
+// where it happens: in PipeDream's 1F1B the last stage, whose backward follows its forward, never
+// copies.
+std::vector<bool> UpdatesCopyingWeights(const WorkerProgram& program);
+
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::kFlush;
   int stages = 1;                  // pipeline depth P (positions)

@@ -51,6 +51,10 @@ TEST(ExecProfile, MeasuresUpdateAndStashAndLeavesNoLoadBehind) {
     EXPECT_GT(l["backward_ms"].get<double>(), 0);
     // Adam (the scenario's optimizer) over the layer's parameters.
     EXPECT_GT(l["update_ms"].get<double>(), 0);
+    // The backward's additions into the gradient sums: timed, and a part of the backward.
+    EXPECT_GT(l["gradient_add_ms"].get<double>(), 0);
+    EXPECT_LT(l["gradient_add_ms"].get<double>(), l["backward_ms"].get<double>());
+    EXPECT_FALSE(l.contains("update_copy_ms"));  // a flushing schedule: one version, no copy
     // At least the output (batch 32 x width) stays for the backward.
     EXPECT_GE(l["stash_bytes"].get<double>(), l["activation_bytes"].get<double>());
   }
@@ -58,6 +62,20 @@ TEST(ExecProfile, MeasuresUpdateAndStashAndLeavesNoLoadBehind) {
   EXPECT_GE(w["layers"][0]["stash_bytes"].get<double>(),
             w["layers"][0]["activation_bytes"].get<double>() + 32 * 784 * 4);
   EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
+}
+
+// PipeDream keeps weight versions: an update of a stashed version copies the weights first,
+// which the profile times apart as a part of the step.
+TEST(ExecProfile, VersionedWeightsTimeTheUpdatesCopy) {
+  const auto r = RunPipetwin("profile " + std::string(PIPETWIN_SOURCE_DIR) +
+                             "/scenarios/validation/03-mlp-2s-pipedream.json --repeats 3 "
+                             "--warmup 1 --target-spread 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json w = nlohmann::json::parse(r.out);
+  for (const auto& l : w["layers"]) {
+    EXPECT_GT(l["update_copy_ms"].get<double>(), 0);
+    EXPECT_LT(l["update_copy_ms"].get<double>(), l["update_ms"].get<double>());
+  }
 }
 
 double TotalPassMs(const nlohmann::json& workload) {

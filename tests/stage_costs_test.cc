@@ -55,6 +55,32 @@ TEST(StageCosts, LayersAreCountedInThePlansOrder) {
   EXPECT_DOUBLE_EQ(PlanStageCosts(w, plan, 4, 2, 8)[0].forward_ms, 1 + 2);
 }
 
+// The passes over a layer's parameters (its optimizer step with its copy of the weights, the
+// backward's addition of its gradient into the sums) read and write the parameters' bytes
+// whatever the samples: micro-batches of 8 (four times the reference batch of 2) on a device
+// twice as fast cost half of them, while the rest of the backward costs twice as much.
+TEST(StageCosts, PassesOverTheParametersDoNotScaleWithTheSamples) {
+  Workload w = Diamond();
+  for (Layer& l : w.layers) {
+    l.update_ms = 3;
+    l.update_copy_ms = 1;
+    l.gradient_add_ms = 0.5;
+  }
+  Plan plan;
+  plan.stages = {{0, 1, 1, {}}, {2, 3, 1, {}}};  // {a, b} and {c, d}
+  const std::vector<StageCost> c = PlanStageCosts(w, plan, 8, 2, 8);
+  EXPECT_DOUBLE_EQ(c[1].update_ms, (3 + 3) / 2.0);
+  EXPECT_DOUBLE_EQ(c[1].update_copy_ms, (1 + 1) / 2.0);
+  EXPECT_DOUBLE_EQ(c[1].update_sharded_ms, c[1].update_ms);
+  EXPECT_DOUBLE_EQ(c[1].gradient_add_ms, (0.5 + 0.5) / 2.0);
+  // c's and d's backwards, 8 and 16 ms, of which 0.5 each adds: (7.5 + 15.5) x 2 + 2 x 0.25.
+  EXPECT_DOUBLE_EQ(c[1].backward_ms, (7.5 + 15.5) * 2 + 0.5);
+  EXPECT_EQ(c[1].layer_backward_ms, (std::vector<double>{15.5 * 2 + 0.25, 7.5 * 2 + 0.25}));
+  // Stage 1 splits its backward in halves (BackwardInputShare): the addition is the W pass's.
+  EXPECT_DOUBLE_EQ(c[1].backward_input_ms, (4 + 8) * 2);
+  EXPECT_DOUBLE_EQ(c[1].backward_weight_ms, (3.5 + 7.5) * 2 + 0.5);
+}
+
 TEST(StageCosts, CutsCountEveryOutputStillNeededLater) {
   const Workload w = Diamond();
   // a, b | c, d: a's output (c reads it) and b's (d reads it) cross the cut after b.

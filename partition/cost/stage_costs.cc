@@ -31,6 +31,10 @@ std::vector<double> CutBytesPerSample(const Workload& w, const std::vector<int>&
 std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b, double speed,
                                       double optimizer_bytes_per_parameter) {
   const double per_ms = TimeScale(w, b, speed);
+  // A pass over the parameters (the optimizer step, its copy of the weights, the gradient's
+  // addition into the sums) costs the same whatever the samples: only the device's speed scales
+  // it.
+  const double per_step_ms = 1 / speed;
   const double per_sample = b / static_cast<double>(w.reference.batch_size);
   const std::vector<double> cut = CutBytesPerSample(w, plan.layer_order);
   std::vector<StageCost> out;
@@ -44,22 +48,21 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
       const int i = plan.LayerAt(p);
       const Layer& layer = w.layers[i];
       const double parameters = w.LayerParameters(i);
-      cost.forward_ms += layer.forward_ms * per_ms;
-      cost.backward_ms += layer.backward_ms * per_ms;
       const bool split = layer.backward_input_ms.has_value();
+      const double weight_part =
+          split ? *layer.backward_weight_ms : (1 - share) * layer.backward_ms;
+      // The gradient's addition, in the pass that makes the weight gradients.
+      const double add = std::min(layer.gradient_add_ms.value_or(0), weight_part);
+      const double backward_ms = (layer.backward_ms - add) * per_ms + add * per_step_ms;
+      cost.forward_ms += layer.forward_ms * per_ms;
+      cost.backward_ms += backward_ms;
       cost.backward_input_ms += (split ? *layer.backward_input_ms : share * layer.backward_ms) * per_ms;
-      cost.backward_weight_ms +=
-          (split ? *layer.backward_weight_ms : (1 - share) * layer.backward_ms) * per_ms;
-      // Within the backward, scaled with it (exact at the reference batch, which is the
-      // scenario's micro-batch in the profiles that measure it).
-      cost.gradient_add_ms += std::min(layer.gradient_add_ms.value_or(0),
-                                       split ? *layer.backward_weight_ms : layer.backward_ms) *
-                              per_ms;
-      cost.update_ms += layer.update_ms.value_or(0) * per_ms;
-      cost.update_copy_ms +=
-          std::min(layer.update_copy_ms.value_or(0), layer.update_ms.value_or(0)) * per_ms;
-      cost.update_sharded_ms +=
-          layer.update_sharded_ms.value_or(layer.update_ms.value_or(0)) * per_ms;
+      cost.backward_weight_ms += (weight_part - add) * per_ms + add * per_step_ms;
+      cost.gradient_add_ms += add * per_step_ms;
+      const double update = layer.update_ms.value_or(0);
+      cost.update_ms += update * per_step_ms;
+      cost.update_copy_ms += std::min(layer.update_copy_ms.value_or(0), update) * per_step_ms;
+      cost.update_sharded_ms += layer.update_sharded_ms.value_or(update) * per_step_ms;
       if (layer.collectives) {
         GroupCollectives c = *layer.collectives;
         if (!split) c.SplitBackward(share);
@@ -72,7 +75,7 @@ std::vector<StageCost> PlanStageCosts(const Workload& w, const Plan& plan, int b
       else
         cost.weight_stash_bytes.reset();
       cost.parameters += parameters;
-      cost.layer_backward_ms.push_back(layer.backward_ms * per_ms);
+      cost.layer_backward_ms.push_back(backward_ms);
       cost.layer_gradient_bytes.push_back(parameters * w.GradientDtypeBytes());
     }
     cost.weight_bytes = cost.parameters * w.parameter_dtype_bytes;

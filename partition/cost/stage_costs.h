@@ -1,11 +1,13 @@
 // What each stage of a plan costs for one micro-batch: the one rule the simulator, the layout of
 // the op lists' communication, the profiler's pipeline bound and the planners' cost model follow.
 //
-//  - Times: a layer's forward_ms, backward_ms and update_ms are for reference.batch_size samples
-//    on reference.device; b samples cost b / reference.batch_size of them (linear scaling: exact
+//  - Times: a layer's forward_ms and backward_ms are for reference.batch_size samples on
+//    reference.device; b samples cost b / reference.batch_size of them (linear scaling: exact
 //    in FLOPs for the analytic transformers, approximate for memory-bound layers and measured
 //    profiles), divided by the speed of the device over the reference (SpeedOverReference:
 //    the cluster device's relative_speed, unless the workload was timed on that very device).
+//    The passes over the parameters (update_ms, update_copy_ms, and gradient_add_ms of the
+//    backward) do not depend on the samples: only the speed divides them.
 //  - Parameters: Workload::LayerParameters; weights and gradients at the workload's dtype.
 //  - Bytes across a cut: the outputs of every layer at or before the cut that feeds a layer after
 //    it, in the plan's layer order (a DAG's skip connections included); gradients going back

@@ -28,7 +28,9 @@ Timeline SimulatedTimeline(const SimulationSetup& setup, const SimulationRecord&
       if (IsSendOp(op.kind)) end_s = std::max(end_s, rec.delivered_s[i]);
       if (op.kind == OpKind::kUpdate && updates < rec.step_end_s.size())
         end_s = rec.step_end_s[updates++];
-      t.AddOp(OpEvent(op, device, p.worker, rec.op_start_s[i], end_s, bytes));
+      TimelineEvent e = OpEvent(op, device, p.worker, rec.op_start_s[i], end_s, bytes);
+      if (i < rec.op_core.size() && rec.op_core[i] >= 0) e.args["core"] = rec.op_core[i];
+      t.AddOp(e);
     }
     for (size_t j = 0; j < rec.allreduces.size(); ++j) {
       const AllReduceTiming& a = rec.allreduces[j];

@@ -459,7 +459,10 @@ Timeline MeasuredTimeline(const ExecutorJob& job, const std::vector<WorkerMeasur
       op.microbatch = record.microbatch;
       op.peer_worker = record.peer;
       op.weight_version = record.weight_version;
-      t.AddOp(OpEvent(op, device, w.rank, record.start_s, record.end_s, record.bytes));
+      TimelineEvent e = OpEvent(op, device, w.rank, record.start_s, record.end_s, record.bytes);
+      if (record.cpu >= 0) e.args["core"] = record.cpu;
+      if (record.cpu_s >= 0) e.args["cpu_ms"] = record.cpu_s * 1e3;
+      t.AddOp(e);
     }
   }
   EndSendsWhenReceived(t.events);  // when a message was delivered, as far as c10d tells

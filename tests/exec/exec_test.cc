@@ -763,6 +763,39 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
   int forwards = 0;
   for (const auto& e : t["traceEvents"]) forwards += e.value("name", "") == "0F0";
   EXPECT_EQ(forwards, 1);  // stage 0, micro-batch 0 of the whole run
+  // Every compute op and optimizer step says the core it started on and its thread's CPU time,
+  // at most its duration (the thread clock's tick aside). Worked out again from them: the share
+  // of each worker's compute time in ops whose core's previous op (by start) was its own, which
+  // the report states as kept_core_share.
+  struct Use {
+    double ts, dur;
+    int worker, core;
+  };
+  std::vector<Use> uses;
+  for (const auto& e : t["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (e["ph"] != "X" || (cat != "forward" && cat != "backward" && cat != "update")) continue;
+    ASSERT_TRUE(e["args"].contains("core") && e["args"].contains("cpu_ms")) << e;
+    EXPECT_GE(e["args"]["core"].get<int>(), 0) << e;
+    EXPECT_GE(e["args"]["cpu_ms"].get<double>(), 0) << e;
+    EXPECT_LE(e["args"]["cpu_ms"].get<double>(), e["dur"].get<double>() / 1e3 + 0.05) << e;
+    uses.push_back({e["ts"], e["dur"], e["pid"], e["args"]["core"]});
+  }
+  std::sort(uses.begin(), uses.end(), [](const Use& a, const Use& b) { return a.ts < b.ts; });
+  std::map<int, int> last_on_core;
+  std::map<int, std::pair<double, double>> kept_and_all;  // by worker
+  for (const Use& u : uses) {
+    const auto last = last_on_core.find(u.core);
+    if (last != last_on_core.end() && last->second == u.worker)
+      kept_and_all[u.worker].first += u.dur;
+    kept_and_all[u.worker].second += u.dur;
+    last_on_core[u.core] = u.worker;
+  }
+  for (const auto& w : report["workers"]) {
+    const auto& [kept, all] = kept_and_all[w["worker"].get<int>()];
+    ASSERT_GT(all, 0) << w;
+    EXPECT_NEAR(kept / all, w["kept_core_share"].get<double>(), 1e-3) << w;
+  }
 }
 
 // A worker's memory must not grow with the length of the run. It did: c10d's Gloo send work says

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -131,6 +132,52 @@ TEST(SimCli, TraceIsChromeTraceEventJson) {
   EXPECT_GT(counters, 0);
   EXPECT_EQ(names, 4);
   EXPECT_EQ(threads, (std::set<int>{0, 1, 2, 3}));  // compute, send, receive, all-reduce
+}
+
+// Where a server's workers outnumber its cores, the trace says which core each compute op ran
+// on. Three replicas on 2 cores under a 100 ms round-robin slice, one micro-batch (f = 1 ms,
+// b = 2 ms): a worker keeps the core it took until it waits, so each one's backward runs on its
+// forward's core, and the two that start at once take different cores. With a core per worker
+// (no shared cores) there is no core to tell.
+TEST(SimCli, TraceTellsTheCoreOfEachComputeOpOnSharedCores) {
+  Cluster cluster = TwoLevelCluster(3, 1, 800, 0, 0, 0);
+  cluster.shared_cores = 2;
+  cluster.round_robin_slice_ms = 100;
+  auto trace_of = [&](const Cluster& c) {
+    const std::string scenario = simtest::WriteScenario(
+        MakeScenario(EqualLayers(1, 1, 2, 0, 4), c, EvenPlan(1, 1, 3), "flush", 1, 1));
+    const std::string trace = testing::TemporaryDirectory() + "/trace.json";
+    auto r = RunPipetwin("simulate " + scenario + " --trace " + trace);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(Slurp(trace));
+  };
+  std::map<int, std::map<std::string, int>> core;  // worker -> op kind -> core
+  std::map<int, double> forward_start;
+  const nlohmann::json shared = trace_of(cluster);
+  for (const auto& e : shared["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (e["ph"] != "X" || (cat != "forward" && cat != "backward")) continue;
+    ASSERT_TRUE(e["args"].contains("core")) << e;
+    const int c = e["args"]["core"];
+    EXPECT_TRUE(c == 0 || c == 1) << e;
+    core[e["pid"]][cat] = c;
+    if (cat == "forward") forward_start[e["pid"]] = e["ts"];
+  }
+  ASSERT_EQ(core.size(), 3u);
+  std::vector<int> first_two;
+  for (const auto& [worker, kinds] : core) {
+    EXPECT_EQ(kinds.at("forward"), kinds.at("backward")) << "worker " << worker;
+    if (forward_start.at(worker) < 1) first_two.push_back(kinds.at("forward"));  // at 0 us
+  }
+  ASSERT_EQ(first_two.size(), 2u);
+  EXPECT_NE(first_two[0], first_two[1]);
+  cluster.shared_cores = 0;
+  const nlohmann::json apart = trace_of(cluster);
+  for (const auto& e : apart["traceEvents"]) {
+    if (e["ph"] == "X") {
+      EXPECT_FALSE(e["args"].contains("core")) << e;
+    }
+  }
 }
 
 // A message between workers of an oversubscribed server costs its CPU half at each end

@@ -93,8 +93,11 @@ class WorkerActors {
   // Messages of one channel that c10d Gloo's thread has read, in order, not yet taken by the
   // worker's receive.
   struct ReadChannel {
-    std::deque<Message*> messages;
-    std::deque<double> arrived_s;  // each one's transfer end
+    struct Read {
+      const Message* message;
+      double arrived_s;  // its transfer's end
+    };
+    std::deque<Read> reads;
     sg4::SemaphorePtr ready;
   };
   // A worker's runtime: its mailboxes, its communication stream and what it waits for.
@@ -579,8 +582,7 @@ void WorkerActors::ReadMessages(int w, sg4::Mailbox* channel, int count) {
     ReleaseCore(me.gloo);
     me.gloo_busy->unlock();
     ++record_.activities;
-    read.messages.push_back(message);
-    read.arrived_s.push_back(arrived);
+    read.reads.push_back({message, arrived});
     read.ready->release();
   }
 }
@@ -824,10 +826,8 @@ void WorkerActors::WorkerMain(int w) {
       ReadChannel& channel = me.read.at(me.op_mailbox[i]);
       if (channel.ready->would_block()) ReleaseCore(me);
       channel.ready->acquire();
-      const Message* message = channel.messages.front();
-      const double arrived = channel.arrived_s.front();
-      channel.messages.pop_front();
-      channel.arrived_s.pop_front();
+      const auto [message, arrived] = channel.reads.front();
+      channel.reads.pop_front();
       if (me.held < 0) {
         const int op_core = me.op_core;
         TakeCore(me);

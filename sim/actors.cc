@@ -51,6 +51,15 @@ double Elapsed(std::chrono::steady_clock::time_point since) {
 
 }  // namespace
 
+void WorkerRecord::AddBusy(OpKind kind, int iteration, double seconds) {
+  busy_s += seconds;
+  busy_by_op_s[kind] += seconds;
+  if (iteration < 0) return;
+  if (iteration >= static_cast<int>(busy_by_iteration.size()))
+    busy_by_iteration.resize(iteration + 1);
+  busy_by_iteration[iteration][kind] += seconds;
+}
+
 namespace {
 
 class WorkerActors {
@@ -777,8 +786,17 @@ void WorkerActors::WorkerMain(int w) {
   rec.op_end_s.assign(ops.size(), 0);
   rec.delivered_s.assign(ops.size(), 0);
   rec.op_core.assign(ops.size(), -1);
+  // The iteration an op's busy time goes to (WorkerReport::busy_by_iteration): a compute op's
+  // micro-batch's; an optimizer step's, that of the last backward before it, as the executor
+  // counts it (stage_executor.cc).
+  int step_iteration = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
+    if (IsBackwardOp(op.kind) && op.microbatch >= 0)
+      step_iteration = setup_.IterationOf(op.microbatch);
+    const int iteration =
+        IsComputeOp(op.kind) && op.microbatch >= 0 ? setup_.IterationOf(op.microbatch)
+                                                   : step_iteration;
     double start = Now();
     if (IsComputeOp(op.kind)) {
       if (op.weight_version >= 0 && op.weight_version < static_cast<int>(me.version_job.size())) {
@@ -801,8 +819,7 @@ void WorkerActors::WorkerMain(int w) {
       start += Compute(w, i);
       rec.op_core[i] = me.op_core;
       me.computing_until_s = Now();
-      rec.busy_s += Now() - start;
-      rec.busy_by_op_s[op.kind] += Now() - start;
+      rec.AddBusy(op.kind, iteration, Now() - start);
     } else if (IsSendOp(op.kind)) {
       if (setup_.communication_overhead_s > 0) {
         sg4::this_actor::sleep_for(setup_.communication_overhead_s);
@@ -886,8 +903,7 @@ void WorkerActors::WorkerMain(int w) {
         start += Execute(me, update_s, false, OpKind::kUpdate);
         rec.op_core[i] = me.op_core;
         ++record_.activities;
-        rec.busy_s += Now() - start;
-        rec.busy_by_op_s[op.kind] += Now() - start;
+        rec.AddBusy(op.kind, iteration, Now() - start);
       }
       if (setup_.sharded_optimizer && !me.phases.empty()) {
         // The stepped shard's weights all-gathered over the replicas: in the gradient buckets'

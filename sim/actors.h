@@ -57,6 +57,10 @@ struct WorkerRecord {
   double kept_core_share = -1;
   double busy_s = 0;                         // in executions
   std::map<OpKind, double> busy_by_op_s;     // busy_s by the kind of op that executed
+  // busy_s by iteration (WorkerReport::busy_by_iteration's rule), then op kind.
+  std::vector<std::map<OpKind, double>> busy_by_iteration;
+  // Adds `seconds` of an op of `kind` in `iteration` to busy_s and its splits.
+  void AddBusy(OpKind kind, int iteration, double seconds);
   double exposed_communication_s = 0;
   double finish_s = 0;
   std::vector<AllReduceTiming> allreduces;

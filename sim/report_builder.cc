@@ -110,6 +110,11 @@ Report BuildReport(const SimulationSetup& setup, const SimulationRecord& record)
     w.replica = p.replica;
     w.busy_s = rec.busy_s;
     for (const auto& [kind, seconds] : rec.busy_by_op_s) w.busy_by_op_s[OpKindName(kind)] = seconds;
+    for (const std::map<OpKind, double>& by_kind : rec.busy_by_iteration) {
+      w.busy_by_iteration.emplace_back();
+      for (const auto& [kind, seconds] : by_kind)
+        w.busy_by_iteration.back()[OpKindName(kind)] = seconds;
+    }
     w.exposed_communication_s = rec.exposed_communication_s;
     w.kept_core_share = rec.kept_core_share;
     r.workers.push_back(w);

@@ -404,6 +404,32 @@ TEST(Compare, ComputeIsComparedOpKindByOpKind) {
   EXPECT_TRUE(CompareReports(predicted, measured).worker_busy_by_op.empty());
 }
 
+// Where both reports split the iterations the throughput counts (steady_busy_by_op_s, per
+// iteration), compute is compared over them: a run whose first iteration's update took 0.2 s of
+// its 0.3 s over 4 iterations costs 1/30 s an update after it, not 0.075. Where one report
+// lacks the split, every iteration run, as before.
+TEST(Compare, ComputeIsComparedOverTheIterationsTheThroughputCounts) {
+  Report predicted = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  Report measured = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
+  predicted.iterations = measured.iterations = 4;
+  predicted.workers[1].busy_by_op_s = {{"update", 0.1}};
+  measured.workers[1].busy_by_op_s = {{"update", 0.3}};
+  predicted.workers[1].steady_busy_by_op_s = {{"update", 0.025}};
+  measured.workers[1].steady_busy_by_op_s = {{"update", 0.1 / 3}};
+  Comparison c = CompareReports(predicted, measured);
+  ASSERT_EQ(c.worker_busy_by_op.size(), 1u);
+  EXPECT_NEAR(c.worker_busy_by_op[0].figure.predicted, 0.025, 1e-12);
+  EXPECT_NEAR(c.worker_busy_by_op[0].figure.measured, 0.1 / 3, 1e-12);
+  predicted.workers[1].steady_busy_by_op_s.clear();
+  c = CompareReports(predicted, measured);
+  ASSERT_EQ(c.worker_busy_by_op.size(), 1u);
+  EXPECT_NEAR(c.worker_busy_by_op[0].figure.measured, 0.075, 1e-12);
+  // It survives the report's JSON.
+  const Report back = ReportFromJson(ReportToJson(measured), "report.json");
+  EXPECT_EQ(back.workers[1].steady_busy_by_op_s, measured.workers[1].steady_busy_by_op_s);
+  EXPECT_TRUE(back.workers[0].steady_busy_by_op_s.empty());
+}
+
 TEST(Report, ComputeByOpKindSurvivesJsonAndOnlyOpKindsAreAccepted) {
   Report r = TwoWorkerReport(1000, 2e6, 0.2, 0.75);
   r.workers[1].busy_by_op_s = {{"forward", 0.25}, {"update", 0.5}};
@@ -525,6 +551,18 @@ TEST(ValidationTable, RowsShowComputeByOpKindMeasuredOverPredicted) {
       << with_kept;
   EXPECT_NE(with_kept.find("| 0.65 / 0.88 |"), std::string::npos) << with_kept;
   EXPECT_EQ(md.find("kept its core"), std::string::npos) << md;  // not known there
+  // Where both reports split the iterations the throughput counts, their compute by op kind:
+  // a measured first iteration that doubled the updates over the run leaves them at 1.00.
+  const auto steady = [&](double samples_per_s, double update, double steady_update) {
+    Report r = with_ops(samples_per_s, 0.3, update, 0.01);
+    for (WorkerReport& w : r.workers)
+      w.steady_busy_by_op_s = {{"forward", 0.1}, {"update", steady_update}};
+    return r;
+  };
+  const std::string counted = ValidationMarkdown(
+      {{"s", ComparisonToJson(CompareReports(steady(1000, 0.1, 0.025), steady(900, 0.2, 0.025)))}},
+      "m", "c");
+  EXPECT_NE(counted.find("| s | 1.00 | 1.00 | 1.00 |"), std::string::npos) << counted;
   // Without the figures, no such table.
   const std::vector<ValidationRow> plain = {{"b", ComparisonToJson(CompareReports(
       TwoWorkerReport(1000, 2e6, 0.2, 0.75), TwoWorkerReport(900, 2e6, 0.2, 0.75)))}};

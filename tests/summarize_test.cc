@@ -24,6 +24,32 @@ TEST(ReportSummaries, TheSteadyStateLeavesTheWarmUpAndAnAsynchronousDrainOut) {
   // Two iterations of an asynchronous schedule after the warm-up: the drain is left out.
   EXPECT_EQ(SteadyStateWindow({1, 2, 3}, 1, true).measurement,
             "steady state over iteration 2 (1 warm-up), the last (drain) left out");
+  // The iterations counted, 0-based: those the measurement names.
+  s = SteadyStateWindow(ends, 1, false);
+  EXPECT_EQ(s.first_iteration, 1);
+  EXPECT_EQ(s.last_iteration, 3);
+  s = SteadyStateWindow(ends, 1, true);
+  EXPECT_EQ(s.first_iteration, 1);
+  EXPECT_EQ(s.last_iteration, 2);
+  EXPECT_EQ(s.Iterations(), 2);
+  EXPECT_EQ(SteadyStateWindow({5}, 1, true).Iterations(), 1);
+}
+
+// Each worker's compute by op kind over those iterations, per iteration (FinishReport): a first
+// iteration of 5 s of forwards left out, the drain of an asynchronous schedule too.
+TEST(ReportSummaries, SteadyComputeByOpKindIsPerCountedIteration) {
+  Report r;
+  r.makespan_s = 10;
+  WorkerReport w;
+  w.busy_by_iteration = {{{"forward", 5}}, {{"forward", 1}, {"update", 0.5}},
+                         {{"forward", 2}, {"update", 0.5}}, {{"forward", 9}}};
+  r.workers = {w};
+  FinishReport(SteadyStateWindow({10, 14, 18, 21}, 1, false), r);
+  EXPECT_DOUBLE_EQ(r.workers[0].steady_busy_by_op_s.at("forward"), (1 + 2 + 9) / 3.0);
+  EXPECT_DOUBLE_EQ(r.workers[0].steady_busy_by_op_s.at("update"), 1.0 / 3);
+  FinishReport(SteadyStateWindow({10, 14, 18, 21}, 1, true), r);
+  EXPECT_DOUBLE_EQ(r.workers[0].steady_busy_by_op_s.at("forward"), 1.5);
+  EXPECT_DOUBLE_EQ(r.workers[0].steady_busy_by_op_s.at("update"), 0.5);
 }
 
 TEST(ReportSummaries, StalenessAndMemoryPeaks) {

@@ -246,6 +246,11 @@ nlohmann::json AddWorkers(const std::vector<WorkerMeasurement>& workers, Report&
       if (IsBusy(op.kind)) {
         wr.busy_s += op.end_s - op.start_s;
         wr.busy_by_op_s[OpKindName(op.kind)] += op.end_s - op.start_s;
+        if (op.iteration >= 0) {
+          if (op.iteration >= static_cast<int>(wr.busy_by_iteration.size()))
+            wr.busy_by_iteration.resize(op.iteration + 1);
+          wr.busy_by_iteration[op.iteration][OpKindName(op.kind)] += op.end_s - op.start_s;
+        }
         if (op.cpu_s >= 0) {
           cpu_known = true;
           off_cpu += std::max(0.0, op.end_s - op.start_s - op.cpu_s);

@@ -46,23 +46,31 @@ nlohmann::json ErrorJson(double e) {
   return std::isfinite(e) ? nlohmann::json(e) : nlohmann::json(nullptr);
 }
 
-// Worker w's compute by op kind, per iteration run, predicted against measured: which kind of op
-// the prediction got wrong (a stage's optimizer step, say, where its forwards are right).
+// Worker w's compute by op kind per iteration, predicted against measured: which kind of op the
+// prediction got wrong (a stage's optimizer step, say, where its forwards are right). Over the
+// iterations the throughput counts where both reports split them so (steady_busy_by_op_s): a
+// run's first iteration, slowed by its start-up, is no more the ops' cost than it is the
+// throughput's; else over every iteration run.
 void CompareBusyByOp(const WorkerReport& predicted, int predicted_iterations,
                      const WorkerReport& measured, int measured_iterations,
                      std::vector<Comparison::OpBusy>& out) {
-  if (predicted.busy_by_op_s.empty() || measured.busy_by_op_s.empty()) return;
+  const bool steady =
+      !predicted.steady_busy_by_op_s.empty() && !measured.steady_busy_by_op_s.empty();
+  const auto& predicted_s = steady ? predicted.steady_busy_by_op_s : predicted.busy_by_op_s;
+  const auto& measured_s = steady ? measured.steady_busy_by_op_s : measured.busy_by_op_s;
+  const double predicted_per = steady ? 1 : std::max(1, predicted_iterations);
+  const double measured_per = steady ? 1 : std::max(1, measured_iterations);
+  if (predicted_s.empty() || measured_s.empty()) return;
   for (OpKind op : AllOpKinds()) {
     const std::string kind = OpKindName(op);
-    const auto p = predicted.busy_by_op_s.find(kind);
-    const auto m = measured.busy_by_op_s.find(kind);
-    if (p == predicted.busy_by_op_s.end() && m == measured.busy_by_op_s.end()) continue;
-    const double p_s = p == predicted.busy_by_op_s.end() ? 0 : p->second;
-    const double m_s = m == measured.busy_by_op_s.end() ? 0 : m->second;
+    const auto p = predicted_s.find(kind);
+    const auto m = measured_s.find(kind);
+    if (p == predicted_s.end() && m == measured_s.end()) continue;
+    const double p_s = p == predicted_s.end() ? 0 : p->second;
+    const double m_s = m == measured_s.end() ? 0 : m->second;
     out.push_back({predicted.worker, kind,
                    Figure("worker " + std::to_string(predicted.worker) + " " + kind,
-                          p_s / std::max(1, predicted_iterations),
-                          m_s / std::max(1, measured_iterations))});
+                          p_s / predicted_per, m_s / measured_per)});
   }
 }
 

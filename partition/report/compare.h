@@ -42,8 +42,10 @@ struct Comparison {
   Report predicted, measured;
   ComparedFigure samples_per_s, iteration_s, peak_memory_bytes;
   std::vector<ComparedFigure> worker_bubble;       // by worker
-  // Each worker's compute by op kind (WorkerReport::busy_by_op_s), in seconds per iteration run:
-  // by worker, then in OpKind order. Empty when either report lacks it.
+  // Each worker's compute by op kind in seconds per iteration: over the iterations the
+  // throughput counts (WorkerReport::steady_busy_by_op_s) where both reports have them, else
+  // over every iteration run (busy_by_op_s); by worker, then in OpKind order. Empty when either
+  // report lacks both.
   struct OpBusy {
     int worker = 0;
     std::string op;         // OpKindName

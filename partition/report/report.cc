@@ -75,6 +75,8 @@ nlohmann::json ReportToJson(const Report& r, bool timelines) {
                        {"bubble_fraction", w.bubble_fraction},
                        {"exposed_communication_s", w.exposed_communication_s}});
     if (!w.busy_by_op_s.empty()) workers.back()["busy_by_op_s"] = w.busy_by_op_s;
+    if (!w.steady_busy_by_op_s.empty())
+      workers.back()["steady_busy_by_op_s"] = w.steady_busy_by_op_s;
     if (w.kept_core_share >= 0) workers.back()["kept_core_share"] = w.kept_core_share;
   }
   nlohmann::json devices = nlohmann::json::array();
@@ -170,17 +172,22 @@ WorkerReport WorkerFromJson(JsonReader w) {
   x.idle_s = w.NonNegativeNumber("idle_s");
   x.bubble_fraction = w.NonNegativeNumber("bubble_fraction");
   x.exposed_communication_s = w.NonNegativeNumber("exposed_communication_s");
-  if (std::optional<JsonReader> by_op = w.OptionalMember("busy_by_op_s")) {
+  // An object of seconds by op kind (busy_by_op_s, steady_busy_by_op_s).
+  const auto by_op_kind = [&w](const std::string& key, std::map<std::string, double>& out) {
+    std::optional<JsonReader> by_op = w.OptionalMember(key);
+    if (!by_op) return;
     if (!by_op->value().is_object())
       by_op->Fail("expected an object of seconds by op kind, got " + DescribeJson(by_op->value()));
     for (const auto& [kind, seconds] : by_op->value().items()) {
       if (!ParseOpKind(kind))
         by_op->FailAt(kind, "expected an op kind (forward, backward, update, ...), got \"" +
                                 kind + "\"");
-      x.busy_by_op_s[kind] = by_op->NonNegativeNumber(kind);
+      out[kind] = by_op->NonNegativeNumber(kind);
     }
     by_op->Finish();
-  }
+  };
+  by_op_kind("busy_by_op_s", x.busy_by_op_s);
+  by_op_kind("steady_busy_by_op_s", x.steady_busy_by_op_s);
   if (w.Has("kept_core_share")) {
     x.kept_core_share = w.NonNegativeNumber("kept_core_share");
     if (x.kept_core_share > 1) w.FailAt("kept_core_share", "expected a share in [0, 1]");

@@ -53,6 +53,13 @@ struct WorkerReport {
   // a comparison can say which kind of op a prediction got wrong; empty in reports written
   // before it existed.
   std::map<std::string, double> busy_by_op_s;
+  // busy_by_op_s per iteration, averaged over the iterations iteration_s counts (FinishReport,
+  // SteadyState): a first iteration slowed by start-up left out as the throughput leaves it
+  // out. Empty where a back end gave no busy_by_iteration, and in reports written before it.
+  std::map<std::string, double> steady_busy_by_op_s;
+  // The back ends' input to it, not written: busy time by iteration (an op's iteration is its
+  // micro-batch's, an optimizer step the iteration of the micro-batch before it), then op kind.
+  std::vector<std::map<std::string, double>> busy_by_iteration;
   // Of busy_s, the share in ops on the core the worker itself computed on last (kept_core.h);
   // -1 where no core is known (cores not shared, a GPU, reports written before it existed).
   double kept_core_share = -1;

@@ -32,6 +32,8 @@ SteadyState SteadyStateWindow(const std::vector<double>& ends, int warmup, bool 
   // The drain of an asynchronous schedule, when at least two iterations follow the warm-up.
   const int last = asynchronous && n - warmup >= 2 ? n - 2 : n - 1;
   const int counted = last + 1 - warmup;
+  s.first_iteration = warmup;
+  s.last_iteration = last;
   s.iteration_s = (ends[last] - (warmup > 0 ? ends[warmup - 1] : 0)) / counted;
   if (warmup == 0) {
     s.measurement = "whole run, " + std::to_string(counted) + " iteration" +
@@ -91,6 +93,18 @@ void FinishReport(const SteadyState& steady, Report& r) {
   }
   r.iteration_s = steady.iteration_s;
   r.measurement = steady.measurement;
+  // Each worker's compute by op kind over the iterations counted, per iteration: what its ops
+  // cost once the first iteration's start-up (a run's first touches of its memory) is past.
+  const int counted = steady.Iterations();
+  for (WorkerReport& w : r.workers) {
+    w.steady_busy_by_op_s.clear();
+    if (counted == 0 || w.busy_by_iteration.empty()) continue;
+    for (int k = steady.first_iteration; k <= steady.last_iteration; ++k) {
+      if (k >= static_cast<int>(w.busy_by_iteration.size())) break;
+      for (const auto& [kind, seconds] : w.busy_by_iteration[k])
+        w.steady_busy_by_op_s[kind] += seconds / counted;
+    }
+  }
   r.samples_per_s = r.iteration_s > 0 ? r.samples_per_iteration / r.iteration_s : 0;
 }
 

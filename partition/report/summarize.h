@@ -9,6 +9,7 @@
 //   FinishReport(steady, r);   // idle, bubbles, peaks, samples/s
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ Report StartReport(const RunHeader& header);
 struct SteadyState {
   double iteration_s = 0;
   std::string measurement;  // "steady state over iterations 2..4 (1 warm-up)"
+  // The iterations counted, 0-based and inclusive (none when last_iteration < first_iteration).
+  int first_iteration = 0, last_iteration = -1;
+  int Iterations() const { return std::max(0, last_iteration + 1 - first_iteration); }
 };
 SteadyState SteadyStateWindow(const std::vector<double>& iteration_ends, int warmup,
                               bool asynchronous);

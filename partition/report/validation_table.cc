@@ -110,33 +110,36 @@ std::optional<double> MeanKeptCore(const nlohmann::json& report) {
   return kept / busy;
 }
 
-// Measured over predicted compute of each op kind, every worker's summed (WorkerReport::
-// busy_by_op_s in the comparison's two reports), and of exposed communication
-// (kExposedColumn): which part of a worker's time a row's prediction got wrong. Parts the
-// prediction gives no time are left out; empty when a report lacks the split by op kind. Where
-// both reports know which core each op ran on, kKeptPredicted and kKeptMeasured too.
+// Measured over predicted compute of each op kind, every worker's summed (the comparison's
+// busy_by_op, per iteration: over the iterations the throughput counts where both reports split
+// them so, CompareBusyByOp), and of exposed communication (kExposedColumn, the reports' workers'
+// exposed_communication_s): which part of a worker's time a row's prediction got wrong. Parts
+// the prediction gives no time are left out; empty when the comparison lacks the split by op
+// kind. Where both reports know which core each op ran on, kKeptPredicted and kKeptMeasured too.
 std::map<std::string, double> BusyRatioByOp(const ValidationRow& row) {
-  const auto sum = [](const nlohmann::json& report) {
-    std::map<std::string, double> total;
-    if (!report.is_object() || !report.contains("workers") || !report.at("workers").is_array())
-      return total;
-    for (const nlohmann::json& w : report.at("workers")) {
-      if (!w.is_object()) continue;
-      if (w.contains("busy_by_op_s") && w.at("busy_by_op_s").is_object())
-        for (const auto& [kind, seconds] : w.at("busy_by_op_s").items())
-          if (seconds.is_number()) total[kind] += seconds.get<double>();
-      if (w.contains("exposed_communication_s") && w.at("exposed_communication_s").is_number())
-        total[kExposedColumn] += w.at("exposed_communication_s").get<double>();
+  std::map<std::string, double> predicted, measured;
+  if (row.comparison.contains("busy_by_op") && row.comparison.at("busy_by_op").is_array())
+    for (const nlohmann::json& b : row.comparison.at("busy_by_op")) {
+      if (!b.is_object() || !b.contains("op") || !b.at("op").is_string()) continue;
+      const std::string kind = b.at("op");
+      if (b.contains("predicted_s") && b.at("predicted_s").is_number())
+        predicted[kind] += b.at("predicted_s").get<double>();
+      if (b.contains("measured_s") && b.at("measured_s").is_number())
+        measured[kind] += b.at("measured_s").get<double>();
     }
+  std::map<std::string, double> ratio;
+  if (predicted.empty() || measured.empty()) return ratio;
+  const auto exposed = [](const nlohmann::json& report) {
+    double total = 0;
+    if (report.is_object() && report.contains("workers") && report.at("workers").is_array())
+      for (const nlohmann::json& w : report.at("workers"))
+        if (w.is_object() && w.contains("exposed_communication_s") &&
+            w.at("exposed_communication_s").is_number())
+          total += w.at("exposed_communication_s").get<double>();
     return total;
   };
-  const std::map<std::string, double> predicted = sum(row.comparison.at("predicted"));
-  const std::map<std::string, double> measured = sum(row.comparison.at("measured"));
-  std::map<std::string, double> ratio;
-  const auto split = [](const std::map<std::string, double>& m) {
-    return m.size() > (m.count(kExposedColumn) ? 1u : 0u);
-  };
-  if (!split(predicted) || !split(measured)) return ratio;
+  predicted[kExposedColumn] = exposed(row.comparison.at("predicted"));
+  measured[kExposedColumn] = exposed(row.comparison.at("measured"));
   for (const auto& [kind, seconds] : predicted)
     if (seconds > 0) ratio[kind] = (measured.count(kind) ? measured.at(kind) : 0) / seconds;
   const std::optional<double> kept_predicted = MeanKeptCore(row.comparison.at("predicted"));
@@ -180,7 +183,9 @@ std::string BusyByOpMarkdown(const std::vector<std::string>& configs,
   });
   std::ostringstream out;
   out << "\nCompute by op kind and exposed communication, measured over predicted (every "
-         "worker's time in ops of that kind, or waiting on bytes in flight, summed)"
+         "worker's time in ops of that kind per iteration, over the iterations the throughput "
+         "counts where both reports split them so; or waiting on bytes in flight over the run; "
+         "summed)"
       << (kept ? "; and the share of the workers' compute on the core their own op left, "
                  "predicted / measured"
                : "")

@@ -796,6 +796,36 @@ TEST(ExecReport, TraceAndReportDescribeTheRun) {
     ASSERT_GT(all, 0) << w;
     EXPECT_NEAR(kept / all, w["kept_core_share"].get<double>(), 1e-3) << w;
   }
+  // The compute by op kind over the iterations the throughput counts, per iteration (flush, one
+  // warm-up: the second and third), worked out again from the trace: a compute op's iteration
+  // is its micro-batch's, an optimizer step's that of the backward before it.
+  std::vector<nlohmann::json> compute;
+  for (const auto& e : t["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (e["ph"] == "X" && (cat == "forward" || cat == "backward" || cat == "update"))
+      compute.push_back(e);
+  }
+  std::sort(compute.begin(), compute.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["ts"].get<double>() < b["ts"].get<double>();
+  });
+  std::map<int, int> step_iteration;                         // by worker
+  std::map<int, std::map<std::string, double>> steady_by_op;  // by worker, then kind
+  for (const auto& e : compute) {
+    const int worker = e["pid"];
+    const std::string cat = e["cat"];
+    const int microbatch = e["args"]["microbatch"];
+    if (cat == "backward") step_iteration[worker] = microbatch / s.microbatches;
+    const int iteration = cat == "update" ? step_iteration[worker] : microbatch / s.microbatches;
+    if (iteration >= 1)
+      steady_by_op[worker][cat] += e["dur"].get<double>() * 1e-6 / (s.iterations - 1);
+  }
+  for (const auto& w : report["workers"]) {
+    ASSERT_TRUE(w.contains("steady_busy_by_op_s")) << w;
+    const auto& expected = steady_by_op[w["worker"].get<int>()];
+    EXPECT_EQ(w["steady_busy_by_op_s"].size(), expected.size()) << w;
+    for (const auto& [kind, seconds] : expected)
+      EXPECT_NEAR(w["steady_busy_by_op_s"].value(kind, -1.0), seconds, 1e-6) << kind << " " << w;
+  }
 }
 
 // A worker's memory must not grow with the length of the run. It did: c10d's Gloo send work says

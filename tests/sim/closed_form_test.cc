@@ -340,6 +340,11 @@ TEST(SimClosedForm, AnOpOnTheCoreItsWorkerRanOnLastTakesTheOwnCoreShare) {
   // iteration's forward of stage 0 took its whole 1 ms).
   EXPECT_NEAR(own.workers[0].busy_s, iterations * 2.5e-3 + 0.5e-3, 1e-6);
   EXPECT_NEAR(own.workers[1].busy_s, iterations * 2e-3, 1e-6);
+  // Per iteration after the first (the throughput's): stage 0's forward 0.5 ms, its backward
+  // 2 ms; over every iteration its forward averages 0.5625 ms.
+  EXPECT_NEAR(own.workers[0].steady_busy_by_op_s.at("forward"), 0.5e-3, 1e-9);
+  EXPECT_NEAR(own.workers[0].steady_busy_by_op_s.at("backward"), 2e-3, 1e-9);
+  EXPECT_NEAR(own.workers[0].busy_by_op_s.at("forward") / iterations, 0.5625e-3, 1e-9);
   // With a core each (no shared cores), the shares are not charged: the profile was not
   // time-shared there.
   cluster.shared_cores = 0;

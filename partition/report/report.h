@@ -57,8 +57,8 @@ struct WorkerReport {
   // SteadyState): a first iteration slowed by start-up left out as the throughput leaves it
   // out. Empty where a back end gave no busy_by_iteration, and in reports written before it.
   std::map<std::string, double> steady_busy_by_op_s;
-  // The back ends' input to it, not written: busy time by iteration (an op's iteration is its
-  // micro-batch's, an optimizer step the iteration of the micro-batch before it), then op kind.
+  // The back ends' input to it, not written: busy time by iteration (a compute op's iteration
+  // is its micro-batch's, an optimizer step's that of the last backward before it), then op kind.
   std::vector<std::map<std::string, double>> busy_by_iteration;
   // Of busy_s, the share in ops on the core the worker itself computed on last (kept_core.h);
   // -1 where no core is known (cores not shared, a GPU, reports written before it existed).

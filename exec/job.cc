@@ -66,14 +66,13 @@ ExecutorJob PrepareJob(const RunOptions& options) {
     job.plan = PlanForScenario(job.scenario);
     job.scenario.notes = PlanWarnings(job.scenario, job.plan, "");
   }
+  if (!options.weight_stashing) TurnOffWeightStashing(job.scenario, job.plan, "run");
   const TrainingSettings& t = job.scenario.training;
   job.iterations = options.iterations > 0 ? options.iterations : t.iterations;
-  const ScheduleSpec spec = SpecFor(job, file);
+  SpecFor(job, file);  // refuses --evaluate on a schedule of several chunks per worker
   const MicrobatchSettings micro = MicrobatchSettingsFor(job.scenario, job.plan);
   job.microbatches_per_iteration = MicrobatchesPerIteration(job.scenario, job.plan);
   job.microbatch_size = micro.microbatch_size;
-  if (!options.weight_stashing && spec.kind != ScheduleKind::kPipeDream)
-    throw InputError("pipetwin run: --no-weight-stashing applies to the pipedream schedule only");
   job.schedule = ScheduleForScenario(job.scenario, job.plan, job.iterations, file);
   const bool replicated = job.schedule.WorkerCount() > job.schedule.stages;
   if (replicated && t.allreduce_buckets > 1)

@@ -3,7 +3,7 @@
 // the exit status; bad input is thrown as InputError (one line, exit 2, printed by main).
 //
 //   pipetwin-sim simulate [SCENARIO] [--plan PLAN] [--json|--csv] [--trace F] [--svg F]
-//                         [--strict] [--allreduce-buckets N] [--bench]
+//                         [--strict] [--allreduce-buckets N] [--no-weight-stashing] [--bench]
 //   pipetwin-sim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--csv F] [--json] [--jobs N]
 #pragma once
 

@@ -61,6 +61,7 @@ int RunSimulateCommand(const std::vector<std::string>& args) {
   if (o.allreduce_buckets > 0) scenario.training.allreduce_buckets = o.allreduce_buckets;
   const std::string& plan_file = o.plan_file;
   const Plan plan = plan_file.empty() ? PlanForScenario(scenario) : LoadPlanFile(plan_file);
+  if (!o.weight_stashing) TurnOffWeightStashing(scenario, plan, "simulate");
   const SimulationSetup setup = PrepareSimulation(scenario, plan, options, plan_file);
 
   const bool bench = o.bench;

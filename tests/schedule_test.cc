@@ -505,6 +505,99 @@ TEST(ScheduleReplicationTest, VerticalSyncWithEqualReplicasUsesTheInputStageVers
   }
 }
 
+// Without weight stashing (PipeDream SOSP'19 section 5.5's comparison) every backward runs on the
+// worker's latest weights: the version a worker holds is the number of its updates so far, so the
+// oracle counts the Update ops before each op. Its forward is rebuilt on them first (a Recompute
+// on the backward's version), the stage keeps its input only, and no version is stashed, so no
+// update has to copy the weights.
+TEST(ScheduleReplicationTest, WithoutWeightStashingBackwardsRunOnTheLatestWeights) {
+  for (const std::vector<int>& replicas :
+       std::vector<std::vector<int>>{{1, 1}, {1, 1, 1}, {1, 1, 1, 1}, {2, 1}, {1, 2, 1}}) {
+    const int d = static_cast<int>(replicas.size());
+    for (int M = 1; M <= 12; ++M) {
+      ScheduleSpec spec;
+      spec.kind = ScheduleKind::kPipeDream;
+      spec.stages = d;
+      spec.microbatches = M;
+      spec.replicas = replicas;
+      spec.weight_stashing = false;
+      const PipelineSchedule s = BuildSchedule(spec);
+      ASSERT_NO_THROW(CheckSchedule(s));
+      EXPECT_FALSE(s.weight_stashing);
+      EXPECT_TRUE(s.recompute);
+      int newer = 0;  // backwards on another version than their forward
+      for (const auto& w : s.workers) {
+        int updates = 0;
+        std::map<int, int> forward_version;
+        bool recomputed = false;
+        for (const Op& op : w.ops) {
+          ASSERT_NE(op.kind, OpKind::kStashWeights) << ActionName(op);
+          if (op.kind == OpKind::kUpdate) ++updates;
+          if (op.kind == OpKind::kStashActivation) EXPECT_TRUE(op.input_only);
+          if (!IsComputeOp(op.kind)) continue;
+          ASSERT_EQ(op.weight_version, updates) << "worker " << w.worker << " " << ActionName(op);
+          if (op.kind == OpKind::kForward) forward_version[op.microbatch] = op.weight_version;
+          if (op.kind == OpKind::kRecompute) recomputed = true;
+          if (op.kind == OpKind::kBackward) {
+            EXPECT_TRUE(recomputed) << "worker " << w.worker << " " << ActionName(op);
+            recomputed = false;
+            newer += op.weight_version != forward_version.at(op.microbatch);
+          }
+        }
+        for (bool copies : UpdatesCopyingWeights(w)) EXPECT_FALSE(copies);
+      }
+      // From the first stage of a deeper pipeline some backwards meet updates made after their
+      // forward (1F1B keeps d - s minibatches in flight), which stashing would have hidden.
+      if (d > 1 && M > d) EXPECT_GT(newer, 0) << d << " stages, " << M << " minibatches";
+      // The same schedule with stashing: the same compute order, and stage 0 stashes.
+      spec.weight_stashing = true;
+      const PipelineSchedule stashed = BuildSchedule(spec);
+      for (size_t i = 0; i < s.workers.size(); ++i)
+        EXPECT_EQ(ComputeOrder(s.workers[i]), ComputeOrder(stashed.workers[i]));
+    }
+  }
+}
+
+// The checker holds the lists to that: with stashing a recompute rebuilds its forward's version
+// and the backward uses it; without, the backward uses the recompute's (the latest).
+TEST(ScheduleReplicationTest, TheCheckerKnowsWhichVersionARecomputeRebuilds) {
+  ScheduleSpec spec;
+  spec.kind = ScheduleKind::kPipeDream;
+  spec.stages = 3;
+  spec.microbatches = 6;
+  spec.recompute = true;
+  auto error = [](const PipelineSchedule& s) -> std::string {
+    try {
+      CheckSchedule(s);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // Stage 0's third recompute comes after an update: with stashing it names the forward's
+  // version, which a tampered list moves to the current one.
+  for (bool stashing : {true, false}) {
+    spec.weight_stashing = stashing;
+    PipelineSchedule s = BuildSchedule(spec);
+    ASSERT_EQ(error(s), "");
+    int updates = 0, recomputes = 0;
+    for (Op& op : s.workers[0].ops) {
+      if (op.kind == OpKind::kUpdate) ++updates;
+      if (op.kind != OpKind::kRecompute || ++recomputes < 3) continue;
+      ASSERT_GT(updates, 0);
+      // Stashing: the forward's version, older than the current; without: the current one.
+      EXPECT_EQ(op.weight_version == updates, !stashing) << op.weight_version << " " << updates;
+      op.weight_version = stashing ? updates : updates - 1;
+      break;
+    }
+    const std::string e = error(s);
+    if (stashing)
+      EXPECT_NE(e.find("recomputes on weight version"), std::string::npos) << e;
+    else  // an older version without stashing is no longer alive
+      EXPECT_NE(e.find("which is not alive"), std::string::npos) << e;
+  }
+}
+
 // --- rules ---------------------------------------------------------------------------------
 
 std::string BuildError(ScheduleSpec spec) {
@@ -556,6 +649,21 @@ TEST(ScheduleRulesTest, ImpossibleCombinationsNameTheRule) {
   spec.kind = ScheduleKind::kPipeDream;
   spec.vertical_sync = true;
   EXPECT_NE(BuildError(spec).find("same replica count"), std::string::npos);
+  spec.replicas = {1, 1, 1};
+  spec.weight_stashing = false;
+  EXPECT_NE(BuildError(spec).find("vertical sync runs forwards on older versions"),
+            std::string::npos)
+      << BuildError(spec);
+  spec.vertical_sync = false;
+  EXPECT_EQ(BuildError(spec), "");
+  spec.kind = ScheduleKind::kFlush;
+  EXPECT_NE(BuildError(spec).find("only pipedream can run without weight stashing"),
+            std::string::npos)
+      << BuildError(spec);
+  spec.kind = ScheduleKind::kPipeDream;
+  spec.weight_stashing = true;
+  spec.replicas = {2, 1, 1};
+  spec.vertical_sync = true;
   spec.replicas = {0, 1, 1};
   EXPECT_NE(BuildError(spec).find("at least 1"), std::string::npos);
   spec = ScheduleSpec();

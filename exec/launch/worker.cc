@@ -126,7 +126,7 @@ void PrintReport(const ExecutorJob& job, const Report& report) {
   double worst = 0;
   for (const auto& w : d["workers"]) worst = std::max(worst, w["overhead_fraction"].get<double>());
   std::cout << "\nexecutor     overhead up to " << 100 * worst << "% of a worker's time; data "
-            << job.options.data << ", weight stashing " << (job.options.weight_stashing ? "on" : "off")
+            << job.options.data << ", weight stashing " << (job.schedule.weight_stashing ? "on" : "off")
             << "\n";
   if (!d["mean_loss_per_iteration"].empty())
     std::cout << "loss         first iteration " << d["mean_loss_per_iteration"].front().get<double>()

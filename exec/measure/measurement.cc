@@ -404,7 +404,7 @@ Report MergeMeasurements(const ExecutorJob& job, const std::vector<WorkerMeasure
   AddHostFacts(workers, r.details);
   r.details["data"] = job.options.data;
   r.details["seed"] = job.options.seed;
-  r.details["weight_stashing"] = job.options.weight_stashing;
+  r.details["weight_stashing"] = job.schedule.weight_stashing;
   r.details["model"] = job.network.generator;
   r.details["workers"] = overhead;
   r.details["weight_versions_used"] = versions_used;

@@ -70,7 +70,7 @@ StageExecutor::StageExecutor(const ExecutorJob& job, const WorkerProgram& progra
       weights_(device.ToDevice(stage.InitialParameters(job.options.seed)),
                OptimizerFromName(job.scenario.training.optimizer,
                                  job.scenario.training.learning_rate)),
-      stashing_(job.options.weight_stashing), recompute_(job.schedule.recompute) {
+      stashing_(job.schedule.weight_stashing), recompute_(job.schedule.recompute) {
   bool replicated = false;
   for (const Op& op : program.ops) replicated = replicated || op.kind == OpKind::kAllReduce;
   if (replicated) {
@@ -286,12 +286,10 @@ void StageExecutor::Execute(const Op& op) {
       break;
     }
     case OpKind::kStashWeights:
-      for (StageExecutor* e : siblings_)
-        if (e->stashing_) e->weights_.Stash(version);
+      for (StageExecutor* e : siblings_) e->weights_.Stash(version);
       break;
     case OpKind::kReleaseWeights:
-      for (StageExecutor* e : siblings_)
-        if (e->stashing_) e->weights_.Release(version);
+      for (StageExecutor* e : siblings_) e->weights_.Release(version);
       break;
   }
   if (timer_) timer_->End(out_.ops.size());
@@ -342,8 +340,7 @@ std::vector<torch::Tensor> StageExecutor::RunStage(int version,
 }
 
 void StageExecutor::Forward(const Op& op, int mb, int version) {
-  // Without stashing a forward runs on the latest weights (which the schedule names anyway).
-  const int used = stashing_ ? version : weights_.current_version();
+  const int used = version;
   if (!weights_.IsAlive(used))
     throw WeightVersionError("Forward(stage " + std::to_string(op.stage) + ", micro-batch " +
                              std::to_string(mb) + ") names weight version " +
@@ -352,7 +349,7 @@ void StageExecutor::Forward(const Op& op, int mb, int version) {
   InFlight f;
   f.inputs = StageInputs(mb);
   f.version = used;
-  f.has_graph = stashing_ && !recompute_;
+  f.has_graph = !recompute_;
   const int64_t before = allocator_.allocated();
   {
     std::optional<torch::NoGradGuard> no_graph;
@@ -371,10 +368,14 @@ void StageExecutor::Forward(const Op& op, int mb, int version) {
 
 void StageExecutor::Recompute(int mb, int version) {
   InFlight& f = in_flight_.at(mb);
-  if (f.version != version)
+  // With stashing the forward is rebuilt on its own version; without, on the latest weights, the
+  // version the schedule names (spec.h, weight_stashing).
+  if (stashing_ ? f.version != version : version != weights_.current_version())
     throw WeightVersionError("Recompute of micro-batch " + std::to_string(mb) + " names version " +
                              std::to_string(version) + " but its forward used " +
-                             std::to_string(f.version));
+                             std::to_string(f.version) + ", current is " +
+                             std::to_string(weights_.current_version()));
+  f.version = version;
   const int64_t before = allocator_.allocated();
   f.outputs = RunStage(f.version, f.inputs, mb);
   f.has_graph = true;
@@ -383,20 +384,14 @@ void StageExecutor::Recompute(int mb, int version) {
 }
 
 void StageExecutor::GraphForBackward(const Op& op, int mb, int version, InFlight& f) {
-  if (stashing_) {
-    // Weight stashing: the backward must use the version its forward used, and it must be alive.
-    if (f.version != version || !weights_.IsAlive(version))
-      throw WeightVersionError("Backward(stage " + std::to_string(op.stage) + ", micro-batch " +
-                               std::to_string(mb) + ") names weight version " +
-                               std::to_string(version) + "; its forward used " +
-                               std::to_string(f.version) + ", current is " +
-                               std::to_string(weights_.current_version()));
-  } else if (!f.has_graph) {
-    // No stashing: differentiate the stage on the latest weights.
-    f.version = weights_.current_version();
-    f.outputs = RunStage(f.version, f.inputs, mb);
-    f.has_graph = true;
-  }
+  // The backward must use the version its graph was built on (its forward's, or under
+  // recomputation its Recompute's: without weight stashing the latest), and it must be alive.
+  if (f.version != version || !weights_.IsAlive(version))
+    throw WeightVersionError("Backward(stage " + std::to_string(op.stage) + ", micro-batch " +
+                             std::to_string(mb) + ") names weight version " +
+                             std::to_string(version) + "; its forward used " +
+                             std::to_string(f.version) + ", current is " +
+                             std::to_string(weights_.current_version()));
   TORCH_CHECK(f.has_graph, "Backward of micro-batch ", mb, " has no graph (no Recompute?)");
 }
 

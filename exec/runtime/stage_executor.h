@@ -152,7 +152,8 @@ class StageExecutor {
   std::map<size_t, size_t> send_waits_; // GPU: timer key of a blocking-send wait -> its send record
   std::vector<std::pair<int, torch::Tensor>> losses_;  // last stage, read in Finish
   StageWeights weights_;
-  bool stashing_, recompute_;
+  bool stashing_;   // the schedule's weight_stashing: a Recompute rebuilds its forward's version
+  bool recompute_;
   Clock::time_point origin_;
   int op_counter_ = 0;
   int fail_at_op_ = -1;  // fault injection (tests): PIPETWIN_EXEC_FAIL_AT=rank:op[:how]

@@ -67,7 +67,9 @@ PipelineSchedule Skeleton(const ScheduleSpec& spec, const std::vector<int>& repl
   s.microbatches_per_batch = per_batch;
   s.chunks = spec.chunks;
   s.vertical_sync = spec.vertical_sync;
-  s.recompute = spec.recompute;
+  s.weight_stashing = spec.weight_stashing;
+  // Without stashing a backward reruns its forward on the latest weights (spec.h).
+  s.recompute = spec.recompute || !spec.weight_stashing;
   s.recompute_timing = spec.recompute_timing;
   s.send_mode = spec.send_mode;
   int worker = 0;
@@ -458,6 +460,11 @@ void CheckSpec(const ScheduleSpec& spec, const std::vector<int>& replicas) {
           replicas.end())
     Broken(spec, "vertical_sync", "vertical sync needs the same replica count on every stage (versions are "
                  "numbered per update)");
+  if (!spec.weight_stashing && kind != ScheduleKind::kPipeDream)
+    Broken(spec, "weight_stashing", "only pipedream can run without weight stashing (expected true)");
+  if (!spec.weight_stashing && spec.vertical_sync)
+    Broken(spec, "weight_stashing", "vertical sync runs forwards on older versions, which must be "
+                 "stashed (expected true with vertical_sync)");
   if (spec.batches != 0 && kind != ScheduleKind::kTwoBW)
     Broken(spec, "batches", "a count of batches applies to 2bw only");
   if (spec.batches < 0) Broken(spec, "batches", "batches must be >= 1");
@@ -544,6 +551,7 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
     case ScheduleKind::kPipeDream:
       BuildPipeDream(s);
       if (spec.vertical_sync) policy = VersionPolicy::kVerticalSync;
+      if (!spec.weight_stashing) policy = VersionPolicy::kLatestEverywhere;
       break;
     case ScheduleKind::kTwoBW:
       BuildTwoBW(s);
@@ -559,7 +567,7 @@ PipelineSchedule BuildSchedule(const ScheduleSpec& spec) {
     case ScheduleKind::kDualPipe: BuildDualPipeV(s); break;
     case ScheduleKind::kImported: break;
   }
-  if (spec.recompute) InsertRecompute(s);
+  if (s.recompute) InsertRecompute(s);
   for (WorkerProgram& w : s.workers)
     for (Op& op : w.ops)
       if (op.kind == OpKind::kAllReduce) op.buckets = spec.allreduce_buckets;

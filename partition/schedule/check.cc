@@ -97,6 +97,12 @@ class WorkerOrderChecker {
         break;
       case OpKind::kRecompute:
         if (marks_.forward[id] != me_) Fail(op, " runs before its forward");
+        // With weight stashing a recompute rebuilds its forward's version; without (spec.h), on
+        // the latest weights, and the backward differentiates that graph.
+        if (s_.weight_stashing && marks_.forward_version[id] != op.weight_version)
+          Fail(op, " recomputes on weight version " + std::to_string(op.weight_version) +
+                       " but its forward used " + std::to_string(marks_.forward_version[id]));
+        marks_.forward_version[id] = op.weight_version;
         break;
       case OpKind::kSendActivation:
         if (marks_.forward[id] != me_) Fail(op, " sends before its forward ran");

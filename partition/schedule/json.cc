@@ -15,6 +15,7 @@ nlohmann::json ScheduleToJson(const PipelineSchedule& s, const ReplayResult& rep
   doc["microbatches_per_batch"] = s.microbatches_per_batch;
   doc["chunks"] = s.chunks;
   doc["vertical_sync"] = s.vertical_sync;
+  doc["weight_stashing"] = s.weight_stashing;
   doc["recompute"] = s.recompute;
   if (s.recompute) doc["recompute_timing"] = RecomputeTimingName(s.recompute_timing);
   doc["send_mode"] = SendModeName(s.send_mode);

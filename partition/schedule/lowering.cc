@@ -46,6 +46,8 @@ void AssignWeightVersions(PipelineSchedule& s, VersionPolicy policy) {
                            " before it exists (current " + std::to_string(current) + ")");
         op.weight_version = v;
         forward_version[static_cast<size_t>(op.stage) * M + op.microbatch] = v;
+      } else if (IsComputeOp(op.kind) && policy == VersionPolicy::kLatestEverywhere) {
+        op.weight_version = current;
       } else if (IsComputeOp(op.kind)) {
         op.weight_version = forward_version[static_cast<size_t>(op.stage) * M + op.microbatch];
       } else if (op.kind == OpKind::kAllReduce) {

@@ -184,7 +184,8 @@ bool PipelineSchedule::operator==(const PipelineSchedule& other) const {
   return kind == other.kind && stages == other.stages && replicas == other.replicas &&
          microbatches == other.microbatches &&
          microbatches_per_batch == other.microbatches_per_batch && chunks == other.chunks &&
-         vertical_sync == other.vertical_sync && recompute == other.recompute &&
+         vertical_sync == other.vertical_sync &&
+         weight_stashing == other.weight_stashing && recompute == other.recompute &&
          recompute_timing == other.recompute_timing && send_mode == other.send_mode &&
          workers == other.workers;
 }

@@ -238,6 +238,7 @@ struct PipelineSchedule {
   int microbatches_per_batch = 1;  // micro-batches whose gradients form one update
   int chunks = 1;                  // model chunks per worker (interleaved)
   bool vertical_sync = false;
+  bool weight_stashing = true;     // false: backwards on the latest weights (spec.h)
   bool recompute = false;
   RecomputeTiming recompute_timing = RecomputeTiming::kInBackward;  // with recompute
   SendMode send_mode = SendMode::kEager;

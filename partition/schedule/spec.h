@@ -42,6 +42,12 @@ struct ScheduleSpec {
   int chunks = 1;             // interleaved only
   int batches = 0;            // 2bw only: batches to run (0: 4)
   bool vertical_sync = false; // pipedream only
+  // Pipedream only. false: no weight stashing; each backward runs on the worker's latest weights,
+  // its forward rerun on them from the kept stage input first (a Recompute op, as recompute
+  // lowers it): the gradient of the latest weights at activations that differ from the ones sent
+  // on, the inconsistency weight stashing exists to prevent (PipeDream SOSP'19 sections 3.3 and
+  // 5.5). No version is kept beside the current one, so no update copies the weights.
+  bool weight_stashing = true;
   bool recompute = false;
   int allreduce_buckets = kDefaultAllReduceBuckets;  // of every AllReduce op (>= 1)
   int layer_count = 0;        // when known (> 0): stages * chunks must not exceed it

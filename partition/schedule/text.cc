@@ -22,6 +22,7 @@ std::string ScheduleToText(const PipelineSchedule& s, const ReplayResult& replay
     out << " (" << s.microbatches_per_batch << " per update)";
   if (s.chunks > 1) out << ", " << s.chunks << " chunks per worker";
   if (s.vertical_sync) out << ", vertical sync";
+  if (!s.weight_stashing) out << ", no weight stashing (backwards on the latest weights)";
   if (s.recompute)
     out << (s.recompute_timing == RecomputeTiming::kEarly
                 ? ", recomputation early (before the gradient arrives)"

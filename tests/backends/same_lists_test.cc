@@ -108,6 +108,26 @@ std::vector<std::vector<std::string>> ListOrder(const PipelineSchedule& s) {
   return order;
 }
 
+// Simulates and runs `scenario` with Chrome traces and checks that each back end ran the
+// compute ops of the executor's job's lists (with `run_options` applied), worker by worker, in
+// list order and on the lists' weight versions.
+void ExpectBothRunTheLists(const std::string& scenario, const std::string& simulate_options,
+                           const std::string& run_options, exec::RunOptions options,
+                           size_t workers) {
+  const std::string dir = fs::path(scenario).parent_path().string();
+  const testing::CommandResult simulated = testing::RunPipetwin(
+      "simulate " + scenario + simulate_options + " --trace " + dir + "/sim.json --force");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  const testing::CommandResult ran = testing::RunPipetwin(
+      "run " + scenario + run_options + " --trace " + dir + "/run.json --force");
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  options.scenario = scenario;
+  const auto lists = ListOrder(exec::PrepareJob(options).schedule);
+  ASSERT_EQ(lists.size(), workers);
+  EXPECT_EQ(ComputeOrder(dir + "/sim.json"), lists);
+  EXPECT_EQ(ComputeOrder(dir + "/run.json"), lists);
+}
+
 TEST(BackEnds, RunTheirListsInOneOrder) {
   const std::string dir = testing::TemporaryDirectory();
   const std::string scenario = dir + "/mlp.json";
@@ -126,19 +146,49 @@ TEST(BackEnds, RunTheirListsInOneOrder) {
     "schedule": "flush",
     "training": {"microbatch_size": 8, "microbatches": 4, "iterations": 2, "optimizer": "sgd",
                  "learning_rate": 0.01}})");
-  const testing::CommandResult simulated =
-      testing::RunPipetwin("simulate " + scenario + " --trace " + dir + "/sim.json");
-  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
-  const testing::CommandResult ran =
-      testing::RunPipetwin("run " + scenario + " --trace " + dir + "/run.json");
-  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  ExpectBothRunTheLists(scenario, "", "", {}, 3);
+}
 
+// PipeDream without weight stashing: both back ends rerun each forward on the latest weights
+// before its backward (Recompute ops on the version the lists name), whether the scenario says
+// so (training.weight_stashing) or `run --no-weight-stashing` does.
+TEST(BackEnds, RunPipeDreamWithoutStashingFromTheSameLists) {
+  const std::string dir = testing::TemporaryDirectory();
+  const std::string body = R"(
+    "workload": {"generator": "mlp", "layers": 3, "input": 32, "width": 32, "classes": 10,
+                 "batch": 4},
+    "cluster": {"name": "local", "device": {"name": "CPU", "memory_bytes": 8e9},
+                "levels": [{"name": "host", "count": 3, "bandwidth_gbps": 40, "latency_us": 20}]},
+    "plan": {"planner": "manual", "schedule": "pipedream", "microbatch_size": 4,
+             "microbatches_per_update": 1,
+             "stages": [{"first_layer": 0, "last_layer": 0, "replicas": 1, "devices": [0]},
+                        {"first_layer": 1, "last_layer": 1, "replicas": 1, "devices": [1]},
+                        {"first_layer": 2, "last_layer": 2, "replicas": 1, "devices": [2]}]},
+    "schedule": "pipedream",)";
+  const std::string scenario = dir + "/pipedream.json";
+  testing::WriteFile(scenario, "{" + body + R"(
+    "training": {"microbatch_size": 4, "microbatches": 4, "iterations": 2, "optimizer": "sgd",
+                 "learning_rate": 0.01, "weight_stashing": false}})");
+  ExpectBothRunTheLists(scenario, "", "", {}, 3);
   exec::RunOptions options;
   options.scenario = scenario;
-  const auto lists = ListOrder(exec::PrepareJob(options).schedule);
-  ASSERT_EQ(lists.size(), 3u);
-  EXPECT_EQ(ComputeOrder(dir + "/sim.json"), lists);
-  EXPECT_EQ(ComputeOrder(dir + "/run.json"), lists);
+  const PipelineSchedule& lists = exec::PrepareJob(options).schedule;
+  int recomputes = 0, newer = 0;
+  for (const Op& op : lists.workers[0].ops)
+    if (op.kind == OpKind::kRecompute) ++recomputes, newer += op.weight_version > 0;
+  EXPECT_EQ(recomputes, 8);  // every backward of stage 0's 2 x 4 minibatches
+  EXPECT_GT(newer, 0);
+  // The run's flag gives the same lists as the scenario's field.
+  const std::string stashing = dir + "/stashing/pipedream.json";
+  fs::create_directories(dir + "/stashing");
+  testing::WriteFile(stashing, "{" + body + R"(
+    "training": {"microbatch_size": 4, "microbatches": 4, "iterations": 2, "optimizer": "sgd",
+                 "learning_rate": 0.01}})");
+  options.scenario = stashing;
+  options.weight_stashing = false;
+  EXPECT_EQ(FirstDifference(exec::PrepareJob(options).schedule, lists), "");
+  ExpectBothRunTheLists(stashing, " --no-weight-stashing",
+                        " --no-weight-stashing", options, 3);
 }
 
 }  // namespace

@@ -65,6 +65,25 @@ TEST(SimCli, BadInputIsOneLineAndExit2) {
   }
 }
 
+// Weight stashing is PipeDream's to leave out: the flag and the scenario's field are refused on
+// another schedule, each naming what was asked.
+TEST(SimCli, WeightStashingIsLeftOutOfPipeDreamOnly) {
+  auto r = RunPipetwin("simulate " + SmallScenarioFile() + " --no-weight-stashing");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "pipetwin simulate: --no-weight-stashing applies to the pipedream schedule only\n");
+  Scenario flush = MakeScenario(EqualLayers(4, 1, 2, 1e6, 4e6), TwoLevelCluster(2, 2, 800, 1, 100, 5),
+                                EvenPlan(2, 2, 2), "flush", 4, 2);
+  flush.source["training"]["weight_stashing"] = false;  // the file WriteScenario writes
+  const std::string file = simtest::WriteScenario(flush);
+  r = RunPipetwin("simulate " + file);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, file + ": training.weight_stashing: schedule flush: only pipedream can run "
+                          "without weight stashing (expected true)\n");
+  r = RunPipetwin("simulate " + SmallScenarioFile("pipedream") + " --no-weight-stashing --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["workers"][0]["busy_by_op_s"].value("recompute", 0.0), 0);
+}
+
 TEST(SimCli, APlanThatDoesNotFitIsOneLineAndExit2) {
   const std::string dir = testing::TemporaryDirectory();
   const std::string scenario = SmallScenarioFile();

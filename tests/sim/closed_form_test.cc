@@ -513,6 +513,28 @@ TEST(SimClosedForm, ABackwardAfterAnUpdateSkipsTheGradientAddition) {
   EXPECT_LT(RelativeError(whole.iteration_s, minibatches * (f + b)), kTolerance);
 }
 
+// Without weight stashing (training.weight_stashing false, schedule/spec.h) each backward first
+// reruns its forward on the latest weights, and no version is kept beside the current one, so no
+// update copies the weights: on two equal stages asynchronous 1F1B runs at f + (f + b) + (u - c)
+// a minibatch on each stage, where with stashing stage 0 copies at every update but the last.
+TEST(SimClosedForm, WithoutWeightStashingEachBackwardRecomputesAndNoUpdateCopies) {
+  const int p = 2, minibatches = 8, iterations = 4;
+  const double f = 1e-3, b = 2e-3, u = 0.5e-3, c = 0.2e-3;
+  Workload w = EqualLayers(p, f * 1e3, b * 1e3, 0, 4e6);
+  for (Layer& l : w.layers) l.update_ms = u * 1e3, l.update_copy_ms = c * 1e3;
+  Scenario s = MakeScenario(w, TwoLevelCluster(p, 1, 800, 0, 0, 0), EvenPlan(p, 1, 1), "pipedream",
+                            minibatches, iterations);
+  s.training.weight_stashing = false;
+  const Report r = simtest::Simulate(s);
+  const int total = iterations * minibatches;
+  for (const WorkerReport& worker : r.workers) {
+    EXPECT_NEAR(worker.busy_by_op_s.at("recompute"), total * f, 1e-9);
+    EXPECT_NEAR(worker.busy_by_op_s.at("update"), total * (u - c), 1e-9);
+  }
+  EXPECT_LT(RelativeError(r.iteration_s, minibatches * (2 * f + b + u - c)), kTolerance)
+      << r.iteration_s;
+}
+
 // Pure data parallelism over r servers: forward, backward, then the ring all-reduce of the
 // gradients in one bucket: 2(r-1)/r S/B + 2(r-1) latencies.
 TEST(SimClosedForm, RingAllReduceOverServers) {

@@ -56,6 +56,29 @@ TEST(SimMemoryStaleness, PeaksAreWhatTheListsKeep) {
   }
 }
 
+// PipeDream SOSP'19 section 3.3: with weight stashing stage s of a d-stage 1F1B pipeline keeps a
+// version for each of its d - s minibatches in flight; without it (training.weight_stashing false)
+// one version, and each backward rebuilds its forward from the kept stage input, so the stage
+// holds inputs only, plus one rebuilt stash at a time.
+TEST(SimMemoryStaleness, WithoutWeightStashingAStageKeepsOneVersionAndItsInputs) {
+  const int d = 4;
+  for (bool stashing : {true, false}) {
+    SCOPED_TRACE(stashing ? "with weight stashing" : "without weight stashing");
+    Scenario s = FourStages("pipedream", false);
+    s.training.weight_stashing = stashing;
+    const Report r = simtest::Simulate(s);
+    for (const DeviceReport& dev : r.devices) {
+      const int stage = r.workers[dev.worker].stage;
+      const int versions = stashing ? d - stage : 1;
+      EXPECT_DOUBLE_EQ(dev.category_peaks.weights, versions * 2 * kWeights) << "stage " << stage;
+      const double input = stage == 0 ? 0 : kStash;
+      const double kept = stashing ? input + 2 * kStash : input;
+      EXPECT_DOUBLE_EQ(dev.category_peaks.activations, (d - stage) * kept) << "stage " << stage;
+      EXPECT_DOUBLE_EQ(dev.category_peaks.recompute, stashing ? 0 : 2 * kStash);
+    }
+  }
+}
+
 // Qi et al. (ICLR 2024), section 2.1 and Table 2: ZB-H1's worker i (1-based) holds at most
 // (p - i + 1) M_B + (i - 1) M_W of activations, ZB-H2's (2p - 2i + 1) M_B + (2i - 2) M_W, where
 // M_W is what W still needs after B (Layer::weight_stash_bytes). Without it the whole stash stays

@@ -73,6 +73,7 @@ TrainingSettings ReadTraining(JsonReader& t) {
       t.OptionalNonNegativeNumber("optimizer_bytes_per_parameter", default_state);
   s.learning_rate = t.OptionalPositiveNumber("learning_rate", 1e-3);
   s.vertical_sync = t.OptionalBool("vertical_sync", false);
+  s.weight_stashing = t.OptionalBool("weight_stashing", true);
   s.recompute = t.OptionalBool("recompute", false);
   s.recompute_timing = *ParseRecomputeTiming(
       t.OptionalChoice("recompute_timing", {"in_backward", "early"}, "in_backward"));

@@ -11,7 +11,7 @@
 //    "schedule": "gpipe|flush|...|dualpipe-v" | "schedule_csv": "torch.csv",
 //    "training": {"global_batch_size", "microbatch_size", "microbatches", "iterations",
 //                 "optimizer", "optimizer_bytes_per_parameter", "learning_rate",
-//                 "vertical_sync", "recompute", "recompute_timing", "data_loading", "chunks",
+//                 "vertical_sync", "weight_stashing", "recompute", "recompute_timing", "data_loading", "chunks",
 //                 "allreduce_buckets", "p2p", "distributed_optimizer", "overlap_param_gather"}}
 #pragma once
 
@@ -37,6 +37,9 @@ struct TrainingSettings {
   double optimizer_bytes_per_parameter = 8;  // Adam in fp32: two moments of 4 bytes
   double learning_rate = 1e-3;
   bool vertical_sync = false;  // PipeDream: every stage uses the input stage's version
+  // PipeDream: each backward on the weights its forward used (true), or on the latest ones
+  // (false, schedule/spec.h): for comparison, as PipeDream SOSP'19 section 5.5 shows it.
+  bool weight_stashing = true;
   bool recompute = false;      // activation recomputation
   // When a stage recomputes: in the backward once the gradient has arrived (Megatron-LM,
   // torch.utils.checkpoint), or early while the gradient travels.

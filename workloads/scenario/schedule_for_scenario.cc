@@ -118,6 +118,13 @@ std::vector<std::string> PlanWarnings(const Scenario& scenario, const Plan& plan
   return PlannerOverrides(scenario, plan);
 }
 
+void TurnOffWeightStashing(Scenario& scenario, const Plan& plan, const std::string& command) {
+  if (ScheduleFor(scenario, plan) != ScheduleKind::kPipeDream)
+    throw InputError("pipetwin " + command +
+                     ": --no-weight-stashing applies to the pipedream schedule only");
+  scenario.training.weight_stashing = false;
+}
+
 ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int iterations,
                              const std::string& file, const std::string& path) {
   const MicrobatchSettings micro = MicrobatchSettingsFor(scenario, plan);
@@ -144,6 +151,7 @@ ScheduleSpec ScheduleSpecFor(const Scenario& scenario, const Plan& plan, int ite
   if (spec.kind == ScheduleKind::kPipeDream) spec.microbatches *= iterations;
   if (spec.kind == ScheduleKind::kTwoBW) spec.batches = iterations;
   spec.vertical_sync = plan.vertical_sync || scenario.training.vertical_sync;
+  spec.weight_stashing = scenario.training.weight_stashing;
   spec.recompute = plan.recompute || scenario.training.recompute;
   spec.recompute_timing = scenario.training.recompute_timing;
   spec.send_mode = scenario.training.send_mode;
@@ -163,7 +171,7 @@ std::string ScenarioPathOf(const std::string& field, const Scenario& scenario,
     return scenario.plan ? (plan_path.empty() ? "stages" : plan_path + ".stages") : "planner";
   if (field == "batches") return "training.iterations";
   if (field == "kind") return "schedule";
-  return "training." + field;  // microbatches, chunks, vertical_sync, allreduce_buckets
+  return "training." + field;  // microbatches, chunks, vertical_sync, weight_stashing, ...
 }
 
 }  // namespace

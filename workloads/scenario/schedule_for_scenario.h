@@ -50,6 +50,11 @@ std::vector<std::string> PlannerOverrides(const Scenario& scenario, const Plan& 
 std::vector<std::string> PlanWarnings(const Scenario& scenario, const Plan& plan,
                                       const std::string& plan_file);
 
+// `command --no-weight-stashing` (run, simulate): the scenario's training.weight_stashing set to
+// false, so that both back ends build lists without stashing. Throws InputError where the
+// schedule the plan runs (ScheduleFor) is not pipedream.
+void TurnOffWeightStashing(Scenario& scenario, const Plan& plan, const std::string& command);
+
 // The spec: kind, depth (plan stages / chunks for interleaved), replicas, m x replicas of the
 // input stage micro-batches per iteration (each replica of stage 0 starts m; PipeDream: times
 // `iterations`, 2BW: `iterations` batches), vertical sync, recomputation and when it runs, and

@@ -42,7 +42,8 @@ inline po::options_description RunOptionsDescription() {
       ("data-dir", po::value<std::string>()->default_value("/usr/share/datasets/fashion-mnist"),
        "folder of the Fashion-MNIST IDX files (gzipped or not)")
       ("evaluate", "after training, measure accuracy on the test set through the pipeline")
-      ("no-weight-stashing", "pipedream only: backwards use the latest weights (for comparison)")
+      ("no-weight-stashing", "pipedream only: backwards on the latest weights, each forward rerun "
+       "first (sets the scenario's training.weight_stashing to false; for comparison)")
       ("device", po::value<std::string>()->default_value("cpu"),
        "cpu|cuda: where workers compute. cuda: GPU LOCAL_RANK of the machine, NCCL between "
        "workers on their own GPUs; workers beyond the GPUs share one, messages through host "

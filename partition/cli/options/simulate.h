@@ -38,6 +38,8 @@ inline po::options_description SimulateOptionsDescription() {
       ("allreduce-buckets", po::value<int>(),
        "gradient all-reduce buckets, launched during the backward before the all-reduce "
        "(overrides the scenario's training.allreduce_buckets; 1: after that backward)")
+      ("no-weight-stashing", "pipedream only: backwards on the latest weights, each forward rerun "
+       "first (sets the scenario's training.weight_stashing to false, as `run` does)")
       ("warmup", po::value<int>()->default_value(1),
        "iterations left out of the steady state (as `pipetwin run --warmup`)")
       ("no-timeline", "leave the per-device memory timelines out of --json")
@@ -67,6 +69,7 @@ struct SimulateOptions {
   bool json = false, csv = false, strict = false, timeline = true, bench = false, force = false;
   std::string trace_file, svg_file;
   int allreduce_buckets = 0;  // 0: the scenario's
+  bool weight_stashing = true;  // not --no-weight-stashing
   int warmup_iterations = 1;
   bool collective_steps = false;  // --collectives steps
   bool symmetry = true;           // not --no-symmetry
@@ -104,6 +107,7 @@ inline SimulateOptions ReadSimulateOptions(const po::variables_map& vm) {
       throw InputError("pipetwin simulate: --allreduce-buckets must be >= 1, got " +
                        std::to_string(o.allreduce_buckets));
   }
+  o.weight_stashing = vm.count("no-weight-stashing") == 0;
   o.warmup_iterations = vm["warmup"].as<int>();
   if (o.warmup_iterations < 0)
     throw InputError("pipetwin simulate: --warmup must be >= 0, got " +

@@ -21,6 +21,7 @@ enum class VersionPolicy {
   kLatest,        // a forward uses the worker's current version (GPipe, Flush, PipeDream, ...)
   kTwoBuffer,     // 2BW: micro-batch k (from 1) uses max(floor((k-1)/m) - 1, 0)
   kVerticalSync,  // every stage uses the version the input stage used for that minibatch
+  kLatestEverywhere,  // no weight stashing: every compute op, backwards too, on the current one
 };
 
 // Which worker runs each forward and each backward, from the lists.

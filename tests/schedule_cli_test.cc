@@ -97,6 +97,8 @@ TEST(ScheduleCliTest, BadInputIsOneLineAndExit2) {
       {"--kind flush --stages 2 --microbatches 2 --format png", "--format must be"},
       {"--kind flush --stages 2 --microbatches 2 --forward-time 0", "must be > 0"},
       {"--kind flush --stages 2 --microbatches 2 --bogus", "bogus"},
+      {"--kind flush --stages 2 --microbatches 2 --no-weight-stashing",
+       "only pipedream can run without weight stashing"},
       {"--import " + dir + "/unknown.csv", "line 1: unknown action '0Q0'"},
       {"--import " + dir + "/norecv.csv", "never gets its send"},
       {"--import " + dir + "/missing.csv", "missing.csv"},
@@ -113,7 +115,8 @@ TEST(ScheduleCliTest, BadInputIsOneLineAndExit2) {
 TEST(ScheduleCliTest, HelpListsTheOptions) {
   auto r = RunPipetwin("schedule --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* option : {"--kind", "--replicas", "--chunks", "--vertical-sync", "--import",
+  for (const char* option : {"--kind", "--replicas", "--chunks", "--vertical-sync",
+                             "--no-weight-stashing", "--import",
                              "--format", "--output", "--check"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option;
 }

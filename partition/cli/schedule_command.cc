@@ -107,6 +107,7 @@ ScheduleSpec SpecFrom(const po::variables_map& vm) {
   if (vm.count("workers") && spec.worker_count < 1)
     throw InputError("pipetwin schedule: --workers must be >= 1");
   spec.vertical_sync = vm.count("vertical-sync") > 0;
+  spec.weight_stashing = vm.count("no-weight-stashing") == 0;
   spec.recompute = vm.count("recompute") > 0;
   if (vm.count("recompute-timing")) {
     if (!spec.recompute)
@@ -137,6 +138,8 @@ int RunScheduleCommand(const Args& args) {
        "dualpipe-v and dualpipe have 2)")
       ("batches", po::value<int>(), "batches to run (2bw; default 4)")
       ("vertical-sync", "PipeDream with vertical sync")
+      ("no-weight-stashing", "PipeDream without weight stashing: backwards on the latest weights, "
+       "each forward rerun on them first")
       ("recompute", "recompute activations in the backward (stash stage inputs only)")
       ("recompute-timing", po::value<std::string>(),
        "in_backward (default: once the gradient has arrived, as Megatron-LM and torch) or "

@@ -301,12 +301,14 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
 }
 
 // The optimizer step of each layer, in context: right after a training pass, on the gradient
-// sums it left, with optimizer state that persists from pass to pass, as the executor steps a
-// stage after its last backward. (Timed over and over on its own, hot in the caches, a step takes
-// far less than it does in a pipeline, where the gradients and the state come from memory.) With
-// versioned weights (PipeDream, 2BW) the step writes a
-// copy, as StageWeights::Update does while the old version is stashed; the copy is timed apart
-// too (Layer::update_copy_ms), since an update of a version nobody needs steps it in place.
+// sums it left and the weights the passes use, with optimizer state that persists from pass to
+// pass, as the executor steps a stage after its last backward. (Timed over and over on its own,
+// hot in the caches, a step takes far less than it does in a pipeline, where the gradients and
+// the state come from memory; and a step of a copy of the weights, which the passes never touch,
+// reads them from memory where the executor's step finds them as the backward left them.) With
+// versioned weights (PipeDream, 2BW) the step writes a copy, as StageWeights::Update does while
+// the old version is stashed, and the passes go on with the copy; the copy is timed apart too
+// (Layer::update_copy_ms), since an update of a version nobody needs steps it in place.
 class UpdatePass {
  public:
   UpdatePass(const std::vector<LayerRun>& runs, const OptimizerSettings& settings,
@@ -314,8 +316,9 @@ class UpdatePass {
       : versioned_(versioned_weights) {
     torch::NoGradGuard no_grad;
     for (const LayerRun& r : runs) {
+      weights_.push_back(r.parameters);  // the passes' own tensors (handles, not copies)
       parameters_.emplace_back();
-      for (const auto& p : r.parameters) parameters_.back().push_back(p.detach().clone());
+      for (const auto& p : r.parameters) parameters_.back().push_back(p.detach());
       optimizers_.emplace_back(settings);
     }
   }
@@ -336,6 +339,8 @@ class UpdatePass {
       }
       optimizers_[i].Step(parameters_[i], gradients[i], 0.125);
       clock.End(i);
+      if (versioned_)  // the next passes compute on the new version
+        for (size_t j = 0; j < parameters_[i].size(); ++j) weights_[i][j].set_data(parameters_[i][j]);
     }
     if (copy_ms) copy_ms->assign(n, 0);
     for (const auto& [key, span] : clock.Read()) {
@@ -347,7 +352,8 @@ class UpdatePass {
 
  private:
   bool versioned_;
-  std::vector<std::vector<torch::Tensor>> parameters_;
+  std::vector<std::vector<torch::Tensor>> weights_;     // per layer, the passes' parameters
+  std::vector<std::vector<torch::Tensor>> parameters_;  // the same storage, without autograd
   std::vector<Optimizer> optimizers_;
 };
 

@@ -113,9 +113,10 @@ struct Source {
   bool versioned_weights = false;
   // Training passes (micro-batches) between two optimizer steps, as the executor runs them: one
   // under PipeDream (a step per minibatch), else the scenario's micro-batches per update. A step
-  // after every pass would stream the optimizer's state through the caches before every
-  // forward, which the executor does once in m micro-batches: with Adam it made each layer's
-  // backward some 8% slower than with SGD in the profile, and not in the run.
+  // after every pass puts the step's memory in the caches before every backward, which the
+  // executor does once in m micro-batches: the backwards then depend on the optimizer (an SGD
+  // step leaves the gradient sums hot for the additions, Adam's evicts them), and the run's do
+  // not (docs/validation.md, thirtieth session).
   int passes_per_update = 1;
 };
 
@@ -312,8 +313,8 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
 class UpdatePass {
  public:
   UpdatePass(const std::vector<LayerRun>& runs, const OptimizerSettings& settings,
-             bool versioned_weights)
-      : versioned_(versioned_weights) {
+             bool versioned_weights, int passes_per_step)
+      : versioned_(versioned_weights), scale_(1.0 / std::max(1, passes_per_step)) {
     torch::NoGradGuard no_grad;
     for (const LayerRun& r : runs) {
       weights_.push_back(r.parameters);  // the passes' own tensors (handles, not copies)
@@ -324,7 +325,9 @@ class UpdatePass {
   }
   // Per layer, the milliseconds of its step (0 for a layer without parameters); with `copy_ms`,
   // also those of its copy (part of the step; 0 without versioned weights).
-  std::vector<double> Run(const std::vector<std::vector<torch::Tensor>>& gradients,
+  // The sums are zeroed after each layer's step, untimed: the next step applies the passes
+  // since this one, scaled by 1 / their count, as the executor's applies its micro-batches'.
+  std::vector<double> Run(std::vector<std::vector<torch::Tensor>>& gradients,
                           LayerClock& clock, std::vector<double>* copy_ms = nullptr) {
     torch::NoGradGuard no_grad;
     const size_t n = parameters_.size();
@@ -337,8 +340,9 @@ class UpdatePass {
         for (auto& p : parameters_[i]) p = p.clone();
         clock.End(n + i);
       }
-      optimizers_[i].Step(parameters_[i], gradients[i], 0.125);
+      optimizers_[i].Step(parameters_[i], gradients[i], scale_);
       clock.End(i);
+      for (auto& g : gradients[i]) g.zero_();
       if (versioned_)  // the next passes compute on the new version
         for (size_t j = 0; j < parameters_[i].size(); ++j) weights_[i][j].set_data(parameters_[i][j]);
     }
@@ -352,6 +356,7 @@ class UpdatePass {
 
  private:
   bool versioned_;
+  double scale_;  // 1 / the passes whose gradients a step applies
   std::vector<std::vector<torch::Tensor>> weights_;     // per layer, the passes' parameters
   std::vector<std::vector<torch::Tensor>> parameters_;  // the same storage, without autograd
   std::vector<Optimizer> optimizers_;
@@ -578,7 +583,7 @@ TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, Da
                        LayerClock& clock, const std::function<void(bool)>& own_core = {}) {
   auto sums = GradientSums(runs);
   UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
-                    source.versioned_weights);
+                    source.versioned_weights, source.passes_per_update);
   const auto since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };

@@ -4,9 +4,10 @@
 // take.
 //
 // Layers are timed in context (TrainingPass): repeated training steps of the whole model at the
-// batch, each layer's forward (autograd recording) and backward (gradients of its output with
-// respect to its inputs and parameters, added into gradient sums) timed where it falls in the
-// step; the mean over the steps after warm-up, slow ones included (util/spread.h, Mean). With more
+// batch, or with a scenario's plan of each stage's layers apart as its worker runs them
+// (SpansToTime), each layer's forward (autograd recording) and backward (gradients of its output
+// with respect to its inputs and parameters, added into gradient sums) timed where it falls in
+// the step; the mean over the steps after warm-up, slow ones included (util/spread.h, Mean). With more
 // processes than cores, by the thread's CPU time (LayerClock).
 #include <algorithm>
 #include <array>
@@ -216,6 +217,13 @@ std::vector<LayerRun> PrepareLayers(const Model& model, Batch sample, const Exec
 // persistent sums as the executor accumulates micro-batches. The caches then hold what they
 // hold in training: timing one layer over and over on the same inputs keeps its weights hot and
 // makes its forward faster than the executor's.
+// The layers a pass runs, first..last: all of them, or one plan stage's as its worker runs them
+// (what enters from an earlier layer is the stage's received input).
+struct LayerSpan {
+  int first = 0, last = 0;
+  static LayerSpan All(const Model& model) { return {0, model.LayerCount() - 1}; }
+};
+
 struct PassTimes {
   std::vector<double> forward_ms, backward_ms;
   // Of backward_ms, the additions into the gradient sums (Layer::gradient_add_ms).
@@ -230,7 +238,7 @@ struct PassTimes {
 PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
                        int64_t k, int64_t batch,
                        std::vector<std::vector<torch::Tensor>>& gradient_sums,
-                       LayerClock& clock,
+                       LayerClock& clock, LayerSpan span,
                        const AllocatorProbe* allocator = nullptr,
                        std::vector<double>* stash_bytes = nullptr) {
   const int n = model.LayerCount();
@@ -239,12 +247,15 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
   std::vector<torch::Tensor> graph_outputs(n), outputs(n), output_grads(n);
   Batch sample;
   const ExecDevice& device = clock.device();
-  for (int i = 0; i < n; ++i) {
+  for (int i = span.first; i <= span.last; ++i) {
     clock.Start(2 * i);
     if (i == 0) sample = ToDevice(data.Train(k, batch), device);
     double data_bytes = 0;  // a data batch is new every micro-batch: the first layer keeps it
-    for (int j : model.layer_inputs[i]) {
-      inputs[i].push_back(j < 0 ? sample.input : outputs[j]);
+    for (size_t q = 0; q < model.layer_inputs[i].size(); ++q) {
+      const int j = model.layer_inputs[i][q];
+      // What enters the span from a layer before it: the stage's received input (PrepareLayers'
+      // tensor, its gradient taken as the executor sends it back).
+      inputs[i].push_back(j < 0 ? sample.input : j < span.first ? runs[i].inputs[q] : outputs[j]);
       if (j < 0) data_bytes += static_cast<double>(sample.input.nbytes());
     }
     const int64_t before = allocator ? allocator->allocated() : 0;
@@ -262,7 +273,7 @@ PassTimes TrainingPass(const Model& model, const std::vector<LayerRun>& runs, Da
     outputs[i] = graph_outputs[i].detach();
     if (outputs[i].is_floating_point()) outputs[i].requires_grad_(true);
   }
-  for (int i = n - 1; i >= 0; --i) {
+  for (int i = span.last; i >= span.first; --i) {
     if (!graph_outputs[i].requires_grad()) continue;
     std::vector<torch::Tensor> targets;
     std::vector<int> producers;
@@ -328,12 +339,14 @@ class UpdatePass {
   // The sums are zeroed after each layer's step, untimed: the next step applies the passes
   // since this one, scaled by 1 / their count, as the executor's applies its micro-batches'.
   std::vector<double> Run(std::vector<std::vector<torch::Tensor>>& gradients,
-                          LayerClock& clock, std::vector<double>* copy_ms = nullptr) {
+                          LayerClock& clock, LayerSpan span,
+                          std::vector<double>* copy_ms = nullptr) {
     torch::NoGradGuard no_grad;
     const size_t n = parameters_.size();
     std::vector<double> ms(n, 0);
     for (size_t i = n; i-- > 0;) {  // in the backward's order
-      if (parameters_[i].empty()) continue;
+      const int layer = static_cast<int>(i);
+      if (parameters_[i].empty() || layer < span.first || layer > span.last) continue;
       clock.Start(i);
       if (versioned_) {
         clock.Start(n + i);
@@ -469,7 +482,7 @@ class LoadProcesses {
   auto sums = GradientSums(runs);
   LayerClock clock;
   for (int64_t k = 0;; ++k) {
-    TrainingPass(model, runs, data, k, batch, sums, clock);
+    TrainingPass(model, runs, data, k, batch, sums, clock, LayerSpan::All(model));
     if (k == 0) std::cout << "ready" << std::endl;
   }
 }
@@ -496,7 +509,7 @@ bool CheckedTimeSharing(const ProfileOptions& options, int cores) {
 // The measured workload's header: where and how its times were taken.
 Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int batch,
                           bool time_shared, int cores, const ExecDevice& device,
-                          int passes_per_update) {
+                          int passes_per_update, int stages_timed_apart) {
   Workload w;
   w.name = model.name + "-measured";
   w.reference.batch_size = batch;
@@ -509,6 +522,9 @@ Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int
                                                     std::to_string(passes_per_update) +
                                                     " micro-batches"
                                               : ", an optimizer step after every micro-batch";
+  if (stages_timed_apart > 1)
+    w.reference.device += ", each of the plan's " + std::to_string(stages_timed_apart) +
+                          " stages timed apart";
   w.reference.source = "measured";
   w.parameter_dtype_bytes = 4;
   return w;
@@ -530,7 +546,6 @@ struct TimedPasses {
   std::vector<std::vector<double>> update_copies;
   std::vector<size_t> round_starts;          // index of each round's first pass
   double seconds = 0;       // of the shared rounds
-  double wall_seconds = 0;  // all rounds
   RoundEstimate step;  // the training step's time over the rounds (ms)
   // With the load processes of this core paused after each round (`own_core`): the round
   // that followed, on a core of its own: every layer's forward, backward and update summed
@@ -578,90 +593,150 @@ struct TimedPasses {
 // the simulator charges an op whose worker kept its core since its last op (sim/actors.cc): the
 // shared profile's times include the caches refilled after another process ran, which such an
 // op does not meet.
-TimedPasses TimePasses(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
-                       int64_t batch, const Source& source, const ProfileOptions& options,
-                       LayerClock& clock, const std::function<void(bool)>& own_core = {}) {
-  auto sums = GradientSums(runs);
-  UpdatePass update(runs, OptimizerFromName(source.optimizer, source.learning_rate),
-                    source.versioned_weights, source.passes_per_update);
-  const auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  TimedPasses timed;
-  // A step after every source.passes_per_update-th pass, counted over warm-up and timing.
-  const int64_t per_update = std::max(1, source.passes_per_update);
-  const auto steps_after = [&](int64_t pass) { return (pass + 1) % per_update == 0; };
-  int64_t k = 0;
-  for (; k < options.warmup; ++k) {
-    TrainingPass(model, runs, data, 1 + k, batch, sums, clock);
-    if (steps_after(k)) update.Run(sums, clock);
+class StageRounds {
+ public:
+  // `share`: this span's part of --min-seconds and --max-seconds (1 / the spans timed).
+  StageRounds(const Model& model, const std::vector<LayerRun>& runs, DataSource& data,
+              int64_t batch, const Source& source, const ProfileOptions& options,
+              LayerClock& clock, LayerSpan span, double share)
+      : model_(model), runs_(runs), data_(data), batch_(batch), options_(options), clock_(clock),
+        span_(span), share_(share), sums_(GradientSums(runs)),
+        update_(runs, OptimizerFromName(source.optimizer, source.learning_rate),
+                source.versioned_weights, source.passes_per_update),
+        per_update_(std::max(1, source.passes_per_update)) {}
+
+  void WarmUp() {
+    for (; k_ < options_.warmup; ++k_) {
+      Pass();
+      if (StepsAfter(k_)) update_.Run(sums_, clock_, span_);
+    }
   }
-  const Clock::time_point timed_from = Clock::now();
-  const bool stopping_rule = options.target_spread > 0;
-  double own_core_seconds = 0;
-  while (true) {
-    timed.round_starts.push_back(timed.passes.size());
+
+  // One round of passes (and with `own_core`, one on a core of its own after it). `rewarm`: the
+  // process ran other spans since this one's last round, so one untimed pass first puts this
+  // span's weights back in the caches, where its worker, which runs nothing else, keeps them.
+  void Round(const std::function<void(bool)>& own_core, bool rewarm) {
+    if (rewarm) Pass();
+    timed_.round_starts.push_back(timed_.passes.size());
     const Clock::time_point round_from = Clock::now();
     bool stepped = false;  // a round ends after a step, so that each has one to time
     do {
-      timed.passes.push_back(TrainingPass(model, runs, data, 1 + k, batch, sums, clock));
-      timed.update_copies.emplace_back();
-      timed.updates.emplace_back();
-      if (steps_after(k)) {
-        timed.updates.back() = update.Run(sums, clock, &timed.update_copies.back());
+      timed_.passes.push_back(Pass());
+      timed_.update_copies.emplace_back();
+      timed_.updates.emplace_back();
+      if (StepsAfter(k_)) {
+        timed_.updates.back() = update_.Run(sums_, clock_, span_, &timed_.update_copies.back());
         stepped = true;
       }
-      ++k;
-    } while (since(round_from) < options.round_seconds || !steps_after(k - 1) || !stepped);
-    if (own_core) {
-      own_core(true);
-      const Clock::time_point own_from = Clock::now();
-      std::array<double, 3> sum{};
-      int passes = 0, steps = 0;
-      do {
-        const PassTimes pass = TrainingPass(model, runs, data, 1 + k, batch, sums, clock);
-        for (size_t i = 0; i < pass.forward_ms.size(); ++i)
-          sum[0] += pass.forward_ms[i], sum[1] += pass.backward_ms[i];
-        if (steps_after(k)) {
-          for (double ms : update.Run(sums, clock)) sum[2] += ms;
-          ++steps;
-        }
-        ++k;
-        ++passes;
-      } while (since(own_from) < options.round_seconds || !steps_after(k - 1));
-      own_core(false);
-      sum[0] /= passes, sum[1] /= passes;
-      if (steps > 0) sum[2] /= steps;
-      timed.own_core_rounds.push_back(sum);
-      own_core_seconds += since(own_from);
-    }
-    // The limits count the shared rounds only, which the profile's times come from.
-    const double elapsed = since(timed_from) - own_core_seconds;
-    const int rounds = static_cast<int>(timed.round_starts.size());
-    if (static_cast<int>(timed.passes.size()) < options.repeats || elapsed < options.min_seconds)
-      continue;
-    if (!stopping_rule) break;
-    if (rounds < kLeastRounds && elapsed < options.max_seconds) continue;
-    timed.step = EstimateFromRounds(timed.RoundSteps(model.LayerCount()));
-    if (timed.step.RelativeHalfWidth() <= options.target_spread || elapsed >= options.max_seconds)
-      break;
+      ++k_;
+    } while (Since(round_from) < options_.round_seconds || !StepsAfter(k_ - 1) || !stepped);
+    timed_.seconds += Since(round_from);
+    if (!own_core) return;
+    own_core(true);
+    const Clock::time_point own_from = Clock::now();
+    std::array<double, 3> sum{};
+    int passes = 0, steps = 0;
+    do {
+      const PassTimes pass = Pass();
+      for (size_t i = 0; i < pass.forward_ms.size(); ++i)
+        sum[0] += pass.forward_ms[i], sum[1] += pass.backward_ms[i];
+      if (StepsAfter(k_)) {
+        for (double ms : update_.Run(sums_, clock_, span_)) sum[2] += ms;
+        ++steps;
+      }
+      ++k_;
+      ++passes;
+    } while (Since(own_from) < options_.round_seconds || !StepsAfter(k_ - 1));
+    own_core(false);
+    sum[0] /= passes, sum[1] /= passes;
+    if (steps > 0) sum[2] /= steps;
+    timed_.own_core_rounds.push_back(sum);
   }
-  timed.wall_seconds = since(timed_from);
-  timed.seconds = timed.wall_seconds - own_core_seconds;
-  timed.step = EstimateFromRounds(timed.RoundSteps(model.LayerCount()));
+
+  // Whether the limits are reached; they count the shared rounds only, which the profile's
+  // times come from.
+  bool Done() {
+    const double elapsed = timed_.seconds;
+    const int rounds = static_cast<int>(timed_.round_starts.size());
+    if (rounds == 0 || static_cast<int>(timed_.passes.size()) < options_.repeats ||
+        elapsed < share_ * options_.min_seconds)
+      return false;
+    if (options_.target_spread <= 0) return true;
+    if (rounds < kLeastRounds && elapsed < share_ * options_.max_seconds) return false;
+    timed_.step = EstimateFromRounds(timed_.RoundSteps(model_.LayerCount()));
+    return timed_.step.RelativeHalfWidth() <= options_.target_spread ||
+           elapsed >= share_ * options_.max_seconds;
+  }
+
+  TimedPasses Finish() {
+    timed_.step = EstimateFromRounds(timed_.RoundSteps(model_.LayerCount()));
+    return timed_;
+  }
+
+ private:
+  PassTimes Pass() {
+    return TrainingPass(model_, runs_, data_, 1 + k_, batch_, sums_, clock_, span_);
+  }
+  // A step after every source.passes_per_update-th pass, counted over warm-up and timing.
+  bool StepsAfter(int64_t pass) const { return (pass + 1) % per_update_ == 0; }
+  static double Since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+
+  const Model& model_;
+  const std::vector<LayerRun>& runs_;
+  DataSource& data_;
+  int64_t batch_;
+  const ProfileOptions& options_;
+  LayerClock& clock_;
+  LayerSpan span_;
+  double share_;
+  std::vector<std::vector<torch::Tensor>> sums_;
+  UpdatePass update_;
+  int64_t per_update_;
+  int64_t k_ = 0;
+  TimedPasses timed_;
+};
+
+// Each span timed in its own rounds, the spans taking turns round by round so that a machine
+// whose speed wanders over seconds moves them all alike, until each has met the limits with its
+// share of the time.
+std::vector<TimedPasses> TimeSpans(const Model& model, const std::vector<LayerRun>& runs,
+                                   DataSource& data, int64_t batch, const Source& source,
+                                   const ProfileOptions& options, LayerClock& clock,
+                                   const std::vector<LayerSpan>& spans,
+                                   const std::function<void(bool)>& own_core = {}) {
+  std::vector<std::unique_ptr<StageRounds>> stages;
+  for (const LayerSpan& span : spans)
+    stages.push_back(std::make_unique<StageRounds>(model, runs, data, batch, source, options,
+                                                   clock, span, 1.0 / spans.size()));
+  for (auto& stage : stages) stage->WarmUp();
+  std::vector<bool> done(stages.size(), false);
+  while (std::find(done.begin(), done.end(), false) != done.end())
+    for (size_t s = 0; s < stages.size(); ++s)
+      if (!done[s]) {
+        stages[s]->Round(own_core, stages.size() > 1);
+        done[s] = stages[s]->Done();
+      }
+  std::vector<TimedPasses> timed;
+  for (auto& stage : stages) timed.push_back(stage->Finish());
   return timed;
 }
 
 // Each figure's time on a core of its own over its time on the shared core, summed over the
 // layers and averaged over the rounds of each kind; a figure not measured (no optimizer step)
 // stays 0, charged as profiled.
-OwnCoreShare OwnCoreShareOf(const TimedPasses& timed, int layers) {
+OwnCoreShare OwnCoreShareOf(const std::vector<TimedPasses>& timed, int layers) {
   std::array<double, 3> ratio{};
   for (int figure = 0; figure < 3; ++figure) {
     double shared = 0, own = 0;
-    for (int i = 0; i < layers; ++i) shared += Mean(timed.RoundMeans(i, figure));
-    for (const std::array<double, 3>& round : timed.own_core_rounds) own += round[figure];
-    own /= static_cast<double>(timed.own_core_rounds.size());
+    for (const TimedPasses& t : timed) {
+      if (t.own_core_rounds.empty()) return {};
+      for (int i = 0; i < layers; ++i) shared += Mean(t.RoundMeans(i, figure));
+      double span_own = 0;
+      for (const std::array<double, 3>& round : t.own_core_rounds) span_own += round[figure];
+      own += span_own / static_cast<double>(t.own_core_rounds.size());
+    }
     if (shared > 0 && own > 0) ratio[figure] = own / shared;
   }
   return {ratio[0], ratio[1], ratio[2]};
@@ -702,36 +777,51 @@ Layer MeasuredLayer(const Model& model, const LayerRun& r, int i, const TimedPas
 // The profile's stability and what disturbed it: the load before and during the timing (other
 // processes' CPU time, steal time; partition/util/machine.h's one rule), rounds far off the
 // median, a spread that did not settle within the time limit.
-ProfileStability Stability(const TimedPasses& timed, int layers, const ProfileOptions& options,
-                           const MachineLoad& load) {
+// With several spans (a plan's stages timed apart), the step is their steps' sum, its spread
+// theirs combined as independent (the root of the squares), its rounds the fewest of any span's.
+ProfileStability Stability(const std::vector<TimedPasses>& timed, int layers,
+                           const ProfileOptions& options, const MachineLoad& load) {
   ProfileStability q;
-  q.rounds = timed.step.rounds;
-  q.seconds = timed.seconds;
-  q.step_ms = timed.step.mean;
-  q.step_spread_ms = timed.step.half_width;
-  q.lowest_round_ms = timed.step.lowest;
-  q.highest_round_ms = timed.step.highest;
+  q.rounds = timed.front().step.rounds;
+  double variance = 0;
+  bool settled = options.target_spread > 0;
+  for (const TimedPasses& t : timed) {
+    q.rounds = std::min(q.rounds, t.step.rounds);
+    q.seconds += t.seconds;
+    q.step_ms += t.step.mean;
+    variance += t.step.half_width * t.step.half_width;
+    q.lowest_round_ms += t.step.lowest;
+    q.highest_round_ms += t.step.highest;
+    settled = settled && t.step.rounds >= 2 &&
+              t.step.RelativeHalfWidth() <= options.target_spread;
+  }
+  q.step_spread_ms = std::sqrt(variance);
   q.target_spread = options.target_spread;
-  q.settled = options.target_spread > 0 && q.rounds >= 2 &&
-              timed.step.RelativeHalfWidth() <= options.target_spread;
+  q.settled = settled;
   q.disturbances = load.Warnings();
   q.one_core_gflops = load.Gflops();
-  const std::vector<double> steps = timed.RoundSteps(layers);
-  for (const FarRound& far : RoundsFarOff(steps)) {
-    std::ostringstream line;
-    line << "round " << far.round + 1 << " of " << steps.size() << " took " << std::fixed
-         << std::setprecision(2) << steps[far.round] << " ms a step, " << std::showpos
-         << std::setprecision(0) << 100 * far.deviation << std::noshowpos
-         << "% from the rounds' median " << std::setprecision(2) << far.median << " ms";
-    q.disturbances.push_back(line.str());
-  }
-  if (options.target_spread > 0 && !q.settled) {
-    std::ostringstream line;
-    line << "the step did not settle: +-" << std::fixed << std::setprecision(1)
-         << 100 * timed.step.RelativeHalfWidth() << "% after " << q.rounds << " rounds in "
-         << std::setprecision(1) << q.seconds << " s (target +-" << 100 * options.target_spread
-         << "%, --max-seconds " << options.max_seconds << ")";
-    q.disturbances.push_back(line.str());
+  for (size_t s = 0; s < timed.size(); ++s) {
+    const std::vector<double> steps = timed[s].RoundSteps(layers);
+    const std::string of = timed.size() > 1 ? "stage " + std::to_string(s) + "'s " : "";
+    for (const FarRound& far : RoundsFarOff(steps)) {
+      std::ostringstream line;
+      line << of << "round " << far.round + 1 << " of " << steps.size() << " took " << std::fixed
+           << std::setprecision(2) << steps[far.round] << " ms a step, " << std::showpos
+           << std::setprecision(0) << 100 * far.deviation << std::noshowpos
+           << "% from the rounds' median " << std::setprecision(2) << far.median << " ms";
+      q.disturbances.push_back(line.str());
+    }
+    const RoundEstimate& step = timed[s].step;
+    if (options.target_spread > 0 && !(step.rounds >= 2 &&
+                                       step.RelativeHalfWidth() <= options.target_spread)) {
+      std::ostringstream line;
+      line << "the " << (timed.size() > 1 ? "stage " + std::to_string(s) + " " : "")
+           << "step did not settle: +-" << std::fixed << std::setprecision(1)
+           << 100 * step.RelativeHalfWidth() << "% after " << step.rounds << " rounds in "
+           << std::setprecision(1) << timed[s].seconds << " s (target +-"
+           << 100 * options.target_spread << "%, --max-seconds " << options.max_seconds << ")";
+      q.disturbances.push_back(line.str());
+    }
   }
   return q;
 }
@@ -779,6 +869,26 @@ void PrintProfile(std::ostream& out, const Workload& w, const ProfileOptions& op
 
 }  // namespace
 
+// What the profile times in passes of their own: each stage of the scenario's plan, as its worker
+// runs that stage's layers and nothing else (the stage's input as received, its input gradient
+// computed as sent back, the loss on the last stage alone); else the whole model. A layer's time
+// depends on what else the process runs: the caches hold the other layers' weights and
+// activations too, and the allocator hands out other blocks, so passes of the whole model split
+// a pipeline's compute among its stages otherwise than its workers do (docs/validation.md,
+// thirty-first session). The planners' profiles, of a workload without a plan, time the whole
+// model: their layers are not yet in stages.
+std::vector<LayerSpan> SpansToTime(const Model& model, const Source& source,
+                                   const ProfileOptions& options) {
+  if (options.whole_model || !source.plan || source.plan->StageCount() < 2)
+    return {LayerSpan::All(model)};
+  const Plan& plan = *source.plan;
+  for (size_t p = 0; p < plan.layer_order.size(); ++p)
+    if (plan.layer_order[p] != static_cast<int>(p)) return {LayerSpan::All(model)};
+  std::vector<LayerSpan> spans;
+  for (const auto& stage : plan.stages) spans.push_back({stage.first_layer, stage.last_layer});
+  return spans;
+}
+
 int RunProfile(const ProfileOptions& options) {
   const Source source = ReadSource(options.workload);
   const int batch = options.batch > 0 ? options.batch : source.reference_batch;
@@ -812,32 +922,38 @@ int RunProfile(const ProfileOptions& options) {
   load_processes.emplace(options, batch, cores);
   if (options.concurrent > 1) PinToCore(0);
 
-  Workload w =
-      MeasuredWorkload(model, options, batch, time_shared, cores, device, source.passes_per_update);
+  const std::vector<LayerSpan> spans = SpansToTime(model, source, options);
+  Workload w = MeasuredWorkload(model, options, batch, time_shared, cores, device,
+                                source.passes_per_update, static_cast<int>(spans.size()));
   std::vector<double> stash_bytes(model.LayerCount(), 0);
   {
     auto sums = GradientSums(runs);
     const AllocatorProbe allocator(device);
-    TrainingPass(model, runs, *data, 0, batch, sums, clock, &allocator, &stash_bytes);
+    TrainingPass(model, runs, *data, 0, batch, sums, clock, LayerSpan::All(model), &allocator,
+                 &stash_bytes);
   }
   const CpuTimes cpu_from = ReadCpuTimes();
   const double own_from = ProcessCpuSeconds() + load_processes->CpuSeconds();
   std::function<void(bool)> own_core;
   if (load_processes->ShareThisCore())
     own_core = [&](bool pause) { load_processes->PauseThisCore(pause); };
-  const TimedPasses timed =
-      TimePasses(model, runs, *data, batch, source, options, clock, own_core);
+  const auto timed_from = Clock::now();
+  const std::vector<TimedPasses> timed =
+      TimeSpans(model, runs, *data, batch, source, options, clock, spans, own_core);
+  const double wall_seconds = std::chrono::duration<double>(Clock::now() - timed_from).count();
   if (!device.cuda()) {
-    load.during = ShareBetween(cpu_from, ReadCpuTimes(), cpus, timed.wall_seconds,
+    load.during = ShareBetween(cpu_from, ReadCpuTimes(), cpus, wall_seconds,
                                ProcessCpuSeconds() + load_processes->CpuSeconds() - own_from);
     load.measured_during = true;
     load_processes.reset();  // stopped, so that the speed is read as before the rounds
     load.gflops_after = OneCoreGflops();
   }
   for (int i = 0; i < model.LayerCount(); ++i)
-    w.layers.push_back(MeasuredLayer(model, runs[i], i, timed, stash_bytes[i]));
+    for (size_t s = 0; s < spans.size(); ++s)
+      if (i >= spans[s].first && i <= spans[s].last)
+        w.layers.push_back(MeasuredLayer(model, runs[i], i, timed[s], stash_bytes[i]));
   w.stability = Stability(timed, model.LayerCount(), options, load);
-  if (!timed.own_core_rounds.empty()) w.own_core = OwnCoreShareOf(timed, model.LayerCount());
+  w.own_core = OwnCoreShareOf(timed, model.LayerCount());
   ValidateAndSortWorkload(w, options.workload);
 
   if (!options.output_file.empty()) SaveWorkloadFile(w, options.output_file);
@@ -846,7 +962,9 @@ int RunProfile(const ProfileOptions& options) {
     return 0;
   }
   std::ostringstream out;
-  PrintProfile(out, w, options, source, batch, timed.passes.size());
+  size_t passes = 0;
+  for (const TimedPasses& t : timed) passes += t.passes.size();
+  PrintProfile(out, w, options, source, batch, passes);
   std::cout << out.str();
   return 0;
 }

@@ -69,6 +69,40 @@ TEST(ExecProfile, MeasuresUpdateAndStashAndLeavesNoLoadBehind) {
   EXPECT_EQ(ProcessesWith("--load-cpu"), 0);
 }
 
+// A scenario's plan: each stage's layers timed in passes of their own, as the stage's worker runs
+// them and nothing else (the stage's input as received, its gradient computed as sent back);
+// `--whole-model` and a plan of one stage time passes of every layer. The bytes are the same
+// either way, and every layer is timed.
+TEST(ExecProfile, APlansStagesAreTimedApartAsTheirWorkersRunThem) {
+  const std::string quick = " --repeats 3 --warmup 1 --target-spread 0 --json";
+  const auto apart = RunPipetwin("profile " + Scenario() + quick);
+  const auto whole = RunPipetwin("profile " + Scenario() + quick + " --whole-model");
+  const auto one_stage = RunPipetwin("profile " + std::string(PIPETWIN_SOURCE_DIR) +
+                                     "/scenarios/validation/08-mlp-data-parallel.json" + quick);
+  for (const auto* r : {&apart, &whole, &one_stage}) ASSERT_EQ(r->exit_code, 0) << r->err;
+  const nlohmann::json a = nlohmann::json::parse(apart.out);
+  const nlohmann::json w = nlohmann::json::parse(whole.out);
+  const std::string said = "each of the plan's 2 stages timed apart";
+  EXPECT_NE(a["reference"]["device"].get<std::string>().find(said), std::string::npos)
+      << a["reference"]["device"];
+  EXPECT_EQ(w["reference"]["device"].get<std::string>().find("timed apart"), std::string::npos)
+      << w["reference"]["device"];
+  EXPECT_EQ(nlohmann::json::parse(one_stage.out)["reference"]["device"].get<std::string>().find(
+                "timed apart"),
+            std::string::npos);
+  ASSERT_EQ(a["layers"].size(), w["layers"].size());
+  for (size_t i = 0; i < a["layers"].size(); ++i) {
+    const nlohmann::json& la = a["layers"][i];
+    const nlohmann::json& lw = w["layers"][i];
+    EXPECT_EQ(la["id"], lw["id"]);
+    for (const char* bytes : {"activation_bytes", "parameter_bytes", "stash_bytes"})
+      EXPECT_EQ(la[bytes], lw[bytes]) << la["id"] << " " << bytes;
+    EXPECT_GT(la["forward_ms"].get<double>(), 0) << la["id"];
+    EXPECT_GT(la["backward_ms"].get<double>(), 0) << la["id"];
+    EXPECT_GT(la["update_ms"].get<double>(), 0) << la["id"];
+  }
+}
+
 // PipeDream keeps weight versions: an update of a stashed version copies the weights first,
 // which the profile times apart as a part of the step.
 TEST(ExecProfile, VersionedWeightsTimeTheUpdatesCopy) {

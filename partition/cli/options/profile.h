@@ -53,6 +53,9 @@ inline po::options_description ProfileOptionsDescription() {
        "first) by CUDA events")
       ("precision", po::value<std::string>()->default_value("fp32"),
        "fp32|bf16|fp16: with --device cuda, forwards under CUDA autocast (as `run --precision`)")
+      ("whole-model",
+       "time every layer in passes of the whole model, even where WORKLOAD is a scenario "
+       "with a plan (whose stages are otherwise timed apart, each as its worker runs it)")
       ("threads", po::value<int>()->default_value(1), "intra-op threads (a worker's share)")
       ("concurrent", po::value<int>()->default_value(1),
        "time the layers while N-1 other processes compute the same layers on this machine's "
@@ -90,6 +93,7 @@ struct ProfileOptions {
   int threads = 1;
   int concurrent = 1;  // processes computing at once, this one included
   int load_cpu = -1;   // >= 0: a load process of another profile, pinned to this core
+  bool whole_model = false;  // a plan's stages timed in passes of the whole model, not apart
 };
 
 inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
@@ -117,6 +121,7 @@ inline ProfileOptions ReadProfileOptions(const po::variables_map& vm) {
   if (!(o.max_seconds >= 0 && o.max_seconds <= 3600))
     throw InputError("pipetwin profile: --max-seconds must be within 0..3600, got " +
                      std::to_string(o.max_seconds));
+  o.whole_model = vm.count("whole-model") > 0;
   o.threads = vm["threads"].as<int>();
   o.concurrent = vm["concurrent"].as<int>();
   o.device = vm["device"].as<std::string>();

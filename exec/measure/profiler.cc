@@ -530,7 +530,15 @@ Workload MeasuredWorkload(const Model& model, const ProfileOptions& options, int
   return w;
 }
 
-// The timed passes, in rounds: after `warmup` untimed passes, rounds of passes of at least
+// The untimed passes before the timed ones: --warmup, or more up to the first optimizer step,
+// which allocates the optimizer's state (Adam's two moments, torch.optim.Adam's lazy state) and
+// would otherwise land in the first timed round, a cost the executor's runs leave in their own
+// warm-up iterations.
+int WarmUpPasses(int warmup, int passes_per_update) {
+  return std::max(warmup, std::max(1, passes_per_update));
+}
+
+// The timed passes, in rounds: after the warm-up (WarmUpPasses), rounds of passes of at least
 // --round-seconds each, until there are --repeats passes, --min-seconds have gone by and, with
 // --target-spread, the training step's mean over the rounds is known within that share (the
 // half-width of its 95% interval, util/spread.h), or --max-seconds have gone by (without it, at
@@ -606,7 +614,7 @@ class StageRounds {
         per_update_(std::max(1, source.passes_per_update)) {}
 
   void WarmUp() {
-    for (; k_ < options_.warmup; ++k_) {
+    for (; k_ < WarmUpPasses(options_.warmup, static_cast<int>(per_update_)); ++k_) {
       Pass();
       if (StepsAfter(k_)) update_.Run(sums_, clock_, span_);
     }
@@ -830,8 +838,8 @@ void PrintProfile(std::ostream& out, const Workload& w, const ProfileOptions& op
                   const Source& source, int batch, size_t passes) {
   const ProfileStability& q = *w.stability;
   out << w.name << ": " << w.LayerCount() << " layers measured at batch " << batch << " on "
-      << w.reference.device << " (" << passes << " runs after " << options.warmup
-      << " warm-up, in " << q.rounds << " rounds; each figure the mean of its rounds' means, "
+      << w.reference.device << " (" << passes << " runs after "
+      << WarmUpPasses(options.warmup, source.passes_per_update) << " warm-up, in " << q.rounds << " rounds; each figure the mean of its rounds' means, "
       << "+- the 95% interval of that mean)\n\n";
   const auto spread = [](const std::optional<double>& ms) {
     std::ostringstream s;

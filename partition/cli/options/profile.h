@@ -34,7 +34,8 @@ inline po::options_description ProfileOptionsDescription() {
       ("json", "print the measured workload as JSON")
       ("repeats", po::value<int>()->default_value(10),
        "timed runs per layer (their mean)")
-      ("warmup", po::value<int>()->default_value(3), "untimed runs first")
+      ("warmup", po::value<int>()->default_value(3),
+       "untimed runs first (more, up to the first optimizer step, where a step follows several)")
       ("min-seconds", po::value<double>()->default_value(0),
        "after --repeats, keep timing runs until they have taken S seconds in all (a longer "
        "window averages over more of the machine's moods)")

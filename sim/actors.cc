@@ -121,6 +121,9 @@ class WorkerActors {
     // Its latest compute: from when, and until when (infinity while it runs), for a message
     // that moves while its sender computes (BusySenderWait).
     double computing_from_s = -1, computing_until_s = -1;
+    // CPU that c10d Gloo's thread took from the compute in progress, pushing this worker's
+    // messages on its core (SenderMessageCpu); the op runs that much longer.
+    double message_cpu_s = 0;
     // Round robin on an oversubscribed server with a message CPU: c10d Gloo's thread of the
     // worker, which reads its messages off the sockets (ReadMessages), and what it has read, by
     // channel mailbox. Empty: the worker reads its own messages at its receives.
@@ -182,6 +185,7 @@ class WorkerActors {
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool BusySenderWait(const Worker& me, const Worker& sender, double moved_from);
+  void SenderMessageCpu(const Worker& me, Worker& sender);
   bool ChargeMessageCpu(CoreUser& me);
   // Whether the shared CPU host `cpu` runs more workers than the server's cores.
   bool Oversubscribed(const sg4::Host* cpu) const;
@@ -706,6 +710,20 @@ bool WorkerActors::BusySenderWait(const Worker& me, const Worker& sender, double
   return true;
 }
 
+// The sender's half of a message's CPU (cluster.h, oversubscribed_message_us) between workers
+// with a core each and receives posted at their ops: the executor pins each worker process, c10d
+// Gloo's threads with it, to its core (exec/launch/worker.cc, ConfigureThreads), so the thread
+// that pushes the message once its receive is posted shares the sender's core; if the sender is
+// computing then, its op takes that much longer, and if it waits, the core is free and nothing is
+// lost. The receiver reads its message while it waits in its receive. Called by the receiver
+// once the message has arrived: the sender's compute still running then is the one it shared.
+void WorkerActors::SenderMessageCpu(const Worker& me, Worker& sender) {
+  const double half_s = setup_.cluster.oversubscribed_message_us * 1e-6 / 2;
+  if (half_s <= 0 || !me.receives_at_op || sender.cpu == sender.host) return;
+  if (sender.computing_from_s < 0 || sender.computing_until_s < Now()) return;
+  sender.message_cpu_s += half_s;
+}
+
 // A tensor-parallel group's collectives on its rank's server link (NVLink to the NVSwitch), as
 // flows that share the link with whatever else crosses it: a ring step sends to the next rank
 // and receives from the previous one, so a collective is a flow up the link and one down it,
@@ -817,6 +835,14 @@ void WorkerActors::WorkerMain(int w) {
       // (inside the receive it was woken from): the op starts when it has one.
       me.op_core = -1;
       start += Compute(w, i);
+      // What c10d Gloo's thread took from the op meanwhile (SenderMessageCpu), and took
+      // from that.
+      while (me.message_cpu_s > 0) {
+        const double s = me.message_cpu_s;
+        me.message_cpu_s = 0;
+        Execute(me, s);
+        ++record_.activities;
+      }
       rec.op_core[i] = me.op_core;
       me.computing_until_s = Now();
       rec.AddBusy(op.kind, iteration, Now() - start);
@@ -874,6 +900,7 @@ void WorkerActors::WorkerMain(int w) {
         ReleaseCore(me);
         delivery->wait();
       }
+      SenderMessageCpu(me, workers_[op.peer_worker]);
       if (BusySenderWait(me, workers_[op.peer_worker], std::max(posted, message->posted_s)))
         ++record_.activities;
       // A channel's messages arrive in order (ValidateSchedule's rule): this never fails.

@@ -121,8 +121,8 @@ class WorkerActors {
     // Its latest compute: from when, and until when (infinity while it runs), for a message
     // that moves while its sender computes (BusySenderWait).
     double computing_from_s = -1, computing_until_s = -1;
-    // CPU that c10d Gloo's thread took from the compute in progress, pushing this worker's
-    // messages on its core (SenderMessageCpu); the op runs that much longer.
+    // CPU that c10d Gloo's thread took from the compute in progress, for this worker's messages,
+    // on its core (ChargeComputingPeer); the op runs that much longer.
     double message_cpu_s = 0;
     // Round robin on an oversubscribed server with a message CPU: c10d Gloo's thread of the
     // worker, which reads its messages off the sockets (ReadMessages), and what it has read, by
@@ -185,7 +185,7 @@ class WorkerActors {
   double Compute(int w, size_t i);  // returns how long it waited for a core slot
   std::vector<sg4::CommPtr> StartGroupCollectives(const Worker& me, double seconds);
   bool BusySenderWait(const Worker& me, const Worker& sender, double moved_from);
-  void SenderMessageCpu(const Worker& me, Worker& sender);
+  void ChargeComputingPeer(const Worker& me, Worker& peer);
   bool ChargeMessageCpu(CoreUser& me);
   // Whether the shared CPU host `cpu` runs more workers than the server's cores.
   bool Oversubscribed(const sg4::Host* cpu) const;
@@ -710,18 +710,23 @@ bool WorkerActors::BusySenderWait(const Worker& me, const Worker& sender, double
   return true;
 }
 
-// The sender's half of a message's CPU (cluster.h, oversubscribed_message_us) between workers
-// with a core each and receives posted at their ops: the executor pins each worker process, c10d
-// Gloo's threads with it, to its core (exec/launch/worker.cc, ConfigureThreads), so the thread
-// that pushes the message once its receive is posted shares the sender's core; if the sender is
-// computing then, its op takes that much longer, and if it waits, the core is free and nothing is
-// lost. The receiver reads its message while it waits in its receive. Called by the receiver
-// once the message has arrived: the sender's compute still running then is the one it shared.
-void WorkerActors::SenderMessageCpu(const Worker& me, Worker& sender) {
+// A message's CPU between workers with a core each and receives posted at their ops (cluster.h,
+// oversubscribed_message_us, half at each end): c10d Gloo's threads spend it on the cores the
+// executor pins each worker process to, its threads with it (exec/launch/worker.cc,
+// ConfigureThreads). Where the worker computes meanwhile, its op takes that much longer; a
+// worker that waits loses nothing. The sender's half pushes the bytes once the receive is posted
+// (charged by the receiver when they have arrived, to the sender's compute still running then).
+// The receiver reads them while it waits in its receive; but a message sent before its receive
+// is posted first announces itself (gloo/transport/tcp/pair.cc: Pair::send without a remote
+// pending receive sends NOTIFY_SEND_READY), and the receiver's thread handles that as it comes,
+// while the receiver computes: the receiver's half then (charged at the send, to the receiver's
+// compute running then). Traced on a 2-vCPU guest (docs/validation.md, thirty-second session):
+// the sender's ops 51-97 us longer, the receiver's 40-61 us, against halves of 47 us there.
+void WorkerActors::ChargeComputingPeer(const Worker& me, Worker& peer) {
   const double half_s = setup_.cluster.oversubscribed_message_us * 1e-6 / 2;
-  if (half_s <= 0 || !me.receives_at_op || sender.cpu == sender.host) return;
-  if (sender.computing_from_s < 0 || sender.computing_until_s < Now()) return;
-  sender.message_cpu_s += half_s;
+  if (half_s <= 0 || !me.receives_at_op || peer.cpu == peer.host) return;
+  if (peer.computing_from_s < 0 || !std::isinf(peer.computing_until_s)) return;
+  peer.message_cpu_s += half_s;
 }
 
 // A tensor-parallel group's collectives on its rank's server link (NVLink to the NVSwitch), as
@@ -835,7 +840,7 @@ void WorkerActors::WorkerMain(int w) {
       // (inside the receive it was woken from): the op starts when it has one.
       me.op_core = -1;
       start += Compute(w, i);
-      // What c10d Gloo's thread took from the op meanwhile (SenderMessageCpu), and took
+      // What c10d Gloo's thread took from the op meanwhile (ChargeComputingPeer), and took
       // from that.
       while (me.message_cpu_s > 0) {
         const double s = me.message_cpu_s;
@@ -856,6 +861,7 @@ void WorkerActors::WorkerMain(int w) {
       // The sender's half of a message's CPU on an oversubscribed server (ChargeMessageCpu).
       if (ChargeMessageCpu(me)) ++record_.activities;
       me.messages[i].posted_s = Now();
+      ChargeComputingPeer(me, workers_[op.peer_worker]);  // the receiver's half
       if (s_.send_mode == SendMode::kBlocking)
         me.undelivered.push_back(me.op_mailbox[i]->put_async(&me.messages[i], Bytes(bytes)));
       else
@@ -900,7 +906,7 @@ void WorkerActors::WorkerMain(int w) {
         ReleaseCore(me);
         delivery->wait();
       }
-      SenderMessageCpu(me, workers_[op.peer_worker]);
+      ChargeComputingPeer(me, workers_[op.peer_worker]);  // the sender's half
       if (BusySenderWait(me, workers_[op.peer_worker], std::max(posted, message->posted_s)))
         ++record_.activities;
       // A channel's messages arrive in order (ValidateSchedule's rule): this never fails.

@@ -159,9 +159,9 @@ class Cluster {
   // calibrate` measures it with more processes than cores passing messages in a ring: the CPU
   // beyond the ring's GEMMs under SCHED_RR; where SCHED_RR was refused, all the core time a
   // hop took beyond its GEMMs (idle cores included); 0 charges nothing. With a core per worker,
-  // the sender's half only, taken from its compute if it computes as the message moves (c10d
-  // Gloo's thread shares the core the worker's process is pinned to; sim/actors.cc,
-  // SenderMessageCpu).
+  // each half comes out of the compute its worker runs as c10d Gloo's thread, pinned to the
+  // same core, spends it: the sender's as the bytes go, the receiver's as it is told of a
+  // message sent before its receive (sim/actors.cc, ChargeComputingPeer).
   double oversubscribed_message_us = 0;
   // With shared cores, each worker on a core of its own and its receives posted at their ops
   // (ReceivePostingOf): what a message waits, on average, beyond its transfer when its sender's

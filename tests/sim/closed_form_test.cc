@@ -417,16 +417,18 @@ TEST(SimClosedForm, AMessageMovingWhileItsSenderComputesWaitsTheBusySendersCharg
                    gpu_without.workers[0].exposed_communication_s);
 }
 
-// With a core per worker, c10d Gloo's thread that pushes a message shares its sender's core (the
-// executor pins each worker's process there): the sender's half of oversubscribed_message_us
-// comes out of the compute the sender runs as the message moves, and a sender that waits loses
-// nothing. The GPipe above, a 0.1 ms latency and 1 ms of bytes: the first activation, sent at
-// 1 ms to a stage already waiting, arrives at 2.1 ms, during stage 0's third forward (2 to 3
-// ms); the other three move when stage 1 asks for them, while stage 0 waits for its gradients.
-// Each gradient but the last moves while stage 1 computes the next backward (stage 0, 2 ms a
-// backward against 6, waits for every one): stage 1, the pipeline's critical path, runs three
-// halves longer, and so does the iteration.
-TEST(SimClosedForm, AMessagesCpuComesOutOfItsSendersComputeOnItsOwnCore) {
+// With a core per worker, c10d Gloo's threads share their worker's core (the executor pins each
+// worker's process there): half of oversubscribed_message_us comes out of the sender's compute
+// running as the bytes arrive, and the other half out of the receiver's compute running when a
+// message is sent before its receive is posted (its announcement is handled then); a worker that
+// waits loses nothing. The GPipe above, a 0.1 ms latency and 1 ms of bytes: the first activation,
+// sent at 1 ms to a stage already waiting, arrives at 2.1 ms, during stage 0's third forward (2
+// to 3 ms); the third and the fourth are sent during stage 1's first forward (from 2.1 ms), and
+// move later, while stage 0 waits for its gradients. Each gradient but the last moves while
+// stage 1 computes the next backward and is received by a stage 0 that waits for it (2 ms a
+// backward against 6). Stage 1, the pipeline's critical path, runs five halves longer, and so
+// does the iteration.
+TEST(SimClosedForm, AMessagesCpuComesOutOfTheComputeRunningAtEitherEndOnItsCore) {
   const int m = 4;
   const double half = 0.25e-3;
   Workload w = EqualLayers(2, 1, 2, 1e6, 4e6);
@@ -440,8 +442,8 @@ TEST(SimClosedForm, AMessagesCpuComesOutOfItsSendersComputeOnItsOwnCore) {
   };
   const Report without = simulate(2, 0), with = simulate(2, 2 * half);
   EXPECT_NEAR(with.workers[0].busy_s - without.workers[0].busy_s, half, 1e-9);
-  EXPECT_NEAR(with.workers[1].busy_s - without.workers[1].busy_s, 3 * half, 1e-9);
-  EXPECT_NEAR(with.iteration_s - without.iteration_s, 3 * half, 1e-9);
+  EXPECT_NEAR(with.workers[1].busy_s - without.workers[1].busy_s, 5 * half, 1e-9);
+  EXPECT_NEAR(with.iteration_s - without.iteration_s, 5 * half, 1e-9);
   // GPUs: no shared cores, nothing charged.
   EXPECT_DOUBLE_EQ(simulate(0, 2 * half).iteration_s, simulate(0, 0).iteration_s);
 }
@@ -449,8 +451,8 @@ TEST(SimClosedForm, AMessagesCpuComesOutOfItsSendersComputeOnItsOwnCore) {
 // More workers than cores (cluster.oversubscribed_message_us): every message delivered to a
 // worker there costs that much of a core. GPipe on 1 shared core stays sequential, now with the
 // 2 (p - 1) m messages' cost on top; with a core per worker the same setting charges only the
-// sender's half of a message that moves while its sender computes (the test above), less than
-// half of that.
+// halves that meet a computing worker at their end (the test above), spread over the workers:
+// less than half of that.
 TEST(SimClosedForm, MessagesToAnOversubscribedServerCostCpu) {
   const int p = 4, m = 8;
   const double f = 1e-3, b = 2e-3, per_message = 5e-4;
@@ -469,7 +471,7 @@ TEST(SimClosedForm, MessagesToAnOversubscribedServerCostCpu) {
       EXPECT_LT(RelativeError(r.iteration_s, base + cost), kTolerance);
     } else {
       EXPECT_GT(r.iteration_s, base * (1 + kTolerance));
-      EXPECT_LE(r.iteration_s, base + cost / 4);
+      EXPECT_LT(r.iteration_s, base + cost / 2);
     }
     // More workers than cores: the report says what the model leaves out.
     if (cores == 1) {

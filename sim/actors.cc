@@ -721,7 +721,7 @@ bool WorkerActors::BusySenderWait(const Worker& me, const Worker& sender, double
 // pending receive sends NOTIFY_SEND_READY), and the receiver's thread handles that as it comes,
 // while the receiver computes: the receiver's half then (charged at the send, to the receiver's
 // compute running then). Traced on a 2-vCPU guest (docs/validation.md, thirty-second session):
-// the sender's ops 51-97 us longer, the receiver's 40-61 us, against halves of 47 us there.
+// the sender's ops 51-97 us longer, the receiver's 48-71 us, against halves of 47 us there.
 void WorkerActors::ChargeComputingPeer(const Worker& me, Worker& peer) {
   const double half_s = setup_.cluster.oversubscribed_message_us * 1e-6 / 2;
   if (half_s <= 0 || !me.receives_at_op || peer.cpu == peer.host) return;

@@ -839,7 +839,8 @@ void PrintProfile(std::ostream& out, const Workload& w, const ProfileOptions& op
   const ProfileStability& q = *w.stability;
   out << w.name << ": " << w.LayerCount() << " layers measured at batch " << batch << " on "
       << w.reference.device << " (" << passes << " runs after "
-      << WarmUpPasses(options.warmup, source.passes_per_update) << " warm-up, in " << q.rounds << " rounds; each figure the mean of its rounds' means, "
+      << WarmUpPasses(options.warmup, source.passes_per_update) << " warm-up, in " << q.rounds
+      << " rounds; each figure the mean of its rounds' means, "
       << "+- the 95% interval of that mean)\n\n";
   const auto spread = [](const std::optional<double>& ms) {
     std::ostringstream s;

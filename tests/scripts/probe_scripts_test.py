@@ -6,7 +6,8 @@
 Runs each mode of scripts/gloo_send_probe.py (two processes over c10d Gloo; the ring with and
 without its helper threads under SCHED_BATCH, and as two 1F1B stages; the stages computing in a profile's
 order, in 1F1B's and beside their messages) and
-scripts/speed_drift.py briefly, and checks the lines they print: every figure present and
+scripts/speed_drift.py and scripts/corunner_phase.py briefly, and scripts/backward_ratio.py on a
+made-up profile and trace, and checks the lines they print: every figure present and
 positive, a median never above its 90th percentile, both kinds of sender reported, the idle
 times asked for reported in order with no excess at no idle; and that a malformed option ends the
 script with one line naming it and a non-zero status. The figures themselves depend on the
@@ -109,5 +110,40 @@ check(code != 0 and "--idle-ms" in err and len(err.strip().splitlines()) == 1,
 code, out, err = run("speed_drift.py", "--seconds", "1", "--window", "0.5")
 check(code == 0 and re.search(r"GFLOP/s per 0.5-s window: mean [\d.]+", out),
       f"speed_drift.py --seconds 1: exited {code}, printed {out!r} {err[-300:]}")
+
+# scripts/corunner_phase.py: every mode's forward and backward, with steps counted.
+code, out, err = run("corunner_phase.py", "--seconds", "2", "--block", "0.1", "--width", "256")
+phases = {m[1]: (int(m[2]), float(m[3]), float(m[4])) for m in re.finditer(
+    r"^(all|bwd|fwd|idle) +(\d+) steps: forward median ([\d.]+) ms, backward median ([\d.]+) ms",
+    out, re.M)}
+check(code == 0 and sorted(phases) == ["all", "bwd", "fwd", "idle"],
+      f"corunner_phase.py: exited {code}, modes {sorted(phases)} from {out!r} {err[-300:]}")
+check(all(n > 0 and f > 0 and b > 0 for n, f, b in phases.values()),
+      f"corunner_phase.py: every mode stepped and timed, got {phases}")
+
+# scripts/backward_ratio.py on a profile and a trace made up here: the stage sums, the run's
+# medians (its first fifth skipped) and the ratios worked out by hand.
+import json
+import os
+import tempfile
+with tempfile.TemporaryDirectory() as d:
+    layers = [{"forward_ms": 1.0, "backward_ms": 1.5}, {"forward_ms": 2.0, "backward_ms": 3.0},
+              {"forward_ms": 1.0, "backward_ms": 2.0}]
+    events = [{"ph": "X", "cat": "forward", "pid": 0, "ts": 0, "args": {"cpu_ms": 99.0}}]
+    for k in range(1, 10):
+        events += [{"ph": "X", "cat": "forward", "pid": 0, "ts": 10 * k, "args": {"cpu_ms": 3.0 + k % 3}},
+                   {"ph": "X", "cat": "backward", "pid": 0, "ts": 10 * k + 1, "args": {"cpu_ms": 6.0}},
+                   {"ph": "X", "cat": "forward", "pid": 1, "ts": 10 * k + 2, "args": {"cpu_ms": 2.0}},
+                   {"ph": "X", "cat": "backward", "pid": 1, "ts": 10 * k + 3, "args": {"cpu_ms": 5.0}}]
+    with open(os.path.join(d, "p.json"), "w") as f:
+        json.dump({"layers": layers}, f)
+    with open(os.path.join(d, "t.json"), "w") as f:
+        json.dump({"traceEvents": events}, f)
+    code, out, err = run("backward_ratio.py", f"{d}/p.json", f"{d}/t.json", "--stages", "0-1,2-2")
+    check(code == 0, f"backward_ratio.py exited {code}: {err[-300:]}")
+    check("stage 0 (layers 0-1): profile F 3.000 B 4.500 ms (B/F 1.50); run F 4.000 B 6.000 ms "
+          "(B/F 1.50); run over profile F 1.333 B 1.333" in out, f"backward_ratio.py stage 0: {out!r}")
+    check("stage 1 (layers 2-2): profile F 1.000 B 2.000 ms (B/F 2.00); run F 2.000 B 5.000 ms "
+          "(B/F 2.50); run over profile F 2.000 B 2.500" in out, f"backward_ratio.py stage 1: {out!r}")
 
 check.finish("the probe scripts' modes")

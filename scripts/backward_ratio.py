@@ -17,6 +17,8 @@ import argparse
 import json
 import statistics
 
+from message_cpu import load  # the trace's complete events, in time order
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -27,11 +29,8 @@ def main():
     args = p.parse_args()
     with open(args.profile) as f:
         layers = json.load(f)["layers"]
-    with open(args.trace) as f:
-        trace = json.load(f)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    ops = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("forward", "backward")
-                  and "cpu_ms" in e.get("args", {})), key=lambda e: e["ts"])
+    ops = [e for e in load(args.trace)
+           if e.get("cat") in ("forward", "backward") and "cpu_ms" in e.get("args", {})]
     ops = ops[int(len(ops) * args.skip):]
     for stage, span in enumerate(args.stages.split(",")):
         first, last = (int(v) for v in span.split("-"))
